@@ -1,0 +1,221 @@
+//! Diagnostics: errors and warnings with source spans, collected, never printed by passes.
+//!
+//! # Overview
+//!
+//! - [`Diagnostic`]: one error or warning — a stable code, a message, a primary
+//!   span with a label, secondary spans (e.g. the first definition of a
+//!   duplicate) and help notes.
+//! - [`Diagnostics`]: what a run collected. Passes take `&mut Diagnostics` and
+//!   keep going after recoverable errors, so one run reports many problems.
+//!
+//! Rendering is done in one place: [`Diagnostics::render`] (rustc-like text via
+//! codespan-reporting) and [`Diagnostics::to_json`] (machine-readable).
+
+use codespan_reporting::diagnostic as codespan;
+use codespan_reporting::term::{self, termcolor};
+
+use crate::source::{Sources, Span};
+
+/// How bad a diagnostic is.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Severity {
+    /// The grammar cannot be used.
+    Error,
+    /// The grammar works, but something in it is probably a mistake.
+    Warning,
+}
+
+impl Severity {
+    fn as_str(self) -> &'static str {
+        match self {
+            Severity::Error => "error",
+            Severity::Warning => "warning",
+        }
+    }
+}
+
+/// A span with a short message shown under it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Label {
+    /// What the label points at.
+    pub span: Span,
+    /// Text shown at the span (may be empty).
+    pub message: String,
+}
+
+/// One error or warning about a grammar.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Diagnostic {
+    /// Error or warning.
+    pub severity: Severity,
+    /// A stable kebab-case name for the kind of problem (`undefined-rule`).
+    pub code: &'static str,
+    /// One line saying what is wrong.
+    pub message: String,
+    /// Where it is wrong.
+    pub primary: Label,
+    /// Other places that explain it (a first definition, an import).
+    pub secondary: Vec<Label>,
+    /// Suggestions and explanations.
+    pub help: Vec<String>,
+}
+
+impl Diagnostic {
+    /// An error at `span`.
+    pub fn error(code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) -> Self {
+        Self::new(Severity::Error, code, message.into(), span, label.into())
+    }
+
+    /// A warning at `span`.
+    pub fn warning(code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) -> Self {
+        Self::new(Severity::Warning, code, message.into(), span, label.into())
+    }
+
+    fn new(severity: Severity, code: &'static str, message: String, span: Span, label: String) -> Self {
+        Self {
+            severity,
+            code,
+            message,
+            primary: Label { span, message: label },
+            secondary: Vec::new(),
+            help: Vec::new(),
+        }
+    }
+
+    /// Adds a secondary span.
+    #[must_use]
+    pub fn with_label(mut self, span: Span, message: impl Into<String>) -> Self {
+        self.secondary.push(Label {
+            span,
+            message: message.into(),
+        });
+        self
+    }
+
+    /// Adds a help note.
+    #[must_use]
+    pub fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help.push(help.into());
+        self
+    }
+
+    fn to_codespan(&self) -> codespan::Diagnostic<crate::source::FileId> {
+        let severity = match self.severity {
+            Severity::Error => codespan::Severity::Error,
+            Severity::Warning => codespan::Severity::Warning,
+        };
+        let mut labels = vec![
+            codespan::Label::primary(self.primary.span.file, self.primary.span.start..self.primary.span.end)
+                .with_message(&self.primary.message),
+        ];
+        labels.extend(self.secondary.iter().map(|label| {
+            codespan::Label::secondary(label.span.file, label.span.start..label.span.end).with_message(&label.message)
+        }));
+        codespan::Diagnostic::new(severity)
+            .with_code(self.code)
+            .with_message(&self.message)
+            .with_labels(labels)
+            .with_notes(self.help.iter().map(|h| format!("help: {h}")).collect())
+    }
+}
+
+/// The diagnostics of one run, in the order they were found.
+#[derive(Clone, Debug, Default)]
+pub struct Diagnostics {
+    list: Vec<Diagnostic>,
+}
+
+impl Diagnostics {
+    /// No diagnostics yet.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Records a diagnostic.
+    pub fn push(&mut self, diagnostic: Diagnostic) {
+        self.list.push(diagnostic);
+    }
+
+    /// All diagnostics, in the order they were found.
+    pub fn iter(&self) -> impl Iterator<Item = &Diagnostic> {
+        self.list.iter()
+    }
+
+    /// The number of errors.
+    pub fn error_count(&self) -> usize {
+        self.list.iter().filter(|d| d.severity == Severity::Error).count()
+    }
+
+    /// The number of warnings.
+    pub fn warning_count(&self) -> usize {
+        self.list.len() - self.error_count()
+    }
+
+    /// Whether any error was recorded.
+    pub fn has_errors(&self) -> bool {
+        self.error_count() > 0
+    }
+
+    /// Whether nothing was recorded.
+    pub fn is_empty(&self) -> bool {
+        self.list.is_empty()
+    }
+
+    /// Sorts by file and position (stable for equal positions), so output does
+    /// not depend on the order passes ran in.
+    pub fn sort(&mut self) {
+        self.list
+            .sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.primary.span.end));
+    }
+
+    /// Renders every diagnostic in the rustc-like style, with colour if `color`.
+    pub fn render(&self, sources: &Sources, color: bool) -> String {
+        let mut buffer = if color {
+            termcolor::Buffer::ansi()
+        } else {
+            termcolor::Buffer::no_color()
+        };
+        let config = term::Config::default();
+        for diagnostic in &self.list {
+            // Writing into memory fails only on a span outside its file, which
+            // passes never produce; fall back to the bare message.
+            if term::emit_to_write_style(&mut buffer, &config, sources, &diagnostic.to_codespan()).is_err() {
+                let line = format!("{}: {}\n", diagnostic.severity.as_str(), diagnostic.message);
+                std::io::Write::write_all(&mut buffer, line.as_bytes()).ok();
+            }
+        }
+        String::from_utf8_lossy(buffer.as_slice()).into_owned()
+    }
+
+    /// Every diagnostic as a JSON object with file, 1-based line and column
+    /// (in characters) and byte offsets, for editors and other tools.
+    pub fn to_json(&self, sources: &Sources) -> serde_json::Value {
+        let label_json = |label: &Label| {
+            let (line, column) = sources.line_column(label.span.file, label.span.start);
+            let (end_line, end_column) = sources.line_column(label.span.file, label.span.end);
+            serde_json::json!({
+                "file": sources.name(label.span.file),
+                "line": line,
+                "column": column,
+                "end_line": end_line,
+                "end_column": end_column,
+                "start": label.span.start,
+                "end": label.span.end,
+                "message": label.message,
+            })
+        };
+        self.list
+            .iter()
+            .map(|d| {
+                serde_json::json!({
+                    "severity": d.severity.as_str(),
+                    "code": d.code,
+                    "message": d.message,
+                    "primary": label_json(&d.primary),
+                    "secondary": d.secondary.iter().map(label_json).collect::<Vec<_>>(),
+                    "help": d.help,
+                })
+            })
+            .collect()
+    }
+}

@@ -1,0 +1,41 @@
+//! The xg compiler: `.xg` grammars (and, as they arrive, JSON Schema, regex
+//! and structural tags) → checked grammars → tables for the xg runtime.
+//!
+//! # Overview
+//!
+//! - [`Sources`] holds the texts of a compilation; [`Diagnostics`] collects
+//!   its errors and warnings with spans and renders them.
+//! - [`syntax`]: text → [`syntax::ast::File`], and the canonical printer.
+//! - [`resolve`](mod@resolve): files and imports → one checked [`tree::Grammar`].
+//! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
+//!
+//! ```
+//! use xg_compiler::{Diagnostics, Sources, pipeline};
+//!
+//! let mut sources = Sources::new();
+//! let file = sources.add(
+//!     "answer.xg",
+//!     r#"
+//!     import "std/json.xg" as json;
+//!     root ::= "yes" | "no" | number | json.string
+//!     number ::= [0-9]+
+//!     "#,
+//!     None,
+//! );
+//! let mut diagnostics = Diagnostics::new();
+//! let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
+//! assert!(diagnostics.is_empty());
+//! assert_eq!(grammar.rule(grammar.root).name, "root");
+//! ```
+
+mod diagnostic;
+pub mod pipeline;
+pub mod resolve;
+mod source;
+mod stdlib;
+pub mod syntax;
+pub mod tree;
+
+pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};
+pub use self::source::{FileId, ImportTarget, Sources, Span};
+pub use self::stdlib::{EXAMPLES, paths as std_paths};

@@ -1,0 +1,770 @@
+//! Lowering one rule body from [`ast::Expr`] to [`tree::Expr`]: names to ids,
+//! classes to character sets, and every builtin form checked.
+
+use std::path::Path;
+
+use xg_runtime::TokenId;
+
+use super::Scope;
+use super::regex::check_regex;
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::source::{Sources, Span};
+use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
+use crate::syntax::{decode_literal, decode_regex};
+use crate::tree::{self, CharSet, ExprKind};
+
+/// Lowers the expressions of one module.
+pub(crate) struct Lowerer<'a> {
+    scope: &'a Scope,
+    sources: &'a Sources,
+    diagnostics: &'a mut Diagnostics,
+    module: usize,
+}
+
+impl<'a> Lowerer<'a> {
+    pub(crate) fn new(scope: &'a Scope, sources: &'a Sources, diagnostics: &'a mut Diagnostics, module: usize) -> Self {
+        Self {
+            scope,
+            sources,
+            diagnostics,
+            module,
+        }
+    }
+
+    /// Lowers `expr`. After an error the result is still a valid tree (the bad
+    /// part becomes `Empty`) so checking can go on.
+    pub(crate) fn expr(&mut self, expr: &ast::Expr) -> tree::Expr {
+        let span = expr.span;
+        let kind = match &expr.kind {
+            ast::ExprKind::Empty => ExprKind::Empty,
+            ast::ExprKind::Literal(value) if value.is_empty() => ExprKind::Empty,
+            ast::ExprKind::Literal(value) => ExprKind::Literal(value.clone()),
+            ast::ExprKind::Class(class) => ExprKind::Class(char_set(class)),
+            ast::ExprKind::AnyChar => ExprKind::Class(CharSet::from_ranges([('\n', '\n')]).complement()),
+            ast::ExprKind::Regex { pattern, flags } => self.regex_literal(pattern, flags, span),
+            ast::ExprKind::Ref(name) => self.reference(name, span),
+            ast::ExprKind::Sequence(items) => ExprKind::Sequence(items.iter().map(|e| self.expr(e)).collect()),
+            ast::ExprKind::Choice(items) => ExprKind::Choice(items.iter().map(|e| self.expr(e)).collect()),
+            ast::ExprKind::Repeat { expr: inner, min, max } => {
+                let inner = self.expr(inner);
+                match (self.bound(*min, span), max.map(|max| self.bound(max, span))) {
+                    (Some(min), None) => ExprKind::Repeat {
+                        expr: Box::new(inner),
+                        min,
+                        max: None,
+                    },
+                    (Some(min), Some(Some(max))) => ExprKind::Repeat {
+                        expr: Box::new(inner),
+                        min,
+                        max: Some(max),
+                    },
+                    _ => ExprKind::Empty,
+                }
+            }
+            ast::ExprKind::Macro { name, args } => self.macro_call(name, args, span),
+            ast::ExprKind::Dispatch { options, arms } => self.dispatch(options, arms),
+            ast::ExprKind::JsonSchema(source) => self.json_schema(source, span),
+        };
+        tree::Expr { kind, span }
+    }
+
+    fn error(&mut self, code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) {
+        self.diagnostics.push(Diagnostic::error(code, message, span, label));
+    }
+
+    fn bound(&mut self, value: u64, span: Span) -> Option<u32> {
+        let bound = u32::try_from(value).ok().filter(|&v| v < u32::MAX);
+        if bound.is_none() {
+            self.error(
+                "repetition-too-large",
+                format!("repetition bound {value} is too large"),
+                span,
+                format!("bounds must be below {}", u32::MAX),
+            );
+        }
+        bound
+    }
+
+    fn reference(&mut self, name: &str, span: Span) -> ExprKind {
+        if let Some(id) = self.scope.lookup(self.module, name) {
+            return ExprKind::Ref(id);
+        }
+        let mut diagnostic = Diagnostic::error(
+            "undefined-rule",
+            format!("undefined rule `{name}`"),
+            span,
+            "no rule with this name",
+        );
+        if let Some(qualified) = self.scope.qualified_in_import(self.module, name) {
+            diagnostic = diagnostic.with_help(format!("a rule of an import: write `{qualified}`"));
+        } else if let Some(similar) = self.scope.suggest(self.module, name) {
+            diagnostic = diagnostic.with_help(format!("did you mean `{similar}`?"));
+        }
+        self.diagnostics.push(diagnostic);
+        ExprKind::Empty
+    }
+
+    fn regex_literal(&mut self, pattern: &str, flags: &str, span: Span) -> ExprKind {
+        let mut regex = tree::Regex {
+            pattern: pattern.to_string(),
+            case_insensitive: false,
+            dot_matches_new_line: false,
+            json_string: false,
+        };
+        let flags_start = span.end - flags.len();
+        let mut ok = self.flags(&mut regex, flags, |i| Span::new(span.file, flags_start + i, flags_start + i + 1));
+        let source = self.sources.slice(span);
+        let decoded = decode_regex(source);
+        let locate = |start: usize, end: usize| {
+            let at = |i: usize| decoded.offsets.get(i).copied().unwrap_or(0) + span.start;
+            Span::new(span.file, at(start), at(end).max(at(start)))
+        };
+        if let Err(diagnostic) = check_regex(&regex, &locate) {
+            self.diagnostics.push(diagnostic);
+            ok = false;
+        }
+        if ok { ExprKind::Regex(regex) } else { ExprKind::Empty }
+    }
+
+    /// Applies regex flag letters; `at(i)` is the span of the i-th letter.
+    fn flags(&mut self, regex: &mut tree::Regex, flags: &str, at: impl Fn(usize) -> Span) -> bool {
+        let mut ok = true;
+        for (i, flag) in flags.char_indices() {
+            match flag {
+                'i' => regex.case_insensitive = true,
+                's' => regex.dot_matches_new_line = true,
+                // Unicode is always on; XGrammar accepts the flag.
+                'u' => {}
+                _ => {
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            "bad-regex-flag",
+                            format!("unknown regex flag `{flag}`"),
+                            at(i),
+                            "unknown flag",
+                        )
+                        .with_help("flags: `i` (ignore case), `s` (`.` matches a line feed), `u` (Unicode, always on)"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    fn macro_call(&mut self, name: &ast::Name, args: &[ast::Arg], span: Span) -> ExprKind {
+        match name.text.as_str() {
+            "Regex" => self.regex_macro(args, span),
+            "Token" => self.token_set(args, false, span),
+            "ExcludeToken" => self.token_set(args, true, span),
+            "TagDispatch" => self.tag_dispatch(args),
+            _ => self.token_tag_dispatch(args),
+        }
+    }
+
+    /// Splits arguments into positional and named, reporting unknown and
+    /// repeated names. `None` if any was wrong.
+    fn split_args<'b>(
+        &mut self,
+        what: &str,
+        args: &'b [ast::Arg],
+        names: &[&str],
+    ) -> Option<(Vec<&'b ast::Value>, Vec<(&'b str, &'b ast::Value)>)> {
+        let mut positional = Vec::new();
+        let mut named: Vec<(&str, &ast::Value)> = Vec::new();
+        let mut ok = true;
+        for arg in args {
+            let Some(name) = &arg.name else {
+                positional.push(&arg.value);
+                continue;
+            };
+            if !names.contains(&name.text.as_str()) {
+                let known = if names.is_empty() {
+                    format!("`{what}` takes no named arguments")
+                } else {
+                    format!("`{what}` takes: {}", names.join(", "))
+                };
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "bad-macro-argument",
+                        format!("unknown argument `{}` of `{what}`", name.text),
+                        name.span,
+                        "unknown argument",
+                    )
+                    .with_help(known),
+                );
+                ok = false;
+            } else if named.iter().any(|(n, _)| *n == name.text) {
+                self.error(
+                    "bad-macro-argument",
+                    format!("argument `{}` given twice", name.text),
+                    name.span,
+                    "repeated",
+                );
+                ok = false;
+            } else {
+                named.push((&name.text, &arg.value));
+            }
+        }
+        ok.then_some((positional, named))
+    }
+
+    fn expect_bool(&mut self, value: &ast::Value, what: &str) -> Option<bool> {
+        match &value.kind {
+            ValueKind::Ident(word) if word == "true" => Some(true),
+            ValueKind::Ident(word) if word == "false" => Some(false),
+            _ => {
+                self.error(
+                    "bad-macro-argument",
+                    format!("`{what}` must be `true` or `false`"),
+                    value.span,
+                    "expected a boolean",
+                );
+                None
+            }
+        }
+    }
+
+    /// A string or a tuple of strings, each non-empty.
+    fn expect_strings(&mut self, value: &ast::Value, what: &str) -> Option<Vec<(String, Span)>> {
+        let items: Vec<&ast::Value> = match &value.kind {
+            ValueKind::Tuple(items) => items.iter().collect(),
+            _ => vec![value],
+        };
+        let mut strings = Vec::with_capacity(items.len());
+        for item in items {
+            match &item.kind {
+                ValueKind::Str(s) if !s.is_empty() => strings.push((s.clone(), item.span)),
+                ValueKind::Str(_) => {
+                    self.error(
+                        "bad-macro-argument",
+                        format!("`{what}` strings must not be empty"),
+                        item.span,
+                        "empty string",
+                    );
+                    return None;
+                }
+                _ => {
+                    self.error(
+                        "bad-macro-argument",
+                        format!("`{what}` takes strings: `\"a\"` or `(\"a\", \"b\")`"),
+                        item.span,
+                        "expected a string",
+                    );
+                    return None;
+                }
+            }
+        }
+        Some(strings)
+    }
+
+    fn expect_token(&mut self, value: &ast::Value, what: &str) -> Option<TokenId> {
+        match &value.kind {
+            ValueKind::Int(n) => {
+                let id = usize::try_from(*n).ok().and_then(|n| TokenId::new(n).ok());
+                if id.is_none() {
+                    self.error("bad-macro-argument", "token id out of range", value.span, "too large");
+                }
+                id
+            }
+            _ => {
+                self.error(
+                    "bad-macro-argument",
+                    format!("`{what}` takes token ids (non-negative integers)"),
+                    value.span,
+                    "expected a token id",
+                );
+                None
+            }
+        }
+    }
+
+    fn regex_macro(&mut self, args: &[ast::Arg], span: Span) -> ExprKind {
+        let Some((positional, named)) = self.split_args("Regex", args, &["flags", "json_string"]) else {
+            return ExprKind::Empty;
+        };
+        let [pattern] = positional[..] else {
+            self.error(
+                "bad-macro-argument",
+                format!("`Regex` takes one pattern, found {}", positional.len()),
+                span,
+                "expected `Regex(\"pattern\")`",
+            );
+            return ExprKind::Empty;
+        };
+        let ValueKind::Str(text) = &pattern.kind else {
+            self.error("bad-macro-argument", "the pattern must be a string", pattern.span, "expected a string");
+            return ExprKind::Empty;
+        };
+        // XGrammar: without `flags`, `.` matches every character.
+        let mut regex = tree::Regex {
+            pattern: text.clone(),
+            case_insensitive: false,
+            dot_matches_new_line: true,
+            json_string: false,
+        };
+        let mut ok = true;
+        for (name, value) in named {
+            match name {
+                "flags" => {
+                    regex.dot_matches_new_line = false;
+                    if let ValueKind::Str(flags) = &value.kind {
+                        let file = value.span.file;
+                        let decoded = decode_literal(self.sources.slice(value.span));
+                        let at = |i: usize| {
+                            let start = value.span.start + decoded.offsets.get(i).copied().unwrap_or(0);
+                            Span::new(file, start, start + 1)
+                        };
+                        ok &= self.flags(&mut regex, flags, at);
+                    } else {
+                        self.error("bad-macro-argument", "`flags` must be a string", value.span, "expected a string");
+                        ok = false;
+                    }
+                }
+                _ => match self.expect_bool(value, "json_string") {
+                    Some(json) => regex.json_string = json,
+                    None => ok = false,
+                },
+            }
+        }
+        let decoded = decode_literal(self.sources.slice(pattern.span));
+        let base = pattern.span;
+        let locate = |start: usize, end: usize| {
+            let at = |i: usize| decoded.offsets.get(i).copied().unwrap_or(0) + base.start;
+            Span::new(base.file, at(start), at(end).max(at(start)))
+        };
+        if let Err(diagnostic) = check_regex(&regex, &locate) {
+            self.diagnostics.push(diagnostic);
+            ok = false;
+        }
+        if ok { ExprKind::Regex(regex) } else { ExprKind::Empty }
+    }
+
+    fn token_set(&mut self, args: &[ast::Arg], negated: bool, span: Span) -> ExprKind {
+        let what = if negated { "ExcludeToken" } else { "Token" };
+        let Some((positional, _)) = self.split_args(what, args, &[]) else {
+            return ExprKind::Empty;
+        };
+        if positional.is_empty() {
+            self.error(
+                "bad-macro-argument",
+                format!("`{what}` needs at least one token id"),
+                span,
+                format!("expected `{what}(id, …)`"),
+            );
+            return ExprKind::Empty;
+        }
+        let ids: Option<Vec<TokenId>> = positional.iter().map(|v| self.expect_token(v, what)).collect();
+        let Some(mut ids) = ids else {
+            return ExprKind::Empty;
+        };
+        ids.sort_unstable();
+        ids.dedup();
+        ExprKind::Tokens(tree::TokenSet { ids, negated })
+    }
+
+    fn dispatch(&mut self, options: &[ast::Arg], arms: &[ast::Arm]) -> ExprKind {
+        let mut repeat = true;
+        let mut stop = Vec::new();
+        let mut exclude = Vec::new();
+        let mut stop_at_end = None;
+        let mut ok = true;
+        let mut modes: Vec<Span> = Vec::new();
+        for option in options {
+            match (&option.name, &option.value.kind) {
+                (None, ValueKind::Ident(word)) if word == "once" || word == "loop" => {
+                    repeat = word == "loop";
+                    modes.push(option.value.span);
+                }
+                (Some(name), _) if name.text == "stop" => {
+                    ok &= self.expect_strings(&option.value, "stop").map(|s| stop = s).is_some();
+                }
+                (Some(name), _) if name.text == "exclude" => {
+                    ok &= self.expect_strings(&option.value, "exclude").map(|s| exclude = s).is_some();
+                }
+                (Some(name), _) if name.text == "stop_eos" => {
+                    stop_at_end = self.expect_bool(&option.value, "stop_eos");
+                    ok &= stop_at_end.is_some();
+                }
+                _ => {
+                    let span = option.name.as_ref().map_or(option.value.span, |n| n.span.to(option.value.span));
+                    self.diagnostics.push(
+                        Diagnostic::error("bad-dispatch-option", "unknown dispatch option", span, "not an option")
+                            .with_help("options: `once`, `loop` (default), `stop=(\"…\")`, `exclude=(\"…\")`, `stop_eos=true|false`"),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        if let [first, second, ..] = modes[..] {
+            self.diagnostics.push(
+                Diagnostic::error("bad-dispatch-option", "`once` and `loop` given together", second, "second mode")
+                    .with_label(first, "first mode"),
+            );
+            ok = false;
+        }
+        let arms: Vec<(String, Span, tree::Expr)> = arms
+            .iter()
+            .map(|arm| (arm.trigger.value.clone(), arm.trigger.span, self.expr(&arm.body)))
+            .collect();
+        let stop_at_end = stop_at_end.unwrap_or(stop.is_empty());
+        ok &= self.check_dispatch_strings(&arms, &stop, &exclude);
+        if !ok {
+            return ExprKind::Empty;
+        }
+        ExprKind::Dispatch(tree::Dispatch {
+            arms: arms
+                .into_iter()
+                .map(|(trigger, span, body)| tree::DispatchArm { trigger, span, body })
+                .collect(),
+            repeat,
+            stop: stop.into_iter().map(|(s, _)| s).collect(),
+            stop_at_end,
+            exclude: exclude.into_iter().map(|(s, _)| s).collect(),
+        })
+    }
+
+    /// XGrammar's `TagDispatch(("tag", rule), …, loop_after_dispatch=, excludes=, stop_eos=, stop_str=)`.
+    fn tag_dispatch(&mut self, args: &[ast::Arg]) -> ExprKind {
+        let names = ["loop_after_dispatch", "excludes", "stop_eos", "stop_str"];
+        let Some((positional, named)) = self.split_args("TagDispatch", args, &names) else {
+            return ExprKind::Empty;
+        };
+        let mut ok = true;
+        let mut arms = Vec::new();
+        for value in positional {
+            match &value.kind {
+                ValueKind::Tuple(pair) => match &pair[..] {
+                    [
+                        ast::Value {
+                            kind: ValueKind::Str(trigger),
+                            span: trigger_span,
+                        },
+                        ast::Value {
+                            kind: ValueKind::Ident(rule),
+                            span: rule_span,
+                        },
+                    ] => {
+                        let body = tree::Expr {
+                            kind: self.reference(rule, *rule_span),
+                            span: *rule_span,
+                        };
+                        arms.push((trigger.clone(), *trigger_span, body));
+                        continue;
+                    }
+                    _ => {}
+                },
+                _ => {}
+            }
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "bad-macro-argument",
+                    "a `TagDispatch` arm is a pair `(\"trigger\", rule)`",
+                    value.span,
+                    "expected `(\"trigger\", rule)`",
+                )
+                .with_help("xg's own `dispatch { \"trigger\" => expression }` allows any expression after a trigger"),
+            );
+            ok = false;
+        }
+        let (mut repeat, mut exclude, mut stop, mut stop_at_end) = (true, Vec::new(), Vec::new(), true);
+        for (name, value) in named {
+            match name {
+                "loop_after_dispatch" => ok &= self.expect_bool(value, name).map(|b| repeat = b).is_some(),
+                "stop_eos" => ok &= self.expect_bool(value, name).map(|b| stop_at_end = b).is_some(),
+                "excludes" => ok &= self.string_tuple(value, name).map(|s| exclude = s).is_some(),
+                _ => ok &= self.string_tuple(value, name).map(|s| stop = s).is_some(),
+            }
+        }
+        ok &= self.check_dispatch_strings(&arms, &stop, &exclude);
+        if !ok {
+            return ExprKind::Empty;
+        }
+        ExprKind::Dispatch(tree::Dispatch {
+            arms: arms
+                .into_iter()
+                .map(|(trigger, span, body)| tree::DispatchArm { trigger, span, body })
+                .collect(),
+            repeat,
+            stop: stop.into_iter().map(|(s, _)| s).collect(),
+            stop_at_end,
+            exclude: exclude.into_iter().map(|(s, _)| s).collect(),
+        })
+    }
+
+    /// A parenthesised tuple of strings (XGrammar's `excludes=("a", "b")`; `()` is empty).
+    fn string_tuple(&mut self, value: &ast::Value, what: &str) -> Option<Vec<(String, Span)>> {
+        match &value.kind {
+            ValueKind::Tuple(items) if items.is_empty() => Some(Vec::new()),
+            _ => self.expect_strings(value, what),
+        }
+    }
+
+    /// XGrammar's `TokenTagDispatch((id, rule), …, loop_after_dispatch=, excludes=(ids))`.
+    fn token_tag_dispatch(&mut self, args: &[ast::Arg]) -> ExprKind {
+        let Some((positional, named)) =
+            self.split_args("TokenTagDispatch", args, &["loop_after_dispatch", "excludes"])
+        else {
+            return ExprKind::Empty;
+        };
+        let mut ok = true;
+        let mut arms: Vec<(tree::TokenDispatchArm, Span)> = Vec::new();
+        for value in positional {
+            if let ValueKind::Tuple(pair) = &value.kind
+                && let [id, rule] = &pair[..]
+                && let ValueKind::Ident(rule_name) = &rule.kind
+            {
+                let Some(trigger) = self.expect_token(id, "TokenTagDispatch") else {
+                    ok = false;
+                    continue;
+                };
+                if let Some((_, first)) = arms.iter().find(|(arm, _)| arm.trigger == trigger) {
+                    let first = *first;
+                    self.diagnostics.push(
+                        Diagnostic::error("duplicate-trigger", format!("trigger token {trigger} appears twice"), id.span, "again here")
+                            .with_label(first, "first here"),
+                    );
+                    ok = false;
+                }
+                let body = tree::Expr {
+                    kind: self.reference(rule_name, rule.span),
+                    span: rule.span,
+                };
+                arms.push((tree::TokenDispatchArm { trigger, body }, id.span));
+                continue;
+            }
+            self.error(
+                "bad-macro-argument",
+                "a `TokenTagDispatch` arm is a pair `(token_id, rule)`",
+                value.span,
+                "expected `(token_id, rule)`",
+            );
+            ok = false;
+        }
+        let mut repeat = true;
+        let mut exclude = Vec::new();
+        for (name, value) in named {
+            if name == "loop_after_dispatch" {
+                ok &= self.expect_bool(value, name).map(|b| repeat = b).is_some();
+                continue;
+            }
+            let items: Vec<&ast::Value> = match &value.kind {
+                ValueKind::Tuple(items) => items.iter().collect(),
+                _ => vec![value],
+            };
+            for item in items {
+                let Some(id) = self.expect_token(item, "excludes") else {
+                    ok = false;
+                    continue;
+                };
+                if let Some((_, trigger_span)) = arms.iter().find(|(arm, _)| arm.trigger == id) {
+                    let trigger_span = *trigger_span;
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            "dispatch-conflict",
+                            format!("token {id} is both a trigger and excluded"),
+                            item.span,
+                            "excluded here",
+                        )
+                        .with_label(trigger_span, "trigger here"),
+                    );
+                    ok = false;
+                }
+                exclude.push(id);
+            }
+        }
+        if !ok {
+            return ExprKind::Empty;
+        }
+        exclude.sort_unstable();
+        exclude.dedup();
+        ExprKind::TokenDispatch(tree::TokenDispatch {
+            arms: arms.into_iter().map(|(arm, _)| arm).collect(),
+            repeat,
+            exclude,
+        })
+    }
+
+    /// Checks a dispatch's strings: triggers distinct and non-empty; no
+    /// excluded string inside a trigger or stop string (it could then never be
+    /// written); warns about triggers and stops that can never complete
+    /// because a shorter one inside them completes first.
+    fn check_dispatch_strings(
+        &mut self,
+        arms: &[(String, Span, tree::Expr)],
+        stop: &[(String, Span)],
+        exclude: &[(String, Span)],
+    ) -> bool {
+        let mut ok = true;
+        let patterns: Vec<(&str, Span, &str)> = arms
+            .iter()
+            .map(|(t, s, _)| (t.as_str(), *s, "trigger"))
+            .chain(stop.iter().map(|(t, s)| (t.as_str(), *s, "stop string")))
+            .collect();
+        for (i, &(text, span, kind)) in patterns.iter().enumerate() {
+            if text.is_empty() {
+                self.error("bad-dispatch-option", format!("empty {kind}"), span, "a trigger must have text");
+                ok = false;
+                continue;
+            }
+            if let Some(&(_, first, first_kind)) = patterns[..i].iter().find(|(t, _, _)| *t == text) {
+                self.diagnostics.push(
+                    Diagnostic::error(
+                        "duplicate-trigger",
+                        format!("`{}` is given twice", text.escape_debug()),
+                        span,
+                        format!("again as a {kind}"),
+                    )
+                    .with_label(first, format!("first as a {first_kind}")),
+                );
+                ok = false;
+                continue;
+            }
+            if let Some(&(inner, inner_span, inner_kind)) =
+                patterns.iter().find(|(t, _, _)| !t.is_empty() && t.len() < text.len() && text.contains(t))
+            {
+                self.diagnostics.push(
+                    Diagnostic::warning(
+                        "unreachable-trigger",
+                        format!("{kind} `{}` can never complete", text.escape_debug()),
+                        span,
+                        format!("it contains the {inner_kind} `{}`", inner.escape_debug()),
+                    )
+                    .with_label(inner_span, "which completes first"),
+                );
+            }
+            for (excluded, excluded_span) in exclude {
+                if text.contains(excluded.as_str()) {
+                    self.diagnostics.push(
+                        Diagnostic::error(
+                            "dispatch-conflict",
+                            format!("excluded string `{}` occurs in {kind} `{}`", excluded.escape_debug(), text.escape_debug()),
+                            *excluded_span,
+                            "excluded here",
+                        )
+                        .with_label(span, format!("so this {kind} could never be written")),
+                    );
+                    ok = false;
+                }
+            }
+        }
+        ok
+    }
+
+    fn json_schema(&mut self, source: &ast::JsonSource, span: Span) -> ExprKind {
+        let (parsed, base) = match source {
+            ast::JsonSource::Inline(raw) => {
+                let start = span.end - raw.len();
+                match serde_json::from_str::<serde_json::Value>(raw) {
+                    Ok(value) => (value, self.sources.base_dir(span.file)),
+                    Err(err) => {
+                        let offset = json_error_offset(raw, &err);
+                        self.error(
+                            "invalid-json",
+                            format!("invalid JSON Schema: {}", json_error_message(&err)),
+                            Span::new(span.file, start + offset, (start + offset + 1).min(span.end)),
+                            "here",
+                        );
+                        return ExprKind::Empty;
+                    }
+                }
+            }
+            ast::JsonSource::File(path) => {
+                let Some(base) = self.sources.base_dir(path.span.file) else {
+                    self.error(
+                        "json-schema-not-found",
+                        format!("cannot read `{}`", path.value),
+                        path.span,
+                        "this grammar has no folder to find the file in",
+                    );
+                    return ExprKind::Empty;
+                };
+                let full = base.join(&path.value);
+                let text = match std::fs::read_to_string(&full) {
+                    Ok(text) => text,
+                    Err(err) => {
+                        self.error(
+                            "json-schema-not-found",
+                            format!("cannot read `{}`", full.display()),
+                            path.span,
+                            err.to_string(),
+                        );
+                        return ExprKind::Empty;
+                    }
+                };
+                match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(value) => (value, Some(full.parent().unwrap_or(Path::new("")).to_path_buf())),
+                    Err(err) => {
+                        self.error(
+                            "invalid-json",
+                            format!(
+                                "invalid JSON Schema in {}:{}:{}: {}",
+                                full.display(),
+                                err.line(),
+                                err.column(),
+                                json_error_message(&err)
+                            ),
+                            path.span,
+                            "in this file",
+                        );
+                        return ExprKind::Empty;
+                    }
+                }
+            }
+        };
+        if !(parsed.is_object() || parsed.is_boolean()) {
+            self.error(
+                "invalid-json",
+                "a JSON Schema must be an object or a boolean",
+                span,
+                "not a schema",
+            );
+            return ExprKind::Empty;
+        }
+        ExprKind::JsonSchema(tree::JsonSchema { schema: parsed, base })
+    }
+}
+
+/// serde_json's message without its " at line L column C" suffix.
+fn json_error_message(err: &serde_json::Error) -> String {
+    let text = err.to_string();
+    match text.rfind(" at line ") {
+        Some(i) => text[..i].to_string(),
+        None => text,
+    }
+}
+
+/// The byte offset in `raw` that serde_json's line and column point at.
+fn json_error_offset(raw: &str, err: &serde_json::Error) -> usize {
+    let line_start: usize = raw.split_inclusive('\n').take(err.line().saturating_sub(1)).map(str::len).sum();
+    let offset = line_start + err.column().saturating_sub(1);
+    let mut offset = offset.min(raw.len().saturating_sub(1));
+    while !raw.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+/// The characters a class matches.
+fn char_set(class: &ast::CharClass) -> CharSet {
+    let ranges = class.items.iter().flat_map(|item| match *item {
+        ClassItem::Range(lo, hi) => vec![(lo, hi)],
+        ClassItem::Perl(perl) => perl_ranges(perl),
+    });
+    let set = CharSet::from_ranges(ranges);
+    if class.negated { set.complement() } else { set }
+}
+
+fn perl_ranges(perl: PerlClass) -> Vec<(char, char)> {
+    let digit = [('0', '9')];
+    let word = [('0', '9'), ('A', 'Z'), ('_', '_'), ('a', 'z')];
+    let space = [('\t', '\r'), (' ', ' ')];
+    match perl {
+        PerlClass::Digit => digit.to_vec(),
+        PerlClass::Word => word.to_vec(),
+        PerlClass::Space => space.to_vec(),
+        PerlClass::NotDigit => CharSet::from_ranges(digit).complement().ranges().to_vec(),
+        PerlClass::NotWord => CharSet::from_ranges(word).complement().ranges().to_vec(),
+        PerlClass::NotSpace => CharSet::from_ranges(space).complement().ranges().to_vec(),
+    }
+}

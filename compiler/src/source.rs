@@ -1,0 +1,236 @@
+//! Source texts: grammar files, in-memory grammars and the embedded standard library.
+//!
+//! # Overview
+//!
+//! - [`Sources`] owns every text a compilation reads and implements
+//!   codespan-reporting's `Files`, so any [`Span`] can be rendered.
+//! - [`FileId`] names one text; [`Span`] is a byte range in one text.
+//!
+//! Texts are stored as `String`. A file that is not valid UTF-8 is kept with
+//! its invalid bytes replaced (so the rest of it can still be checked) and an
+//! error pointing at the first bad byte.
+
+use std::path::{Path, PathBuf};
+
+use codespan_reporting::files::{self, SimpleFiles};
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::stdlib;
+
+/// One text in [`Sources`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct FileId(usize);
+
+/// A byte range in one source text.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct Span {
+    /// The text the range is in.
+    pub file: FileId,
+    /// First byte.
+    pub start: usize,
+    /// One past the last byte.
+    pub end: usize,
+}
+
+impl Span {
+    /// The range `start..end` of `file`.
+    pub fn new(file: FileId, start: usize, end: usize) -> Self {
+        Self { file, start, end }
+    }
+
+    /// The smallest span covering `self` and `other` (same file).
+    #[must_use]
+    pub fn to(self, other: Span) -> Span {
+        Span::new(self.file, self.start.min(other.start), self.end.max(other.end))
+    }
+}
+
+/// Where a text came from; decides how its imports are found.
+#[derive(Clone, Debug)]
+enum Origin {
+    /// A file on disk; relative imports are relative to its folder.
+    Path(PathBuf),
+    /// A grammar of the embedded standard library (`std/…`).
+    Std,
+    /// Text handed over directly; relative imports are relative to `base`, if any.
+    Memory { base: Option<PathBuf> },
+}
+
+/// What an import path refers to, in a form that identifies a module uniquely.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum ImportTarget {
+    /// A grammar of the embedded standard library, by its path (`std/json.xg`).
+    Std(&'static str),
+    /// A file on disk (canonicalized when it exists).
+    Path(PathBuf),
+}
+
+/// Every source text of a compilation.
+#[derive(Default)]
+pub struct Sources {
+    files: SimpleFiles<String, String>,
+    origins: Vec<Origin>,
+}
+
+impl Sources {
+    /// An empty set of sources.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// Adds a text that did not come from disk. `base` is the folder its
+    /// relative imports are resolved against (none: relative imports are errors).
+    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>, base: Option<PathBuf>) -> FileId {
+        self.push(name.into(), text.into(), Origin::Memory { base })
+    }
+
+    /// Adds a text given as raw bytes. Invalid UTF-8 is replaced and reported.
+    pub fn add_bytes(
+        &mut self,
+        name: impl Into<String>,
+        bytes: &[u8],
+        base: Option<PathBuf>,
+        diagnostics: &mut Diagnostics,
+    ) -> FileId {
+        let (text, bad) = decode_utf8(bytes);
+        let id = self.push(name.into(), text, Origin::Memory { base });
+        if let Some(at) = bad {
+            diagnostics.push(invalid_utf8(id, at));
+        }
+        id
+    }
+
+    /// Reads a grammar file from disk.
+    pub fn load(&mut self, path: &Path, diagnostics: &mut Diagnostics) -> std::io::Result<FileId> {
+        let bytes = std::fs::read(path)?;
+        let (text, bad) = decode_utf8(&bytes);
+        let id = self.push(path.display().to_string(), text, Origin::Path(path.to_path_buf()));
+        if let Some(at) = bad {
+            diagnostics.push(invalid_utf8(id, at));
+        }
+        Ok(id)
+    }
+
+    /// Adds the standard-library grammar at `path` (`std/json.xg`), if there is one.
+    pub fn load_std(&mut self, path: &'static str) -> FileId {
+        let text = stdlib::get(path).unwrap_or_default();
+        self.push(path.to_string(), text.to_string(), Origin::Std)
+    }
+
+    fn push(&mut self, name: String, text: String, origin: Origin) -> FileId {
+        let id = FileId(self.files.add(name, text));
+        self.origins.push(origin);
+        id
+    }
+
+    /// The text of `file`.
+    pub fn text(&self, file: FileId) -> &str {
+        self.files.get(file.0).map_or("", |f| f.source().as_str())
+    }
+
+    /// The name `file` is shown under in diagnostics.
+    pub fn name(&self, file: FileId) -> &str {
+        self.files.get(file.0).map_or("", |f| f.name().as_str())
+    }
+
+    /// The text a span covers (empty if the span is out of range).
+    pub fn slice(&self, span: Span) -> &str {
+        self.text(span.file).get(span.start..span.end).unwrap_or("")
+    }
+
+    /// Where the import `path` written in `importer` points, or why it cannot.
+    pub fn import_target(&self, importer: FileId, path: &str) -> Result<ImportTarget, String> {
+        if path.starts_with("std/") {
+            return stdlib::path(path)
+                .map(ImportTarget::Std)
+                .ok_or_else(|| format!("the standard library has no grammar `{path}`"));
+        }
+        let relative = Path::new(path);
+        let full = if relative.is_absolute() {
+            relative.to_path_buf()
+        } else {
+            match &self.origins[importer.0] {
+                Origin::Path(p) => p.parent().unwrap_or(Path::new("")).join(relative),
+                Origin::Memory { base: Some(base) } => base.join(relative),
+                Origin::Memory { base: None } => {
+                    return Err("this grammar has no folder to resolve a relative import against".into());
+                }
+                Origin::Std => return Err("standard-library grammars import only `std/…` paths".into()),
+            }
+        };
+        match full.canonicalize() {
+            Ok(canonical) if canonical.is_file() => Ok(ImportTarget::Path(canonical)),
+            Ok(_) => Err(format!("`{}` is not a file", full.display())),
+            Err(err) => Err(format!("cannot open `{}`: {err}", full.display())),
+        }
+    }
+
+    /// The folder a file's relative paths (imports, `%json` files) resolve against.
+    pub fn base_dir(&self, file: FileId) -> Option<PathBuf> {
+        match &self.origins[file.0] {
+            Origin::Path(p) => Some(p.parent().unwrap_or(Path::new("")).to_path_buf()),
+            Origin::Memory { base } => base.clone(),
+            Origin::Std => None,
+        }
+    }
+
+    /// 1-based line and column (in characters) of a byte offset.
+    pub fn line_column(&self, file: FileId, offset: usize) -> (usize, usize) {
+        use codespan_reporting::files::Files;
+        let text = self.text(file);
+        let offset = floor_char_boundary(text, offset.min(text.len()));
+        match self.files.location(file.0, offset) {
+            Ok(loc) => (loc.line_number, loc.column_number),
+            Err(_) => (1, 1),
+        }
+    }
+}
+
+fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
+}
+
+impl<'a> files::Files<'a> for Sources {
+    type FileId = FileId;
+    type Name = &'a str;
+    type Source = &'a str;
+
+    fn name(&'a self, id: FileId) -> Result<&'a str, files::Error> {
+        self.files.get(id.0).map(|f| f.name().as_str())
+    }
+
+    fn source(&'a self, id: FileId) -> Result<&'a str, files::Error> {
+        self.files.get(id.0).map(|f| f.source().as_str())
+    }
+
+    fn line_index(&'a self, id: FileId, byte_index: usize) -> Result<usize, files::Error> {
+        self.files.line_index(id.0, byte_index)
+    }
+
+    fn line_range(&'a self, id: FileId, line_index: usize) -> Result<std::ops::Range<usize>, files::Error> {
+        self.files.line_range(id.0, line_index)
+    }
+}
+
+/// Decodes bytes as UTF-8, replacing invalid sequences; also returns the
+/// offset (in the decoded text) of the first replacement, if any.
+fn decode_utf8(bytes: &[u8]) -> (String, Option<usize>) {
+    match std::str::from_utf8(bytes) {
+        Ok(text) => (text.to_string(), None),
+        Err(err) => (String::from_utf8_lossy(bytes).into_owned(), Some(err.valid_up_to())),
+    }
+}
+
+fn invalid_utf8(file: FileId, at: usize) -> Diagnostic {
+    let replacement = char::REPLACEMENT_CHARACTER.len_utf8();
+    Diagnostic::error(
+        "invalid-utf8",
+        "grammar text is not valid UTF-8",
+        Span::new(file, at, at + replacement),
+        "invalid byte sequence here",
+    )
+    .with_help("save the file as UTF-8; write other bytes with escapes such as `\\xHH`")
+}

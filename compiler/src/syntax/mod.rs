@@ -1,0 +1,272 @@
+//! Syntax: `.xg` text → [`ast::File`], with every syntax error reported.
+//!
+//! # Overview
+//!
+//! - [`parse`] lexes a file ([`lexer`]), splits the tokens into items at each
+//!   rule name and `import`, and parses each item with the LALRPOP grammar
+//!   (`grammar.lalrpop`). An error in one rule does not hide errors in the
+//!   next: every item is parsed on its own.
+//! - [`ast`] is the tree as written; [`print`] turns it back into canonical
+//!   text (`xg fmt`).
+//!
+//! ```
+//! use xg_compiler::{Diagnostics, Sources, syntax};
+//!
+//! let mut sources = Sources::new();
+//! let file = sources.add("example.xg", "root ::= \"yes\" | \"no\"", None);
+//! let mut diagnostics = Diagnostics::new();
+//! let ast = syntax::parse(file, sources.text(file), &mut diagnostics);
+//! assert!(diagnostics.is_empty());
+//! assert_eq!(syntax::print(&ast), "root ::= \"yes\" | \"no\"\n");
+//! ```
+
+pub mod ast;
+mod lexer;
+mod print;
+
+use lalrpop_util::ParseError;
+
+pub(crate) use self::lexer::{decode_literal, decode_regex};
+pub use self::print::print;
+use self::ast::{Expr, ExprKind};
+use self::lexer::Tok;
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::source::{FileId, Span};
+
+lalrpop_util::lalrpop_mod!(
+    #[allow(clippy::all, clippy::pedantic, missing_docs, unused_qualifications)]
+    grammar,
+    "/syntax/grammar.rs"
+);
+
+/// Parses one `.xg` file. Syntax errors go to `diagnostics`; the returned file
+/// holds every item that parsed.
+pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::File {
+    let lexed = lexer::lex(file, text, diagnostics);
+    let tokens = lexed.tokens;
+    let starts: Vec<usize> = tokens
+        .iter()
+        .enumerate()
+        .filter(|(_, (_, tok, _))| matches!(tok, Tok::RuleName(_) | Tok::Import))
+        .map(|(i, _)| i)
+        .collect();
+
+    let first = starts.first().copied().unwrap_or(tokens.len());
+    if first > 0 {
+        let (start, _, end) = &tokens[0];
+        diagnostics.push(
+            Diagnostic::error(
+                "expected-rule",
+                "expected a rule or an import",
+                Span::new(file, *start, *end),
+                "this is not inside a rule",
+            )
+            .with_help("a rule is written `name ::= expression`; an import `import \"path.xg\" as name;`"),
+        );
+    }
+
+    let parser = grammar::ItemParser::new();
+    let mut items = Vec::new();
+    for (k, &start) in starts.iter().enumerate() {
+        let end = starts.get(k + 1).copied().unwrap_or(tokens.len());
+        let chunk = &tokens[start..end];
+        match parser.parse(file, chunk.iter().cloned().map(Ok::<_, UserError>)) {
+            Ok(item) => items.push(item),
+            Err(error) => diagnostics.push(parse_error(file, chunk, error)),
+        }
+    }
+    ast::File {
+        items,
+        comments: lexed.comments,
+        blank_lines: lexed.blank_lines,
+    }
+}
+
+/// An error raised by a grammar action (a semantic check during parsing).
+#[derive(Clone, Debug)]
+pub(crate) struct UserError {
+    span: Span,
+    message: String,
+    label: String,
+    help: Option<String>,
+}
+
+impl UserError {
+    pub(crate) fn new(span: Span, message: impl Into<String>, label: impl Into<String>) -> Self {
+        Self {
+            span,
+            message: message.into(),
+            label: label.into(),
+            help: None,
+        }
+    }
+
+    pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
+        self.help = Some(help.into());
+        self
+    }
+}
+
+/// Builds `a | b | …`, splicing nested choices so the tree stays flat.
+pub(crate) fn choice(first: Expr, rest: Vec<Expr>, span: Span) -> Expr {
+    if rest.is_empty() {
+        return first;
+    }
+    let mut items = Vec::with_capacity(rest.len() + 1);
+    for expr in std::iter::once(first).chain(rest) {
+        match expr.kind {
+            ExprKind::Choice(inner) => items.extend(inner),
+            kind => items.push(Expr { kind, span: expr.span }),
+        }
+    }
+    Expr {
+        kind: ExprKind::Choice(items),
+        span,
+    }
+}
+
+/// Builds `a b …`, splicing nested sequences so the tree stays flat.
+pub(crate) fn sequence(mut exprs: Vec<Expr>, span: Span) -> Expr {
+    if exprs.len() == 1 {
+        return exprs.pop().expect("one item");
+    }
+    let mut items = Vec::with_capacity(exprs.len());
+    for expr in exprs {
+        match expr.kind {
+            ExprKind::Sequence(inner) => items.extend(inner),
+            kind => items.push(Expr { kind, span: expr.span }),
+        }
+    }
+    Expr {
+        kind: ExprKind::Sequence(items),
+        span,
+    }
+}
+
+fn parse_error(file: FileId, chunk: &[(usize, Tok, usize)], error: ParseError<usize, Tok, UserError>) -> Diagnostic {
+    let what = match chunk.first() {
+        Some((_, Tok::RuleName(name), _)) => format!("rule `{name}`"),
+        _ => "import".to_string(),
+    };
+    match error {
+        ParseError::UnrecognizedToken {
+            token: (start, tok, end),
+            expected,
+        } => {
+            let span = Span::new(file, start, end);
+            let diagnostic = Diagnostic::error(
+                "unexpected-token",
+                format!("unexpected {} in {what}", describe(&tok)),
+                span,
+                format!("expected {}", expected_list(&expected)),
+            );
+            match tok {
+                Tok::LookaheadOpen => diagnostic.with_help("a lookahead `(= …)` can only end a rule's body"),
+                Tok::Question | Tok::Star | Tok::Plus | Tok::LBrace => {
+                    diagnostic.with_help("to repeat a repetition, group it first: `(x*)+`")
+                }
+                Tok::Eq => diagnostic.with_help("a rule is written `name ::= expression`"),
+                _ => diagnostic,
+            }
+        }
+        ParseError::UnrecognizedEof { expected, .. } => {
+            let (start, end) = chunk.last().map_or((0, 0), |(s, _, e)| (*s, *e));
+            Diagnostic::error(
+                "unexpected-end",
+                format!("{what} ends too early"),
+                Span::new(file, start, end),
+                format!("expected {} after this", expected_list(&expected)),
+            )
+        }
+        ParseError::User { error } => {
+            let diagnostic = Diagnostic::error("invalid-syntax", error.message, error.span, error.label);
+            match error.help {
+                Some(help) => diagnostic.with_help(help),
+                None => diagnostic,
+            }
+        }
+        // The lexer is external and every item is parsed to its end, so these
+        // do not occur; report them plainly all the same.
+        ParseError::InvalidToken { location } | ParseError::ExtraToken { token: (location, _, _) } => {
+            Diagnostic::error("invalid-syntax", format!("invalid {what}"), Span::new(file, location, location), "")
+        }
+    }
+}
+
+fn describe(tok: &Tok) -> String {
+    match tok {
+        Tok::RuleName(name) => format!("rule name `{name}`"),
+        Tok::Ident(name) => format!("name `{name}`"),
+        Tok::Macro(name) => format!("macro `{name}`"),
+        Tok::Int(n) => format!("number `{n}`"),
+        Tok::MinusOne => "`-1`".into(),
+        Tok::Str(_) => "string".into(),
+        Tok::Class(_) => "character class".into(),
+        Tok::Regex { .. } => "regex".into(),
+        Tok::JsonObject(_) => "JSON object".into(),
+        Tok::Import => "`import`".into(),
+        Tok::Dispatch => "`dispatch`".into(),
+        Tok::Json => "`%json`".into(),
+        Tok::DefinedAs => "`::=`".into(),
+        Tok::Pipe => "`|`".into(),
+        Tok::LParen => "`(`".into(),
+        Tok::RParen => "`)`".into(),
+        Tok::LookaheadOpen => "`(=`".into(),
+        Tok::LBrace => "`{`".into(),
+        Tok::RBrace => "`}`".into(),
+        Tok::Comma => "`,`".into(),
+        Tok::Question => "`?`".into(),
+        Tok::Star => "`*`".into(),
+        Tok::Plus => "`+`".into(),
+        Tok::Eq => "`=`".into(),
+        Tok::FatArrow => "`=>`".into(),
+        Tok::Semi => "`;`".into(),
+        Tok::Dot => "`.`".into(),
+    }
+}
+
+/// Turns LALRPOP's expected-terminal list into words: the terminals that can
+/// start an expression are summarised as "an expression".
+fn expected_list(expected: &[String]) -> String {
+    const EXPRESSION_STARTS: &[&str] = &[
+        "string",
+        "character class",
+        ".",
+        "regex",
+        "identifier",
+        "(",
+        "macro name",
+        "dispatch",
+        "%json",
+    ];
+    let names: Vec<String> = expected
+        .iter()
+        .map(|e| e.trim_matches('"').replace("\\\"", "\""))
+        .collect();
+    let starts = names.iter().filter(|n| EXPRESSION_STARTS.contains(&n.as_str())).count();
+    let mut words: Vec<String> = Vec::new();
+    for name in &names {
+        if starts >= 3 && EXPRESSION_STARTS.contains(&name.as_str()) {
+            continue;
+        }
+        words.push(match name.as_str() {
+            "identifier" => "a name".into(),
+            "integer" => "a number".into(),
+            "string" => "a string".into(),
+            "character class" => "a character class".into(),
+            "regex" => "a regex".into(),
+            "macro name" => "a macro".into(),
+            "JSON object" => "a JSON object".into(),
+            "rule name" => "a rule".into(),
+            other => format!("`{other}`"),
+        });
+    }
+    if starts >= 3 {
+        words.push("an expression".into());
+    }
+    match words.len() {
+        0 => "nothing more".into(),
+        1 => words.remove(0),
+        n => format!("{} or {}", words[..n - 1].join(", "), words[n - 1]),
+    }
+}

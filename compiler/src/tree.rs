@@ -1,0 +1,246 @@
+//! The resolved tree: a checked grammar, ready to be lowered to the grammar IR.
+//!
+//! Produced by [`crate::resolve`]. Everything here is known to be valid: names
+//! are [`RuleId`]s into one rule table spanning all imported files, string
+//! escapes are decoded, character classes are sets of Unicode scalar ranges,
+//! regexes parse, macro arguments are checked, JSON Schemas are parsed JSON.
+//! Spans are kept so later stages can still point at the source.
+//!
+//! # Overview
+//!
+//! - [`Grammar`]: the rule table and the entry rule.
+//! - [`Rule`], [`Expr`], [`ExprKind`]: rule bodies.
+//! - [`CharSet`], [`Regex`], [`Dispatch`], [`TokenSet`], [`TokenDispatch`],
+//!   [`JsonSchema`]: the payloads of the terminal and builtin forms.
+
+use std::path::PathBuf;
+
+use xg_runtime::{RuleId, TokenId};
+
+use crate::source::Span;
+
+/// A resolved grammar: every rule reachable through imports, and the entry rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Grammar {
+    /// All rules, indexed by [`RuleId`].
+    pub rules: Vec<Rule>,
+    /// The entry rule.
+    pub root: RuleId,
+}
+
+impl Grammar {
+    /// The rule with id `id`.
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.as_usize()]
+    }
+}
+
+/// One rule.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Rule {
+    /// The qualified name: `name` in the entry file, `alias.name` in an import.
+    pub name: String,
+    /// Where the rule's name is defined.
+    pub span: Span,
+    /// What the rule matches.
+    pub body: Expr,
+    /// Text that must follow every match of the rule, if asserted.
+    pub lookahead: Option<Expr>,
+}
+
+/// An expression with the span it came from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Expr {
+    /// What kind of expression.
+    pub kind: ExprKind,
+    /// Where it was written.
+    pub span: Span,
+}
+
+/// The forms of a resolved expression.
+#[derive(Clone, Debug, PartialEq)]
+pub enum ExprKind {
+    /// The empty string (`""` or `()`).
+    Empty,
+    /// A non-empty string.
+    Literal(String),
+    /// One character from a set (`[…]`, `.`).
+    Class(CharSet),
+    /// A regular expression terminal.
+    Regex(Regex),
+    /// Another rule.
+    Ref(RuleId),
+    /// Each item in turn (at least two).
+    Sequence(Vec<Expr>),
+    /// Any one item (at least two).
+    Choice(Vec<Expr>),
+    /// `expr` repeated `min` to `max` times (`None`: no upper bound).
+    Repeat {
+        /// The repeated expression.
+        expr: Box<Expr>,
+        /// Least number of repetitions.
+        min: u32,
+        /// Most repetitions, if bounded.
+        max: Option<u32>,
+    },
+    /// Free text with tag dispatch.
+    Dispatch(Dispatch),
+    /// Exactly one token from a set of token ids (`Token`, `ExcludeToken`).
+    Tokens(TokenSet),
+    /// Free tokens with dispatch on single trigger tokens (`TokenTagDispatch`).
+    TokenDispatch(TokenDispatch),
+    /// A value valid under a JSON Schema.
+    JsonSchema(JsonSchema),
+}
+
+/// A set of Unicode scalar values as sorted, disjoint, non-adjacent ranges.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct CharSet {
+    ranges: Vec<(char, char)>,
+}
+
+impl CharSet {
+    /// The set of the given inclusive ranges (in any order, overlapping or not).
+    pub fn from_ranges(ranges: impl IntoIterator<Item = (char, char)>) -> Self {
+        let mut ranges: Vec<(char, char)> = ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
+        ranges.sort_unstable();
+        let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
+        for (lo, hi) in ranges {
+            match merged.last_mut() {
+                Some(last) if u32::from(lo) <= u32::from(last.1) + 1 => last.1 = last.1.max(hi),
+                _ => merged.push((lo, hi)),
+            }
+        }
+        Self { ranges: merged }
+    }
+
+    /// Every character not in `self`.
+    #[must_use]
+    pub fn complement(&self) -> Self {
+        let mut ranges = Vec::with_capacity(self.ranges.len() + 1);
+        let mut next = Some('\0');
+        for &(lo, hi) in &self.ranges {
+            if let Some(start) = next
+                && start < lo
+            {
+                ranges.push((start, before(lo)));
+            }
+            next = after(hi);
+        }
+        if let Some(start) = next {
+            ranges.push((start, char::MAX));
+        }
+        Self { ranges }
+    }
+
+    /// The ranges, sorted and disjoint.
+    pub fn ranges(&self) -> &[(char, char)] {
+        &self.ranges
+    }
+
+    /// Whether the set has no characters (such a class matches nothing).
+    pub fn is_empty(&self) -> bool {
+        self.ranges.is_empty()
+    }
+
+    /// Whether `c` is in the set.
+    pub fn contains(&self, c: char) -> bool {
+        self.ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi)
+    }
+}
+
+/// The character before `c`, skipping the surrogate gap (`c` > `'\0'`).
+fn before(c: char) -> char {
+    match c {
+        '\u{E000}' => '\u{D7FF}',
+        c => char::from_u32(u32::from(c) - 1).unwrap_or('\0'),
+    }
+}
+
+/// The character after `c`, skipping the surrogate gap; `None` after `char::MAX`.
+fn after(c: char) -> Option<char> {
+    match c {
+        '\u{D7FF}' => Some('\u{E000}'),
+        char::MAX => None,
+        c => char::from_u32(u32::from(c) + 1),
+    }
+}
+
+/// A checked regular-expression terminal.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Regex {
+    /// The pattern (regex-syntax dialect); it parses and has no look-around
+    /// other than a leading `^` and trailing `$`.
+    pub pattern: String,
+    /// Flag `i`: match letters in any case.
+    pub case_insensitive: bool,
+    /// Flag `s`: `.` matches a line feed too.
+    pub dot_matches_new_line: bool,
+    /// XGrammar's `json_string=true`: the match must also be a valid JSON
+    /// string body (no control characters, `"` or `\` except as JSON escapes).
+    pub json_string: bool,
+}
+
+/// Free text in which trigger strings hand over to sub-grammars.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Dispatch {
+    /// Trigger → what follows it. Triggers are non-empty and distinct.
+    pub arms: Vec<DispatchArm>,
+    /// After an arm completes: back to free text (`true`) or out (`false`).
+    pub repeat: bool,
+    /// Strings that end the dispatch (they are part of its text).
+    pub stop: Vec<String>,
+    /// Whether the dispatch may also end in free text without a stop string.
+    pub stop_at_end: bool,
+    /// Strings free text must not contain.
+    pub exclude: Vec<String>,
+}
+
+/// One arm of a [`Dispatch`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct DispatchArm {
+    /// The trigger string.
+    pub trigger: String,
+    /// Where the trigger was written.
+    pub span: Span,
+    /// What must follow the trigger.
+    pub body: Expr,
+}
+
+/// One token out of a set (`Token(…)`), or out of its complement (`ExcludeToken(…)`).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TokenSet {
+    /// Token ids, sorted and distinct.
+    pub ids: Vec<TokenId>,
+    /// Whether the set is every token except `ids`.
+    pub negated: bool,
+}
+
+/// Free tokens in which single trigger tokens hand over to sub-grammars.
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenDispatch {
+    /// Trigger token → what follows it. Triggers are distinct.
+    pub arms: Vec<TokenDispatchArm>,
+    /// After an arm completes: back to free tokens (`true`) or out (`false`).
+    pub repeat: bool,
+    /// Tokens that may not appear as free tokens.
+    pub exclude: Vec<TokenId>,
+}
+
+/// One arm of a [`TokenDispatch`].
+#[derive(Clone, Debug, PartialEq)]
+pub struct TokenDispatchArm {
+    /// The trigger token.
+    pub trigger: TokenId,
+    /// What must follow it.
+    pub body: Expr,
+}
+
+/// An embedded JSON Schema (lowered by the JSON Schema front end).
+#[derive(Clone, Debug, PartialEq)]
+pub struct JsonSchema {
+    /// The schema: an object or a boolean.
+    pub schema: serde_json::Value,
+    /// The folder relative `$ref`s resolve against, if the schema came from a file.
+    pub base: Option<PathBuf>,
+}

@@ -1,0 +1,24 @@
+//! The xg runtime: the part of xg an inference server links.
+//!
+//! The runtime executes tables produced by the xg compiler. It never depends on
+//! the compiler: everything both sides must agree on — identifiers today, table
+//! and bundle formats as they arrive — has its single home here, and the
+//! compiler writes through it.
+//!
+//! # Overview
+//!
+//! - [`RuleId`] names a rule of a compiled grammar.
+//! - [`TokenId`] names a token of a vocabulary.
+//!
+//! ```
+//! use xg_runtime::RuleId;
+//!
+//! let id = RuleId::new(3).unwrap();
+//! assert_eq!(id.as_usize(), 3);
+//! assert!(RuleId::new(RuleId::LIMIT).is_err());
+//! ```
+#![deny(missing_docs)]
+
+mod id;
+
+pub use self::id::{IdError, RuleId, TokenId};
