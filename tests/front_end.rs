@@ -1,1 +1,265 @@
-fn main() {}
+//! Data-driven tests of the `.xg` front end.
+//!
+//! - `data/diagnostics/*.xg`: each file is checked with entry rule `root`; the
+//!   rendered diagnostics must equal `NAME.stderr` beside it. Together the
+//!   files must produce every diagnostic code the front end has.
+//! - `data/syntax/*.xg`: each file uses some syntax forms and must check with
+//!   no diagnostic at all; `xg fmt`'s output must equal `NAME.fmt`, be a fixed
+//!   point, and parse to the same tree.
+//!
+//! Set `XG_BLESS=1` to rewrite the expected files from the current output;
+//! `XG_FILTER=text` runs only the files whose name contains `text`.
+
+use std::collections::BTreeSet;
+use std::path::{Path, PathBuf};
+
+use xg_compiler::{Diagnostics, Sources, pipeline, syntax};
+
+/// Every diagnostic code the front end can produce; each must appear in some
+/// `data/diagnostics` file.
+const CODES: &[&str] = &[
+    "bad-dispatch-option",
+    "bad-escape",
+    "bad-macro-argument",
+    "bad-range",
+    "bad-regex-flag",
+    "dispatch-conflict",
+    "duplicate-rule",
+    "duplicate-trigger",
+    "expected-rule",
+    "import-cycle",
+    "import-not-found",
+    "invalid-json",
+    "invalid-regex",
+    "invalid-syntax",
+    "invalid-utf8",
+    "json-schema-not-found",
+    "missing-root",
+    "name-clash",
+    "non-productive",
+    "number-too-large",
+    "repetition-too-large",
+    "reversed-range",
+    "undefined-rule",
+    "unexpected-character",
+    "unexpected-end",
+    "unexpected-token",
+    "unknown-directive",
+    "unreachable-rule",
+    "unreachable-trigger",
+    "unterminated-class",
+    "unterminated-json",
+    "unterminated-regex",
+    "unterminated-string",
+    "unused-import",
+];
+
+fn data_dir(kind: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR"))
+        .join("data")
+        .join(kind)
+}
+
+/// The `.xg` files directly in `dir`, filtered by `XG_FILTER`.
+fn cases(dir: &Path) -> Vec<PathBuf> {
+    let filter = std::env::var("XG_FILTER").unwrap_or_default();
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .expect("test data folder exists")
+        .map(|entry| entry.expect("readable folder").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "xg"))
+        .filter(|path| path.to_string_lossy().contains(&filter))
+        .collect();
+    files.sort();
+    assert!(!files.is_empty(), "no test files in {}", dir.display());
+    files
+}
+
+/// Checks `path` as the test suite sees it: named relative to the data folder,
+/// so output does not depend on where the checkout is.
+fn check(path: &Path, kind: &str) -> (Sources, Diagnostics) {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let bytes = std::fs::read(path).expect("readable test file");
+    let name = format!("{kind}/{}", path.file_name().unwrap().to_string_lossy());
+    let file = sources.add_bytes(
+        name,
+        &bytes,
+        path.parent().map(Path::to_path_buf),
+        &mut diagnostics,
+    );
+    pipeline::check(&mut sources, file, "root", &mut diagnostics);
+    (sources, diagnostics)
+}
+
+/// Compares `actual` with the file at `expected`, or rewrites it under `XG_BLESS`.
+fn compare(expected: &Path, actual: &str, failures: &mut Vec<String>) {
+    if std::env::var_os("XG_BLESS").is_some() {
+        std::fs::write(expected, actual).expect("writable expected file");
+        return;
+    }
+    let want = std::fs::read_to_string(expected).unwrap_or_default();
+    if want != actual {
+        failures.push(format!(
+            "{}: output differs\n--- expected\n{want}\n--- actual\n{actual}",
+            expected.display()
+        ));
+    }
+}
+
+#[test]
+fn diagnostics_match_snapshots() {
+    let mut failures = Vec::new();
+    let mut seen = BTreeSet::new();
+    for path in cases(&data_dir("diagnostics")) {
+        let (sources, diagnostics) = check(&path, "diagnostics");
+        if diagnostics.is_empty() {
+            failures.push(format!(
+                "{}: expected diagnostics, got none",
+                path.display()
+            ));
+        }
+        seen.extend(diagnostics.iter().map(|d| d.code));
+        compare(
+            &path.with_extension("stderr"),
+            &diagnostics.render(&sources, false),
+            &mut failures,
+        );
+    }
+    if std::env::var("XG_FILTER").is_err() {
+        for code in CODES {
+            if !seen.contains(code) {
+                failures.push(format!("no test file produces diagnostic `{code}`"));
+            }
+        }
+        for code in &seen {
+            if !CODES.contains(code) {
+                failures.push(format!("diagnostic `{code}` is missing from CODES"));
+            }
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+/// The tree of a file with every span removed, for comparing two parses.
+fn items_without_spans(sources: &mut Sources, name: &str, text: &str) -> String {
+    let file = sources.add(name, text, None);
+    let mut diagnostics = Diagnostics::new();
+    let ast = syntax::parse(file, text, &mut diagnostics);
+    assert!(
+        !diagnostics.has_errors(),
+        "{name} does not parse:\n{}",
+        diagnostics.render(sources, false)
+    );
+    strip_spans(&format!("{:?}", ast.items))
+}
+
+/// Removes every `Span { … }` from a `Debug` rendering.
+fn strip_spans(debug: &str) -> String {
+    let mut out = String::with_capacity(debug.len());
+    let mut rest = debug;
+    while let Some(start) = rest.find("Span {") {
+        out.push_str(&rest[..start]);
+        let end = rest[start..]
+            .find('}')
+            .map_or(rest.len(), |i| start + i + 1);
+        rest = &rest[end..];
+    }
+    out.push_str(rest);
+    out
+}
+
+#[test]
+fn syntax_forms_check_cleanly_and_format_canonically() {
+    let mut failures = Vec::new();
+    for path in cases(&data_dir("syntax")) {
+        let (sources, diagnostics) = check(&path, "syntax");
+        if !diagnostics.is_empty() {
+            failures.push(format!(
+                "{}:\n{}",
+                path.display(),
+                diagnostics.render(&sources, false)
+            ));
+            continue;
+        }
+        let mut sources = Sources::new();
+        let text = std::fs::read_to_string(&path).expect("readable");
+        let file = sources.add("original", text.clone(), None);
+        let mut diagnostics = Diagnostics::new();
+        let formatted = syntax::print(&syntax::parse(file, &text, &mut diagnostics));
+        compare(&path.with_extension("fmt"), &formatted, &mut failures);
+
+        let file = sources.add("formatted", formatted.clone(), None);
+        let again = syntax::print(&syntax::parse(file, &formatted, &mut diagnostics));
+        if again != formatted {
+            failures.push(format!(
+                "{}: formatting is not a fixed point:\n{again}",
+                path.display()
+            ));
+        }
+        let before = items_without_spans(&mut sources, "before", &text);
+        let after = items_without_spans(&mut sources, "after", &formatted);
+        if before != after {
+            failures.push(format!("{}: formatting changed the tree", path.display()));
+        }
+    }
+    assert!(failures.is_empty(), "{}", failures.join("\n\n"));
+}
+
+#[test]
+fn json_format_locates_every_diagnostic() {
+    let path = data_dir("diagnostics").join("many_errors.xg");
+    let (sources, diagnostics) = check(&path, "diagnostics");
+    let json = diagnostics.to_json(&sources);
+    let list = json.as_array().expect("an array");
+    assert_eq!(list.len(), diagnostics.iter().count());
+    let first = &list[0];
+    assert_eq!(first["severity"], "error");
+    assert_eq!(first["code"], "undefined-rule");
+    assert_eq!(first["primary"]["file"], "diagnostics/many_errors.xg");
+    assert_eq!(first["primary"]["line"], 2);
+    assert_eq!(first["primary"]["column"], 22);
+    assert!(
+        list.iter()
+            .all(|d| d["primary"]["line"].as_u64().unwrap() >= 1)
+    );
+}
+
+#[test]
+fn every_grammar_in_the_library_checks_cleanly() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
+    let mut checked = 0;
+    for folder in ["std", "examples"] {
+        for path in cases(&root.join(folder)) {
+            let mut sources = Sources::new();
+            let mut diagnostics = Diagnostics::new();
+            let file = sources.load(&path, &mut diagnostics).expect("readable");
+            let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+            assert!(
+                grammar.is_some() && diagnostics.is_empty(),
+                "{}:\n{}",
+                path.display(),
+                diagnostics.render(&sources, false)
+            );
+            let text = sources.text(file).to_string();
+            let formatted = syntax::print(&syntax::parse(file, &text, &mut diagnostics));
+            assert_eq!(
+                formatted,
+                text,
+                "{} is not in canonical form (run `xg fmt --write`)",
+                path.display()
+            );
+            checked += 1;
+        }
+    }
+    let std_files = cases(&root.join("std")).len();
+    assert_eq!(
+        xg_compiler::std_paths().count(),
+        std_files,
+        "every grammars/std file is embedded"
+    );
+    assert_eq!(
+        xg_compiler::EXAMPLES.len(),
+        checked - std_files,
+        "every example is embedded"
+    );
+}

@@ -62,21 +62,40 @@ pub struct Diagnostic {
 
 impl Diagnostic {
     /// An error at `span`.
-    pub fn error(code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) -> Self {
+    pub fn error(
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> Self {
         Self::new(Severity::Error, code, message.into(), span, label.into())
     }
 
     /// A warning at `span`.
-    pub fn warning(code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) -> Self {
+    pub fn warning(
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) -> Self {
         Self::new(Severity::Warning, code, message.into(), span, label.into())
     }
 
-    fn new(severity: Severity, code: &'static str, message: String, span: Span, label: String) -> Self {
+    fn new(
+        severity: Severity,
+        code: &'static str,
+        message: String,
+        span: Span,
+        label: String,
+    ) -> Self {
         Self {
             severity,
             code,
             message,
-            primary: Label { span, message: label },
+            primary: Label {
+                span,
+                message: label,
+            },
             secondary: Vec::new(),
             help: Vec::new(),
         }
@@ -105,11 +124,15 @@ impl Diagnostic {
             Severity::Warning => codespan::Severity::Warning,
         };
         let mut labels = vec![
-            codespan::Label::primary(self.primary.span.file, self.primary.span.start..self.primary.span.end)
-                .with_message(&self.primary.message),
+            codespan::Label::primary(
+                self.primary.span.file,
+                self.primary.span.start..self.primary.span.end,
+            )
+            .with_message(&self.primary.message),
         ];
         labels.extend(self.secondary.iter().map(|label| {
-            codespan::Label::secondary(label.span.file, label.span.start..label.span.end).with_message(&label.message)
+            codespan::Label::secondary(label.span.file, label.span.start..label.span.end)
+                .with_message(&label.message)
         }));
         codespan::Diagnostic::new(severity)
             .with_code(self.code)
@@ -143,7 +166,10 @@ impl Diagnostics {
 
     /// The number of errors.
     pub fn error_count(&self) -> usize {
-        self.list.iter().filter(|d| d.severity == Severity::Error).count()
+        self.list
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .count()
     }
 
     /// The number of warnings.
@@ -164,8 +190,13 @@ impl Diagnostics {
     /// Sorts by file and position (stable for equal positions), so output does
     /// not depend on the order passes ran in.
     pub fn sort(&mut self) {
-        self.list
-            .sort_by_key(|d| (d.primary.span.file, d.primary.span.start, d.primary.span.end));
+        self.list.sort_by_key(|d| {
+            (
+                d.primary.span.file,
+                d.primary.span.start,
+                d.primary.span.end,
+            )
+        });
     }
 
     /// Renders every diagnostic in the rustc-like style, with colour if `color`.
@@ -179,7 +210,9 @@ impl Diagnostics {
         for diagnostic in &self.list {
             // Writing into memory fails only on a span outside its file, which
             // passes never produce; fall back to the bare message.
-            if term::emit_to_write_style(&mut buffer, &config, sources, &diagnostic.to_codespan()).is_err() {
+            if term::emit_to_write_style(&mut buffer, &config, sources, &diagnostic.to_codespan())
+                .is_err()
+            {
                 let line = format!("{}: {}\n", diagnostic.severity.as_str(), diagnostic.message);
                 std::io::Write::write_all(&mut buffer, line.as_bytes()).ok();
             }

@@ -15,7 +15,12 @@ use crate::tree;
 /// Runs the front end on `entry` with entry rule `root`: parse the file and
 /// its imports, resolve names, check everything. Diagnostics come back sorted
 /// by position; the tree is `None` if there were errors.
-pub fn check(sources: &mut Sources, entry: FileId, root: &str, diagnostics: &mut Diagnostics) -> Option<tree::Grammar> {
+pub fn check(
+    sources: &mut Sources,
+    entry: FileId,
+    root: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<tree::Grammar> {
     let grammar = resolve::resolve(sources, entry, root, diagnostics);
     diagnostics.sort();
     grammar

@@ -41,7 +41,11 @@ impl Span {
     /// The smallest span covering `self` and `other` (same file).
     #[must_use]
     pub fn to(self, other: Span) -> Span {
-        Span::new(self.file, self.start.min(other.start), self.end.max(other.end))
+        Span::new(
+            self.file,
+            self.start.min(other.start),
+            self.end.max(other.end),
+        )
     }
 }
 
@@ -80,7 +84,12 @@ impl Sources {
 
     /// Adds a text that did not come from disk. `base` is the folder its
     /// relative imports are resolved against (none: relative imports are errors).
-    pub fn add(&mut self, name: impl Into<String>, text: impl Into<String>, base: Option<PathBuf>) -> FileId {
+    pub fn add(
+        &mut self,
+        name: impl Into<String>,
+        text: impl Into<String>,
+        base: Option<PathBuf>,
+    ) -> FileId {
         self.push(name.into(), text.into(), Origin::Memory { base })
     }
 
@@ -100,11 +109,21 @@ impl Sources {
         id
     }
 
-    /// Reads a grammar file from disk.
+    /// Reads a grammar file from disk; diagnostics name it as `path` is written.
     pub fn load(&mut self, path: &Path, diagnostics: &mut Diagnostics) -> std::io::Result<FileId> {
+        self.load_as(path, path.display().to_string(), diagnostics)
+    }
+
+    /// Reads a grammar file from disk; diagnostics name it `name`.
+    pub fn load_as(
+        &mut self,
+        path: &Path,
+        name: String,
+        diagnostics: &mut Diagnostics,
+    ) -> std::io::Result<FileId> {
         let bytes = std::fs::read(path)?;
         let (text, bad) = decode_utf8(&bytes);
-        let id = self.push(path.display().to_string(), text, Origin::Path(path.to_path_buf()));
+        let id = self.push(name, text, Origin::Path(path.to_path_buf()));
         if let Some(at) = bad {
             diagnostics.push(invalid_utf8(id, at));
         }
@@ -121,6 +140,19 @@ impl Sources {
         let id = FileId(self.files.add(name, text));
         self.origins.push(origin);
         id
+    }
+
+    /// The name to show for the file that `importer` refers to as `path` (an
+    /// import or a `%json` file): the path joined to the importer's folder as
+    /// the user wrote them, so messages do not depend on where the checkout is.
+    pub fn relative_name(&self, importer: FileId, path: &str) -> String {
+        if path.starts_with("std/") || Path::new(path).is_absolute() {
+            return path.to_string();
+        }
+        let folder = Path::new(self.name(importer))
+            .parent()
+            .unwrap_or(Path::new(""));
+        folder.join(path).display().to_string()
     }
 
     /// The text of `file`.
@@ -153,15 +185,25 @@ impl Sources {
                 Origin::Path(p) => p.parent().unwrap_or(Path::new("")).join(relative),
                 Origin::Memory { base: Some(base) } => base.join(relative),
                 Origin::Memory { base: None } => {
-                    return Err("this grammar has no folder to resolve a relative import against".into());
+                    return Err(
+                        "this grammar has no folder to resolve a relative import against".into(),
+                    );
                 }
-                Origin::Std => return Err("standard-library grammars import only `std/…` paths".into()),
+                Origin::Std => {
+                    return Err("standard-library grammars import only `std/…` paths".into());
+                }
             }
         };
         match full.canonicalize() {
             Ok(canonical) if canonical.is_file() => Ok(ImportTarget::Path(canonical)),
-            Ok(_) => Err(format!("`{}` is not a file", full.display())),
-            Err(err) => Err(format!("cannot open `{}`: {err}", full.display())),
+            Ok(_) => Err(format!(
+                "`{}` is not a file",
+                self.relative_name(importer, path)
+            )),
+            Err(err) => Err(format!(
+                "cannot open `{}`: {err}",
+                self.relative_name(importer, path)
+            )),
         }
     }
 
@@ -210,7 +252,11 @@ impl<'a> files::Files<'a> for Sources {
         self.files.line_index(id.0, byte_index)
     }
 
-    fn line_range(&'a self, id: FileId, line_index: usize) -> Result<std::ops::Range<usize>, files::Error> {
+    fn line_range(
+        &'a self,
+        id: FileId,
+        line_index: usize,
+    ) -> Result<std::ops::Range<usize>, files::Error> {
         self.files.line_range(id.0, line_index)
     }
 }
@@ -220,7 +266,10 @@ impl<'a> files::Files<'a> for Sources {
 fn decode_utf8(bytes: &[u8]) -> (String, Option<usize>) {
     match std::str::from_utf8(bytes) {
         Ok(text) => (text.to_string(), None),
-        Err(err) => (String::from_utf8_lossy(bytes).into_owned(), Some(err.valid_up_to())),
+        Err(err) => (
+            String::from_utf8_lossy(bytes).into_owned(),
+            Some(err.valid_up_to()),
+        ),
     }
 }
 

@@ -6,14 +6,26 @@ const LIBRARY: &[(&str, &str)] = &[("std/json.xg", include_str!("../../grammars/
 
 /// Example grammars shipped with xg (`grammars/examples/`): name → text.
 pub const EXAMPLES: &[(&str, &str)] = &[
-    ("examples/arithmetic.xg", include_str!("../../grammars/examples/arithmetic.xg")),
-    ("examples/tool_calling.xg", include_str!("../../grammars/examples/tool_calling.xg")),
-    ("examples/xgrammar_compat.xg", include_str!("../../grammars/examples/xgrammar_compat.xg")),
+    (
+        "examples/arithmetic.xg",
+        include_str!("../../grammars/examples/arithmetic.xg"),
+    ),
+    (
+        "examples/tool_calling.xg",
+        include_str!("../../grammars/examples/tool_calling.xg"),
+    ),
+    (
+        "examples/xgrammar_compat.xg",
+        include_str!("../../grammars/examples/xgrammar_compat.xg"),
+    ),
 ];
 
 /// The text of the standard-library grammar at `path` (`std/json.xg`).
 pub fn get(path: &str) -> Option<&'static str> {
-    LIBRARY.iter().find(|(p, _)| *p == path).map(|(_, text)| *text)
+    LIBRARY
+        .iter()
+        .find(|(p, _)| *p == path)
+        .map(|(_, text)| *text)
 }
 
 /// The interned form of a standard-library path, if the library has it.

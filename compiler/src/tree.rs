@@ -102,7 +102,8 @@ pub struct CharSet {
 impl CharSet {
     /// The set of the given inclusive ranges (in any order, overlapping or not).
     pub fn from_ranges(ranges: impl IntoIterator<Item = (char, char)>) -> Self {
-        let mut ranges: Vec<(char, char)> = ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
+        let mut ranges: Vec<(char, char)> =
+            ranges.into_iter().filter(|(lo, hi)| lo <= hi).collect();
         ranges.sort_unstable();
         let mut merged: Vec<(char, char)> = Vec::with_capacity(ranges.len());
         for (lo, hi) in ranges {

@@ -80,7 +80,11 @@ mod tests {
         let err = TokenId::new(TokenId::LIMIT).unwrap_err();
         assert_eq!(
             err.to_string(),
-            format!("token index {} exceeds the limit of {}", TokenId::LIMIT, TokenId::LIMIT)
+            format!(
+                "token index {} exceeds the limit of {}",
+                TokenId::LIMIT,
+                TokenId::LIMIT
+            )
         );
     }
 }

@@ -14,7 +14,10 @@ pub(crate) fn check_productive(rules: &[Rule], diagnostics: &mut Diagnostics) {
         for (i, rule) in rules.iter().enumerate() {
             if !productive[i]
                 && can_finish(&rule.body, &productive)
-                && rule.lookahead.as_ref().is_none_or(|la| can_finish(la, &productive))
+                && rule
+                    .lookahead
+                    .as_ref()
+                    .is_none_or(|la| can_finish(la, &productive))
             {
                 productive[i] = true;
                 changed = true;
@@ -29,10 +32,24 @@ pub(crate) fn check_productive(rules: &[Rule], diagnostics: &mut Diagnostics) {
             continue;
         }
         let id = RuleId::new(i).expect("rule ids fit");
+        let mut needed = Vec::new();
+        visit_refs(&rule.body, &mut |other| {
+            if other != id && !productive[other.as_usize()] && !needed.contains(&other) {
+                needed.push(other);
+            }
+        });
         let help = if refers_to(&rule.body, id) {
-            format!("every alternative of `{}` needs `{}` again; add one that does not (a base case)", rule.name, rule.name)
+            format!(
+                "every alternative of `{}` needs `{}` again; add one that does not (a base case)",
+                rule.name, rule.name
+            )
+        } else if let Some(other) = needed.first() {
+            format!(
+                "it needs `{}`, which never finishes either",
+                rules[other.as_usize()].name
+            )
         } else {
-            "it needs a rule that never finishes, or a character class that matches nothing".to_string()
+            "it needs a character class that matches nothing".to_string()
         };
         diagnostics.push(
             Diagnostic::error(
@@ -76,10 +93,20 @@ fn refers_to(expr: &Expr, target: RuleId) -> bool {
 fn visit_refs(expr: &Expr, f: &mut dyn FnMut(RuleId)) {
     match &expr.kind {
         ExprKind::Ref(id) => f(*id),
-        ExprKind::Sequence(items) | ExprKind::Choice(items) => items.iter().for_each(|e| visit_refs(e, f)),
+        ExprKind::Sequence(items) | ExprKind::Choice(items) => {
+            for item in items {
+                visit_refs(item, f);
+            }
+        }
         ExprKind::Repeat { expr, .. } => visit_refs(expr, f),
-        ExprKind::Dispatch(dispatch) => dispatch.arms.iter().for_each(|arm| visit_refs(&arm.body, f)),
-        ExprKind::TokenDispatch(dispatch) => dispatch.arms.iter().for_each(|arm| visit_refs(&arm.body, f)),
+        ExprKind::Dispatch(dispatch) => dispatch
+            .arms
+            .iter()
+            .for_each(|arm| visit_refs(&arm.body, f)),
+        ExprKind::TokenDispatch(dispatch) => dispatch
+            .arms
+            .iter()
+            .for_each(|arm| visit_refs(&arm.body, f)),
         ExprKind::Empty
         | ExprKind::Literal(_)
         | ExprKind::Class(_)
@@ -90,7 +117,12 @@ fn visit_refs(expr: &Expr, f: &mut dyn FnMut(RuleId)) {
 }
 
 /// Warns about the rules in `candidates` (the entry file's) that `root` never uses.
-pub(crate) fn warn_unreachable(rules: &[Rule], root: RuleId, candidates: &[RuleId], diagnostics: &mut Diagnostics) {
+pub(crate) fn warn_unreachable(
+    rules: &[Rule],
+    root: RuleId,
+    candidates: &[RuleId],
+    diagnostics: &mut Diagnostics,
+) {
     let mut reached = vec![false; rules.len()];
     let mut stack = vec![root];
     reached[root.as_usize()] = true;

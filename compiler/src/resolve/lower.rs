@@ -13,6 +13,15 @@ use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
 use crate::syntax::{decode_literal, decode_regex};
 use crate::tree::{self, CharSet, ExprKind};
 
+/// The arguments of a macro call, positional and named.
+struct CallArgs<'b> {
+    positional: Vec<&'b ast::Value>,
+    named: Vec<(&'b str, &'b ast::Value)>,
+}
+
+/// The named arguments `TagDispatch` takes.
+const TAG_DISPATCH_ARGS: &[&str] = &["loop_after_dispatch", "excludes", "stop_eos", "stop_str"];
+
 /// Lowers the expressions of one module.
 pub(crate) struct Lowerer<'a> {
     scope: &'a Scope,
@@ -22,7 +31,12 @@ pub(crate) struct Lowerer<'a> {
 }
 
 impl<'a> Lowerer<'a> {
-    pub(crate) fn new(scope: &'a Scope, sources: &'a Sources, diagnostics: &'a mut Diagnostics, module: usize) -> Self {
+    pub(crate) fn new(
+        scope: &'a Scope,
+        sources: &'a Sources,
+        diagnostics: &'a mut Diagnostics,
+        module: usize,
+    ) -> Self {
         Self {
             scope,
             sources,
@@ -40,12 +54,22 @@ impl<'a> Lowerer<'a> {
             ast::ExprKind::Literal(value) if value.is_empty() => ExprKind::Empty,
             ast::ExprKind::Literal(value) => ExprKind::Literal(value.clone()),
             ast::ExprKind::Class(class) => ExprKind::Class(char_set(class)),
-            ast::ExprKind::AnyChar => ExprKind::Class(CharSet::from_ranges([('\n', '\n')]).complement()),
+            ast::ExprKind::AnyChar => {
+                ExprKind::Class(CharSet::from_ranges([('\n', '\n')]).complement())
+            }
             ast::ExprKind::Regex { pattern, flags } => self.regex_literal(pattern, flags, span),
             ast::ExprKind::Ref(name) => self.reference(name, span),
-            ast::ExprKind::Sequence(items) => ExprKind::Sequence(items.iter().map(|e| self.expr(e)).collect()),
-            ast::ExprKind::Choice(items) => ExprKind::Choice(items.iter().map(|e| self.expr(e)).collect()),
-            ast::ExprKind::Repeat { expr: inner, min, max } => {
+            ast::ExprKind::Sequence(items) => {
+                ExprKind::Sequence(items.iter().map(|e| self.expr(e)).collect())
+            }
+            ast::ExprKind::Choice(items) => {
+                ExprKind::Choice(items.iter().map(|e| self.expr(e)).collect())
+            }
+            ast::ExprKind::Repeat {
+                expr: inner,
+                min,
+                max,
+            } => {
                 let inner = self.expr(inner);
                 match (self.bound(*min, span), max.map(|max| self.bound(max, span))) {
                     (Some(min), None) => ExprKind::Repeat {
@@ -68,8 +92,15 @@ impl<'a> Lowerer<'a> {
         tree::Expr { kind, span }
     }
 
-    fn error(&mut self, code: &'static str, message: impl Into<String>, span: Span, label: impl Into<String>) {
-        self.diagnostics.push(Diagnostic::error(code, message, span, label));
+    fn error(
+        &mut self,
+        code: &'static str,
+        message: impl Into<String>,
+        span: Span,
+        label: impl Into<String>,
+    ) {
+        self.diagnostics
+            .push(Diagnostic::error(code, message, span, label));
     }
 
     fn bound(&mut self, value: u64, span: Span) -> Option<u32> {
@@ -112,7 +143,9 @@ impl<'a> Lowerer<'a> {
             json_string: false,
         };
         let flags_start = span.end - flags.len();
-        let mut ok = self.flags(&mut regex, flags, |i| Span::new(span.file, flags_start + i, flags_start + i + 1));
+        let mut ok = self.flags(&mut regex, flags, |i| {
+            Span::new(span.file, flags_start + i, flags_start + i + 1)
+        });
         let source = self.sources.slice(span);
         let decoded = decode_regex(source);
         let locate = |start: usize, end: usize| {
@@ -123,7 +156,11 @@ impl<'a> Lowerer<'a> {
             self.diagnostics.push(diagnostic);
             ok = false;
         }
-        if ok { ExprKind::Regex(regex) } else { ExprKind::Empty }
+        if ok {
+            ExprKind::Regex(regex)
+        } else {
+            ExprKind::Empty
+        }
     }
 
     /// Applies regex flag letters; `at(i)` is the span of the i-th letter.
@@ -168,21 +205,23 @@ impl<'a> Lowerer<'a> {
         &mut self,
         what: &str,
         args: &'b [ast::Arg],
-        names: &[&str],
-    ) -> Option<(Vec<&'b ast::Value>, Vec<(&'b str, &'b ast::Value)>)> {
-        let mut positional = Vec::new();
-        let mut named: Vec<(&str, &ast::Value)> = Vec::new();
+        allowed: &[&str],
+    ) -> Option<CallArgs<'b>> {
+        let mut call = CallArgs {
+            positional: Vec::new(),
+            named: Vec::new(),
+        };
         let mut ok = true;
         for arg in args {
             let Some(name) = &arg.name else {
-                positional.push(&arg.value);
+                call.positional.push(&arg.value);
                 continue;
             };
-            if !names.contains(&name.text.as_str()) {
-                let known = if names.is_empty() {
+            if !allowed.contains(&name.text.as_str()) {
+                let known = if allowed.is_empty() {
                     format!("`{what}` takes no named arguments")
                 } else {
-                    format!("`{what}` takes: {}", names.join(", "))
+                    format!("`{what}` takes: {}", allowed.join(", "))
                 };
                 self.diagnostics.push(
                     Diagnostic::error(
@@ -194,7 +233,7 @@ impl<'a> Lowerer<'a> {
                     .with_help(known),
                 );
                 ok = false;
-            } else if named.iter().any(|(n, _)| *n == name.text) {
+            } else if call.named.iter().any(|(n, _)| *n == name.text) {
                 self.error(
                     "bad-macro-argument",
                     format!("argument `{}` given twice", name.text),
@@ -203,10 +242,10 @@ impl<'a> Lowerer<'a> {
                 );
                 ok = false;
             } else {
-                named.push((&name.text, &arg.value));
+                call.named.push((&name.text, &arg.value));
             }
         }
-        ok.then_some((positional, named))
+        ok.then_some(call)
     }
 
     fn expect_bool(&mut self, value: &ast::Value, what: &str) -> Option<bool> {
@@ -259,28 +298,31 @@ impl<'a> Lowerer<'a> {
     }
 
     fn expect_token(&mut self, value: &ast::Value, what: &str) -> Option<TokenId> {
-        match &value.kind {
-            ValueKind::Int(n) => {
-                let id = usize::try_from(*n).ok().and_then(|n| TokenId::new(n).ok());
-                if id.is_none() {
-                    self.error("bad-macro-argument", "token id out of range", value.span, "too large");
-                }
-                id
-            }
-            _ => {
-                self.error(
-                    "bad-macro-argument",
-                    format!("`{what}` takes token ids (non-negative integers)"),
-                    value.span,
-                    "expected a token id",
-                );
-                None
-            }
+        let ValueKind::Int(n) = &value.kind else {
+            self.error(
+                "bad-macro-argument",
+                format!("`{what}` takes token ids (non-negative integers)"),
+                value.span,
+                "expected a token id",
+            );
+            return None;
+        };
+        let id = usize::try_from(*n).ok().and_then(|n| TokenId::new(n).ok());
+        if id.is_none() {
+            self.error(
+                "bad-macro-argument",
+                "token id out of range",
+                value.span,
+                "too large",
+            );
         }
+        id
     }
 
     fn regex_macro(&mut self, args: &[ast::Arg], span: Span) -> ExprKind {
-        let Some((positional, named)) = self.split_args("Regex", args, &["flags", "json_string"]) else {
+        let Some(CallArgs { positional, named }) =
+            self.split_args("Regex", args, &["flags", "json_string"])
+        else {
             return ExprKind::Empty;
         };
         let [pattern] = positional[..] else {
@@ -293,7 +335,12 @@ impl<'a> Lowerer<'a> {
             return ExprKind::Empty;
         };
         let ValueKind::Str(text) = &pattern.kind else {
-            self.error("bad-macro-argument", "the pattern must be a string", pattern.span, "expected a string");
+            self.error(
+                "bad-macro-argument",
+                "the pattern must be a string",
+                pattern.span,
+                "expected a string",
+            );
             return ExprKind::Empty;
         };
         // XGrammar: without `flags`, `.` matches every character.
@@ -312,12 +359,18 @@ impl<'a> Lowerer<'a> {
                         let file = value.span.file;
                         let decoded = decode_literal(self.sources.slice(value.span));
                         let at = |i: usize| {
-                            let start = value.span.start + decoded.offsets.get(i).copied().unwrap_or(0);
+                            let start =
+                                value.span.start + decoded.offsets.get(i).copied().unwrap_or(0);
                             Span::new(file, start, start + 1)
                         };
                         ok &= self.flags(&mut regex, flags, at);
                     } else {
-                        self.error("bad-macro-argument", "`flags` must be a string", value.span, "expected a string");
+                        self.error(
+                            "bad-macro-argument",
+                            "`flags` must be a string",
+                            value.span,
+                            "expected a string",
+                        );
                         ok = false;
                     }
                 }
@@ -337,12 +390,16 @@ impl<'a> Lowerer<'a> {
             self.diagnostics.push(diagnostic);
             ok = false;
         }
-        if ok { ExprKind::Regex(regex) } else { ExprKind::Empty }
+        if ok {
+            ExprKind::Regex(regex)
+        } else {
+            ExprKind::Empty
+        }
     }
 
     fn token_set(&mut self, args: &[ast::Arg], negated: bool, span: Span) -> ExprKind {
         let what = if negated { "ExcludeToken" } else { "Token" };
-        let Some((positional, _)) = self.split_args(what, args, &[]) else {
+        let Some(CallArgs { positional, .. }) = self.split_args(what, args, &[]) else {
             return ExprKind::Empty;
         };
         if positional.is_empty() {
@@ -354,7 +411,10 @@ impl<'a> Lowerer<'a> {
             );
             return ExprKind::Empty;
         }
-        let ids: Option<Vec<TokenId>> = positional.iter().map(|v| self.expect_token(v, what)).collect();
+        let ids: Option<Vec<TokenId>> = positional
+            .iter()
+            .map(|v| self.expect_token(v, what))
+            .collect();
         let Some(mut ids) = ids else {
             return ExprKind::Empty;
         };
@@ -364,33 +424,37 @@ impl<'a> Lowerer<'a> {
     }
 
     fn dispatch(&mut self, options: &[ast::Arg], arms: &[ast::Arm]) -> ExprKind {
-        let mut repeat = true;
-        let mut stop = Vec::new();
-        let mut exclude = Vec::new();
+        let mut parts = DispatchParts::default();
         let mut stop_at_end = None;
         let mut ok = true;
         let mut modes: Vec<Span> = Vec::new();
         for option in options {
-            match (&option.name, &option.value.kind) {
+            let value = &option.value;
+            match (&option.name, &value.kind) {
                 (None, ValueKind::Ident(word)) if word == "once" || word == "loop" => {
-                    repeat = word == "loop";
-                    modes.push(option.value.span);
+                    parts.repeat = word == "loop";
+                    modes.push(value.span);
                 }
                 (Some(name), _) if name.text == "stop" => {
-                    ok &= self.expect_strings(&option.value, "stop").map(|s| stop = s).is_some();
+                    ok &= assign(&mut parts.stop, self.expect_strings(value, "stop"));
                 }
                 (Some(name), _) if name.text == "exclude" => {
-                    ok &= self.expect_strings(&option.value, "exclude").map(|s| exclude = s).is_some();
+                    ok &= assign(&mut parts.exclude, self.expect_strings(value, "exclude"));
                 }
                 (Some(name), _) if name.text == "stop_eos" => {
-                    stop_at_end = self.expect_bool(&option.value, "stop_eos");
+                    stop_at_end = self.expect_bool(value, "stop_eos");
                     ok &= stop_at_end.is_some();
                 }
                 _ => {
-                    let span = option.name.as_ref().map_or(option.value.span, |n| n.span.to(option.value.span));
+                    let span = option
+                        .name
+                        .as_ref()
+                        .map_or(value.span, |n| n.span.to(value.span));
                     self.diagnostics.push(
                         Diagnostic::error("bad-dispatch-option", "unknown dispatch option", span, "not an option")
-                            .with_help("options: `once`, `loop` (default), `stop=(\"…\")`, `exclude=(\"…\")`, `stop_eos=true|false`"),
+                            .with_help(
+                                "options: `once`, `loop` (default), `stop=(\"…\")`, `exclude=(\"…\")`, `stop_eos=true|false`",
+                            ),
                     );
                     ok = false;
                 }
@@ -398,63 +462,52 @@ impl<'a> Lowerer<'a> {
         }
         if let [first, second, ..] = modes[..] {
             self.diagnostics.push(
-                Diagnostic::error("bad-dispatch-option", "`once` and `loop` given together", second, "second mode")
-                    .with_label(first, "first mode"),
+                Diagnostic::error(
+                    "bad-dispatch-option",
+                    "`once` and `loop` given together",
+                    second,
+                    "second mode",
+                )
+                .with_label(first, "first mode"),
             );
             ok = false;
         }
-        let arms: Vec<(String, Span, tree::Expr)> = arms
+        parts.arms = arms
             .iter()
-            .map(|arm| (arm.trigger.value.clone(), arm.trigger.span, self.expr(&arm.body)))
+            .map(|arm| tree::DispatchArm {
+                trigger: arm.trigger.value.clone(),
+                span: arm.trigger.span,
+                body: self.expr(&arm.body),
+            })
             .collect();
-        let stop_at_end = stop_at_end.unwrap_or(stop.is_empty());
-        ok &= self.check_dispatch_strings(&arms, &stop, &exclude);
-        if !ok {
-            return ExprKind::Empty;
-        }
-        ExprKind::Dispatch(tree::Dispatch {
-            arms: arms
-                .into_iter()
-                .map(|(trigger, span, body)| tree::DispatchArm { trigger, span, body })
-                .collect(),
-            repeat,
-            stop: stop.into_iter().map(|(s, _)| s).collect(),
-            stop_at_end,
-            exclude: exclude.into_iter().map(|(s, _)| s).collect(),
-        })
+        parts.stop_at_end = stop_at_end.unwrap_or(parts.stop.is_empty());
+        self.finish_dispatch(parts, ok)
     }
 
     /// XGrammar's `TagDispatch(("tag", rule), …, loop_after_dispatch=, excludes=, stop_eos=, stop_str=)`.
     fn tag_dispatch(&mut self, args: &[ast::Arg]) -> ExprKind {
-        let names = ["loop_after_dispatch", "excludes", "stop_eos", "stop_str"];
-        let Some((positional, named)) = self.split_args("TagDispatch", args, &names) else {
+        let Some(CallArgs { positional, named }) =
+            self.split_args("TagDispatch", args, TAG_DISPATCH_ARGS)
+        else {
             return ExprKind::Empty;
         };
         let mut ok = true;
-        let mut arms = Vec::new();
+        let mut parts = DispatchParts::default();
         for value in positional {
-            match &value.kind {
-                ValueKind::Tuple(pair) => match &pair[..] {
-                    [
-                        ast::Value {
-                            kind: ValueKind::Str(trigger),
-                            span: trigger_span,
-                        },
-                        ast::Value {
-                            kind: ValueKind::Ident(rule),
-                            span: rule_span,
-                        },
-                    ] => {
-                        let body = tree::Expr {
-                            kind: self.reference(rule, *rule_span),
-                            span: *rule_span,
-                        };
-                        arms.push((trigger.clone(), *trigger_span, body));
-                        continue;
-                    }
-                    _ => {}
-                },
-                _ => {}
+            if let ValueKind::Tuple(pair) = &value.kind
+                && let [trigger, rule] = &pair[..]
+                && let (ValueKind::Str(text), ValueKind::Ident(name)) = (&trigger.kind, &rule.kind)
+            {
+                let body = tree::Expr {
+                    kind: self.reference(name, rule.span),
+                    span: rule.span,
+                };
+                parts.arms.push(tree::DispatchArm {
+                    trigger: text.clone(),
+                    span: trigger.span,
+                    body,
+                });
+                continue;
             }
             self.diagnostics.push(
                 Diagnostic::error(
@@ -467,28 +520,29 @@ impl<'a> Lowerer<'a> {
             );
             ok = false;
         }
-        let (mut repeat, mut exclude, mut stop, mut stop_at_end) = (true, Vec::new(), Vec::new(), true);
         for (name, value) in named {
-            match name {
-                "loop_after_dispatch" => ok &= self.expect_bool(value, name).map(|b| repeat = b).is_some(),
-                "stop_eos" => ok &= self.expect_bool(value, name).map(|b| stop_at_end = b).is_some(),
-                "excludes" => ok &= self.string_tuple(value, name).map(|s| exclude = s).is_some(),
-                _ => ok &= self.string_tuple(value, name).map(|s| stop = s).is_some(),
-            }
+            ok &= match name {
+                "loop_after_dispatch" => assign(&mut parts.repeat, self.expect_bool(value, name)),
+                "stop_eos" => assign(&mut parts.stop_at_end, self.expect_bool(value, name)),
+                "excludes" => assign(&mut parts.exclude, self.string_tuple(value, name)),
+                _ => assign(&mut parts.stop, self.string_tuple(value, name)),
+            };
         }
-        ok &= self.check_dispatch_strings(&arms, &stop, &exclude);
+        self.finish_dispatch(parts, ok)
+    }
+
+    /// Checks a dispatch's strings and builds it, or `Empty` if anything was wrong.
+    fn finish_dispatch(&mut self, parts: DispatchParts, ok: bool) -> ExprKind {
+        let ok = self.check_dispatch_strings(&parts.arms, &parts.stop, &parts.exclude) && ok;
         if !ok {
             return ExprKind::Empty;
         }
         ExprKind::Dispatch(tree::Dispatch {
-            arms: arms
-                .into_iter()
-                .map(|(trigger, span, body)| tree::DispatchArm { trigger, span, body })
-                .collect(),
-            repeat,
-            stop: stop.into_iter().map(|(s, _)| s).collect(),
-            stop_at_end,
-            exclude: exclude.into_iter().map(|(s, _)| s).collect(),
+            arms: parts.arms,
+            repeat: parts.repeat,
+            stop: parts.stop.into_iter().map(|(s, _)| s).collect(),
+            stop_at_end: parts.stop_at_end,
+            exclude: parts.exclude.into_iter().map(|(s, _)| s).collect(),
         })
     }
 
@@ -502,9 +556,11 @@ impl<'a> Lowerer<'a> {
 
     /// XGrammar's `TokenTagDispatch((id, rule), …, loop_after_dispatch=, excludes=(ids))`.
     fn token_tag_dispatch(&mut self, args: &[ast::Arg]) -> ExprKind {
-        let Some((positional, named)) =
-            self.split_args("TokenTagDispatch", args, &["loop_after_dispatch", "excludes"])
-        else {
+        let Some(CallArgs { positional, named }) = self.split_args(
+            "TokenTagDispatch",
+            args,
+            &["loop_after_dispatch", "excludes"],
+        ) else {
             return ExprKind::Empty;
         };
         let mut ok = true;
@@ -521,8 +577,13 @@ impl<'a> Lowerer<'a> {
                 if let Some((_, first)) = arms.iter().find(|(arm, _)| arm.trigger == trigger) {
                     let first = *first;
                     self.diagnostics.push(
-                        Diagnostic::error("duplicate-trigger", format!("trigger token {trigger} appears twice"), id.span, "again here")
-                            .with_label(first, "first here"),
+                        Diagnostic::error(
+                            "duplicate-trigger",
+                            format!("trigger token {trigger} appears twice"),
+                            id.span,
+                            "again here",
+                        )
+                        .with_label(first, "first here"),
                     );
                     ok = false;
                 }
@@ -545,7 +606,7 @@ impl<'a> Lowerer<'a> {
         let mut exclude = Vec::new();
         for (name, value) in named {
             if name == "loop_after_dispatch" {
-                ok &= self.expect_bool(value, name).map(|b| repeat = b).is_some();
+                ok &= assign(&mut repeat, self.expect_bool(value, name));
                 continue;
             }
             let items: Vec<&ast::Value> = match &value.kind {
@@ -591,23 +652,29 @@ impl<'a> Lowerer<'a> {
     /// because a shorter one inside them completes first.
     fn check_dispatch_strings(
         &mut self,
-        arms: &[(String, Span, tree::Expr)],
+        arms: &[tree::DispatchArm],
         stop: &[(String, Span)],
         exclude: &[(String, Span)],
     ) -> bool {
         let mut ok = true;
         let patterns: Vec<(&str, Span, &str)> = arms
             .iter()
-            .map(|(t, s, _)| (t.as_str(), *s, "trigger"))
+            .map(|arm| (arm.trigger.as_str(), arm.span, "trigger"))
             .chain(stop.iter().map(|(t, s)| (t.as_str(), *s, "stop string")))
             .collect();
         for (i, &(text, span, kind)) in patterns.iter().enumerate() {
             if text.is_empty() {
-                self.error("bad-dispatch-option", format!("empty {kind}"), span, "a trigger must have text");
+                self.error(
+                    "bad-dispatch-option",
+                    format!("empty {kind}"),
+                    span,
+                    "a trigger must have text",
+                );
                 ok = false;
                 continue;
             }
-            if let Some(&(_, first, first_kind)) = patterns[..i].iter().find(|(t, _, _)| *t == text) {
+            if let Some(&(_, first, first_kind)) = patterns[..i].iter().find(|(t, _, _)| *t == text)
+            {
                 self.diagnostics.push(
                     Diagnostic::error(
                         "duplicate-trigger",
@@ -620,8 +687,9 @@ impl<'a> Lowerer<'a> {
                 ok = false;
                 continue;
             }
-            if let Some(&(inner, inner_span, inner_kind)) =
-                patterns.iter().find(|(t, _, _)| !t.is_empty() && t.len() < text.len() && text.contains(t))
+            if let Some(&(inner, inner_span, inner_kind)) = patterns
+                .iter()
+                .find(|(t, _, _)| !t.is_empty() && t.len() < text.len() && text.contains(t))
             {
                 self.diagnostics.push(
                     Diagnostic::warning(
@@ -638,7 +706,11 @@ impl<'a> Lowerer<'a> {
                     self.diagnostics.push(
                         Diagnostic::error(
                             "dispatch-conflict",
-                            format!("excluded string `{}` occurs in {kind} `{}`", excluded.escape_debug(), text.escape_debug()),
+                            format!(
+                                "excluded string `{}` occurs in {kind} `{}`",
+                                excluded.escape_debug(),
+                                text.escape_debug()
+                            ),
                             *excluded_span,
                             "excluded here",
                         )
@@ -662,7 +734,11 @@ impl<'a> Lowerer<'a> {
                         self.error(
                             "invalid-json",
                             format!("invalid JSON Schema: {}", json_error_message(&err)),
-                            Span::new(span.file, start + offset, (start + offset + 1).min(span.end)),
+                            Span::new(
+                                span.file,
+                                start + offset,
+                                (start + offset + 1).min(span.end),
+                            ),
                             "here",
                         );
                         return ExprKind::Empty;
@@ -680,12 +756,13 @@ impl<'a> Lowerer<'a> {
                     return ExprKind::Empty;
                 };
                 let full = base.join(&path.value);
+                let shown = self.sources.relative_name(path.span.file, &path.value);
                 let text = match std::fs::read_to_string(&full) {
                     Ok(text) => text,
                     Err(err) => {
                         self.error(
                             "json-schema-not-found",
-                            format!("cannot read `{}`", full.display()),
+                            format!("cannot read `{shown}`"),
                             path.span,
                             err.to_string(),
                         );
@@ -693,13 +770,15 @@ impl<'a> Lowerer<'a> {
                     }
                 };
                 match serde_json::from_str::<serde_json::Value>(&text) {
-                    Ok(value) => (value, Some(full.parent().unwrap_or(Path::new("")).to_path_buf())),
+                    Ok(value) => (
+                        value,
+                        Some(full.parent().unwrap_or(Path::new("")).to_path_buf()),
+                    ),
                     Err(err) => {
                         self.error(
                             "invalid-json",
                             format!(
-                                "invalid JSON Schema in {}:{}:{}: {}",
-                                full.display(),
+                                "invalid JSON Schema in {shown}:{}:{}: {}",
                                 err.line(),
                                 err.column(),
                                 json_error_message(&err)
@@ -721,8 +800,38 @@ impl<'a> Lowerer<'a> {
             );
             return ExprKind::Empty;
         }
-        ExprKind::JsonSchema(tree::JsonSchema { schema: parsed, base })
+        ExprKind::JsonSchema(tree::JsonSchema {
+            schema: parsed,
+            base,
+        })
     }
+}
+
+/// A dispatch being assembled from its options (xg's or XGrammar's spelling).
+struct DispatchParts {
+    arms: Vec<tree::DispatchArm>,
+    repeat: bool,
+    stop: Vec<(String, Span)>,
+    stop_at_end: bool,
+    exclude: Vec<(String, Span)>,
+}
+
+impl Default for DispatchParts {
+    /// XGrammar's defaults: loop, no stop strings, may end anywhere, nothing excluded.
+    fn default() -> Self {
+        Self {
+            arms: Vec::new(),
+            repeat: true,
+            stop: Vec::new(),
+            stop_at_end: true,
+            exclude: Vec::new(),
+        }
+    }
+}
+
+/// Stores `value` in `slot` if there is one; whether there was.
+fn assign<T>(slot: &mut T, value: Option<T>) -> bool {
+    value.map(|v| *slot = v).is_some()
 }
 
 /// serde_json's message without its " at line L column C" suffix.
@@ -736,7 +845,11 @@ fn json_error_message(err: &serde_json::Error) -> String {
 
 /// The byte offset in `raw` that serde_json's line and column point at.
 fn json_error_offset(raw: &str, err: &serde_json::Error) -> usize {
-    let line_start: usize = raw.split_inclusive('\n').take(err.line().saturating_sub(1)).map(str::len).sum();
+    let line_start: usize = raw
+        .split_inclusive('\n')
+        .take(err.line().saturating_sub(1))
+        .map(str::len)
+        .sum();
     let offset = line_start + err.column().saturating_sub(1);
     let mut offset = offset.min(raw.len().saturating_sub(1));
     while !raw.is_char_boundary(offset) {

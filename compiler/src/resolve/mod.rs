@@ -34,7 +34,12 @@ use crate::syntax::{self, ast};
 use crate::tree;
 
 /// Resolves the grammar whose entry file is `entry`, starting at rule `root`.
-pub fn resolve(sources: &mut Sources, entry: FileId, root: &str, diagnostics: &mut Diagnostics) -> Option<tree::Grammar> {
+pub fn resolve(
+    sources: &mut Sources,
+    entry: FileId,
+    root: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<tree::Grammar> {
     let errors_before = diagnostics.error_count();
     let mut loader = Loader {
         sources,
@@ -43,10 +48,18 @@ pub fn resolve(sources: &mut Sources, entry: FileId, root: &str, diagnostics: &m
         by_target: HashMap::new(),
         stack: Vec::new(),
     };
-    loader.load(entry, None, String::new());
-    let Loader { sources, diagnostics, modules, .. } = loader;
+    loader.load(entry, None, "");
+    let Loader {
+        sources,
+        diagnostics,
+        modules,
+        ..
+    } = loader;
 
-    let mut scope = Scope { modules, rules: Vec::new() };
+    let mut scope = Scope {
+        modules,
+        rules: Vec::new(),
+    };
     scope.declare(diagnostics);
 
     let mut rules = Vec::with_capacity(scope.rules.len());
@@ -134,7 +147,7 @@ struct Loader<'a> {
 }
 
 impl Loader<'_> {
-    fn load(&mut self, file: FileId, target: Option<ImportTarget>, prefix: String) -> usize {
+    fn load(&mut self, file: FileId, target: Option<ImportTarget>, prefix: &str) -> usize {
         let ast = syntax::parse(file, self.sources.text(file), self.diagnostics);
         let index = self.modules.len();
         let imports: Vec<ast::Import> = ast
@@ -148,7 +161,7 @@ impl Loader<'_> {
         self.modules.push(Module {
             file,
             ast,
-            prefix: prefix.clone(),
+            prefix: prefix.to_string(),
             imports: Vec::new(),
             rules: HashMap::new(),
         });
@@ -157,7 +170,11 @@ impl Loader<'_> {
         }
         self.stack.push(index);
         for import in imports {
-            if let Some(first) = self.modules[index].imports.iter().find(|i| i.alias.text == import.alias.text) {
+            if let Some(first) = self.modules[index]
+                .imports
+                .iter()
+                .find(|i| i.alias.text == import.alias.text)
+            {
                 let first_span = first.alias.span;
                 self.diagnostics.push(
                     Diagnostic::error(
@@ -190,7 +207,7 @@ impl Loader<'_> {
         let target = match self.sources.import_target(importer, &path.value) {
             Ok(target) => target,
             Err(reason) => {
-                self.diagnostics.push(import_not_found(path, reason));
+                self.diagnostics.push(import_not_found(path, &reason));
                 return None;
             }
         };
@@ -199,7 +216,9 @@ impl Loader<'_> {
                 let chain: Vec<&str> = self.stack[position..]
                     .iter()
                     .map(|&m| self.sources.name(self.modules[m].file))
-                    .chain(std::iter::once(self.sources.name(self.modules[module].file)))
+                    .chain(std::iter::once(
+                        self.sources.name(self.modules[module].file),
+                    ))
                     .collect();
                 self.diagnostics.push(
                     Diagnostic::error(
@@ -208,7 +227,9 @@ impl Loader<'_> {
                         path.span,
                         format!("this import closes the cycle {}", chain.join(" → ")),
                     )
-                    .with_help("imports must not loop; move the rules both files need into a third file"),
+                    .with_help(
+                        "imports must not loop; move the rules both files need into a third file",
+                    ),
                 );
                 return None;
             }
@@ -216,29 +237,38 @@ impl Loader<'_> {
         }
         let file = match &target {
             ImportTarget::Std(name) => self.sources.load_std(name),
-            ImportTarget::Path(full) => match self.sources.load(full, self.diagnostics) {
+            ImportTarget::Path(full) => match self.sources.load_as(
+                full,
+                self.sources.relative_name(importer, &path.value),
+                self.diagnostics,
+            ) {
                 Ok(file) => file,
                 Err(err) => {
-                    self.diagnostics
-                        .push(import_not_found(path, format!("cannot read `{}`: {err}", full.display())));
+                    self.diagnostics.push(import_not_found(
+                        path,
+                        &format!("cannot read `{}`: {err}", full.display()),
+                    ));
                     return None;
                 }
             },
         };
-        let importer_prefix = &self.modules[*self.stack.last().expect("an importer is loading")].prefix;
+        let importer_prefix =
+            &self.modules[*self.stack.last().expect("an importer is loading")].prefix;
         let prefix = format!("{importer_prefix}{}.", import.alias.text);
-        Some(self.load(file, Some(target), prefix))
+        Some(self.load(file, Some(target), &prefix))
     }
 }
 
-fn import_not_found(path: &ast::Text, reason: String) -> Diagnostic {
+fn import_not_found(path: &ast::Text, reason: &str) -> Diagnostic {
     Diagnostic::error(
         "import-not-found",
         format!("cannot import `{}`", path.value),
         path.span,
         reason,
     )
-    .with_help("relative paths start at the importing file's folder; the standard library is under `std/`")
+    .with_help(
+        "relative paths start at the importing file's folder; the standard library is under `std/`",
+    )
 }
 
 /// One declared rule: its qualified name, its module and its syntax.
@@ -259,7 +289,9 @@ impl Scope {
     fn declare(&mut self, diagnostics: &mut Diagnostics) {
         for (index, module) in self.modules.iter_mut().enumerate() {
             for item in &module.ast.items {
-                let ast::Item::Rule(rule) = item else { continue };
+                let ast::Item::Rule(rule) = item else {
+                    continue;
+                };
                 let name = &rule.name.text;
                 if let Some(&first) = module.rules.get(name) {
                     diagnostics.push(
@@ -269,20 +301,29 @@ impl Scope {
                             rule.name.span,
                             "second definition",
                         )
-                        .with_label(self.rules[first.as_usize()].ast.name.span, "first defined here")
+                        .with_label(
+                            self.rules[first.as_usize()].ast.name.span,
+                            "first defined here",
+                        )
                         .with_help("rename one of them, or join their bodies with `|`"),
                     );
                     continue;
                 }
                 let clash = module.imports.iter().find(|import| {
                     let alias = &import.alias.text;
-                    name == alias || name.strip_prefix(alias.as_str()).is_some_and(|rest| rest.starts_with('.'))
+                    name == alias
+                        || name
+                            .strip_prefix(alias.as_str())
+                            .is_some_and(|rest| rest.starts_with('.'))
                 });
                 if let Some(import) = clash {
                     diagnostics.push(
                         Diagnostic::error(
                             "name-clash",
-                            format!("rule `{name}` clashes with the import `{}`", import.alias.text),
+                            format!(
+                                "rule `{name}` clashes with the import `{}`",
+                                import.alias.text
+                            ),
                             rule.name.span,
                             "this name",
                         )

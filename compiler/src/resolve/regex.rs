@@ -9,7 +9,10 @@ use crate::tree::Regex;
 
 /// Checks that `regex` parses and uses no assertion a grammar terminal cannot
 /// honour. `locate(start, end)` maps a byte range of the pattern to source.
-pub(crate) fn check_regex(regex: &Regex, locate: &dyn Fn(usize, usize) -> Span) -> Result<(), Diagnostic> {
+pub(crate) fn check_regex(
+    regex: &Regex,
+    locate: &dyn Fn(usize, usize) -> Span,
+) -> Result<(), Diagnostic> {
     let span_of = |span: &ast::Span| locate(span.start.offset, span.end.offset);
     let parsed = ast::parse::ParserBuilder::new()
         .build()
@@ -72,12 +75,18 @@ fn edge_anchors(ast: &Ast) -> Vec<usize> {
             other => vec![other],
         };
         if let Some(Ast::Assertion(a)) = items.first()
-            && matches!(a.kind, ast::AssertionKind::StartLine | ast::AssertionKind::StartText)
+            && matches!(
+                a.kind,
+                ast::AssertionKind::StartLine | ast::AssertionKind::StartText
+            )
         {
             offsets.push(a.span.start.offset);
         }
         if let Some(Ast::Assertion(a)) = items.last()
-            && matches!(a.kind, ast::AssertionKind::EndLine | ast::AssertionKind::EndText)
+            && matches!(
+                a.kind,
+                ast::AssertionKind::EndLine | ast::AssertionKind::EndText
+            )
         {
             offsets.push(a.span.start.offset);
         }
@@ -90,7 +99,10 @@ fn find_assertions(ast: &Ast, found: &mut dyn FnMut(&ast::Assertion)) {
         Ast::Assertion(assertion) => found(assertion),
         Ast::Repetition(repetition) => find_assertions(&repetition.ast, found),
         Ast::Group(group) => find_assertions(&group.ast, found),
-        Ast::Alternation(alternation) => alternation.asts.iter().for_each(|a| find_assertions(a, found)),
+        Ast::Alternation(alternation) => alternation
+            .asts
+            .iter()
+            .for_each(|a| find_assertions(a, found)),
         Ast::Concat(concat) => concat.asts.iter().for_each(|a| find_assertions(a, found)),
         Ast::Empty(_)
         | Ast::Flags(_)

@@ -19,7 +19,13 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
 /// The XGrammar macros xg accepts.
-pub(crate) const MACROS: &[&str] = &["TagDispatch", "Token", "ExcludeToken", "TokenTagDispatch", "Regex"];
+pub(crate) const MACROS: &[&str] = &[
+    "TagDispatch",
+    "Token",
+    "ExcludeToken",
+    "TokenTagDispatch",
+    "Regex",
+];
 
 /// A token of the `.xg` language.
 #[derive(Clone, Debug, PartialEq)]
@@ -32,7 +38,10 @@ pub(crate) enum Tok {
     MinusOne,
     Str(String),
     Class(CharClass),
-    Regex { pattern: String, flags: String },
+    Regex {
+        pattern: String,
+        flags: String,
+    },
     /// The raw text of the JSON object after `%json`.
     JsonObject(String),
     Import,
@@ -116,7 +125,12 @@ struct LexError {
 
 impl LexError {
     fn into_diagnostic(self, file: FileId) -> Diagnostic {
-        let diagnostic = Diagnostic::error(self.code, self.message, Span::new(file, self.start, self.end), self.label);
+        let diagnostic = Diagnostic::error(
+            self.code,
+            self.message,
+            Span::new(file, self.start, self.end),
+            self.label,
+        );
         match self.help {
             Some(help) => diagnostic.with_help(help),
             None => diagnostic,
@@ -195,7 +209,9 @@ impl Lexer<'_> {
             ':' if cursor.starts_with("::=") => punct(cursor, 3, Tok::DefinedAs),
             '(' if cursor.starts_with("(=") => punct(cursor, 2, Tok::LookaheadOpen),
             '=' if cursor.starts_with("=>") => punct(cursor, 2, Tok::FatArrow),
-            '-' if cursor.starts_with("-1") && !cursor.src[start + 2..].starts_with(|c: char| c.is_ascii_digit()) => {
+            '-' if cursor.starts_with("-1")
+                && !cursor.src[start + 2..].starts_with(|c: char| c.is_ascii_digit()) =>
+            {
                 punct(cursor, 2, Tok::MinusOne)
             }
             '|' => punct(cursor, 1, Tok::Pipe),
@@ -215,14 +231,24 @@ impl Lexer<'_> {
             _ => {
                 cursor.bump();
                 let (message, help) = match c {
-                    ':' => ("expected `::=`".to_string(), Some("a rule is written `name ::= expression`")),
+                    ':' => (
+                        "expected `::=`".to_string(),
+                        Some("a rule is written `name ::= expression`"),
+                    ),
                     '\'' => (
                         "unexpected `'`".to_string(),
                         Some("string literals use double quotes: \"…\""),
                     ),
                     _ => (format!("unexpected character `{}`", c.escape_debug()), None),
                 };
-                cursor.error(start, cursor.pos, "unexpected-character", message, "not valid here", help);
+                cursor.error(
+                    start,
+                    cursor.pos,
+                    "unexpected-character",
+                    message,
+                    "not valid here",
+                    help,
+                );
                 None
             }
         }
@@ -238,7 +264,14 @@ impl Lexer<'_> {
             Tok::Int(value)
         } else {
             let end = cursor.pos;
-            cursor.error(start, end, "number-too-large", "number is too large", "does not fit in 64 bits", None);
+            cursor.error(
+                start,
+                end,
+                "number-too-large",
+                "number is too large",
+                "does not fit in 64 bits",
+                None,
+            );
             Tok::Int(u64::MAX)
         }
     }
@@ -277,8 +310,15 @@ impl Lexer<'_> {
             } else {
                 format!("unknown directive `%{word}`")
             };
-            cursor.error(start, end, "unknown-directive", message, "", Some("the one directive is `%json`".into()));
-            return None;
+            cursor.error(
+                start,
+                end,
+                "unknown-directive",
+                message,
+                "",
+                Some("the one directive is `%json`"),
+            );
+            // Go on as if it were `%json`, the likely intent, so nothing cascades.
         }
         self.tokens.push((start, Tok::Json, self.cursor.pos));
         let open = self.cursor.next_non_space();
@@ -344,7 +384,9 @@ impl<'a> Cursor<'a> {
     }
 
     fn line_end(&self) -> usize {
-        self.src[self.pos..].find('\n').map_or(self.src.len(), |i| self.pos + i)
+        self.src[self.pos..]
+            .find('\n')
+            .map_or(self.src.len(), |i| self.pos + i)
     }
 
     fn next_non_space(&self) -> usize {
@@ -388,7 +430,9 @@ impl<'a> Cursor<'a> {
                         "unterminated-string",
                         "unterminated string literal",
                         "this string is never closed",
-                        Some("missing `\"`? A string cannot span lines; write a line break as `\\n`"),
+                        Some(
+                            "missing `\"`? A string cannot span lines; write a line break as `\\n`",
+                        ),
                     );
                     break;
                 }
@@ -514,10 +558,20 @@ impl<'a> Cursor<'a> {
                         at,
                         end,
                         "reversed-range",
-                        format!("reversed range `{}-{}`", lo.escape_debug(), hi.escape_debug()),
+                        format!(
+                            "reversed range `{}-{}`",
+                            lo.escape_debug(),
+                            hi.escape_debug()
+                        ),
                         "the start of this range is after its end",
-                        Some(&format!("write it as `{}-{}`", hi.escape_debug(), lo.escape_debug())),
+                        Some(&format!(
+                            "write it as `{}-{}`",
+                            hi.escape_debug(),
+                            lo.escape_debug()
+                        )),
                     );
+                    // Keep the characters so later checks do not cascade.
+                    class.items.push(ClassItem::Range(hi, lo));
                 }
                 ClassChar::Item(Escaped::Char(hi)) => class.items.push(ClassItem::Range(lo, hi)),
             }
@@ -546,7 +600,8 @@ impl<'a> Cursor<'a> {
             }
             Some('\\') => {
                 self.bump();
-                self.escape(at, Context::Class).map_or(ClassChar::Skip, ClassChar::Item)
+                self.escape(at, Context::Class)
+                    .map_or(ClassChar::Skip, ClassChar::Item)
             }
             Some(c) => {
                 self.bump();
@@ -558,11 +613,25 @@ impl<'a> Cursor<'a> {
     /// Decodes the escape whose backslash was at `at` (already consumed).
     fn escape(&mut self, at: usize, context: Context) -> Option<Escaped> {
         let Some(c) = self.peek() else {
-            self.error(at, self.pos, "bad-escape", "incomplete escape at end of input", "", None);
+            self.error(
+                at,
+                self.pos,
+                "bad-escape",
+                "incomplete escape at end of input",
+                "",
+                None,
+            );
             return None;
         };
         if c == '\n' || c == '\r' {
-            self.error(at, self.pos, "bad-escape", "incomplete escape at end of line", "", None);
+            self.error(
+                at,
+                self.pos,
+                "bad-escape",
+                "incomplete escape at end of line",
+                "",
+                None,
+            );
             return None;
         }
         self.bump();
@@ -577,7 +646,9 @@ impl<'a> Cursor<'a> {
             'v' => Some('\u{b}'),
             '0' => Some('\0'),
             'e' => Some('\u{1b}'),
-            '-' | ']' | '[' | '^' | '$' | '.' | '*' | '+' | '(' | ')' | '{' | '}' | '|' if context == Context::Class => {
+            '-' | ']' | '[' | '^' | '$' | '.' | '*' | '+' | '(' | ')' | '{' | '}' | '|'
+                if context == Context::Class =>
+            {
                 Some(c)
             }
             _ => None,
@@ -639,7 +710,12 @@ impl<'a> Cursor<'a> {
     }
 
     /// `\x` (1–8 hex digits), `\u` (4) or `\U` (8), after the letter.
-    fn hex_escape(&mut self, at: usize, letter: char, (least, most): (usize, usize)) -> Option<Escaped> {
+    fn hex_escape(
+        &mut self,
+        at: usize,
+        letter: char,
+        (least, most): (usize, usize),
+    ) -> Option<Escaped> {
         let start = self.pos;
         while self.pos - start < most && self.peek().is_some_and(|c| c.is_ascii_hexdigit()) {
             self.bump();

@@ -26,10 +26,10 @@ mod print;
 
 use lalrpop_util::ParseError;
 
-pub(crate) use self::lexer::{decode_literal, decode_regex};
-pub use self::print::print;
 use self::ast::{Expr, ExprKind};
 use self::lexer::Tok;
+pub(crate) use self::lexer::{decode_literal, decode_regex};
+pub use self::print::print;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Span};
 
@@ -40,7 +40,8 @@ lalrpop_util::lalrpop_mod!(
 );
 
 /// Parses one `.xg` file. Syntax errors go to `diagnostics`; the returned file
-/// holds every item that parsed.
+/// holds every item that parsed, and every rule that did not with an empty
+/// body (so its name still resolves).
 pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::File {
     let lexed = lexer::lex(file, text, diagnostics);
     let tokens = lexed.tokens;
@@ -61,7 +62,9 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
                 Span::new(file, *start, *end),
                 "this is not inside a rule",
             )
-            .with_help("a rule is written `name ::= expression`; an import `import \"path.xg\" as name;`"),
+            .with_help(
+                "a rule is written `name ::= expression`; an import `import \"path.xg\" as name;`",
+            ),
         );
     }
 
@@ -72,7 +75,12 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
         let chunk = &tokens[start..end];
         match parser.parse(file, chunk.iter().cloned().map(Ok::<_, UserError>)) {
             Ok(item) => items.push(item),
-            Err(error) => diagnostics.push(parse_error(file, chunk, error)),
+            Err(error) => {
+                diagnostics.push(parse_error(file, chunk, error));
+                if let Some(rule) = placeholder_rule(file, chunk) {
+                    items.push(rule);
+                }
+            }
         }
     }
     ast::File {
@@ -80,6 +88,28 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
         comments: lexed.comments,
         blank_lines: lexed.blank_lines,
     }
+}
+
+/// A rule whose body failed to parse is kept with an empty body, so that
+/// references to it resolve and one error does not cause many.
+fn placeholder_rule(file: FileId, chunk: &[(usize, Tok, usize)]) -> Option<ast::Item> {
+    let (start, Tok::RuleName(name), name_end) = chunk.first()? else {
+        return None;
+    };
+    let end = chunk.last().map_or(*name_end, |(_, _, end)| *end);
+    let span = Span::new(file, *start, end);
+    Some(ast::Item::Rule(ast::Rule {
+        name: ast::Name {
+            text: name.clone(),
+            span: Span::new(file, *start, *name_end),
+        },
+        body: Expr {
+            kind: ExprKind::Empty,
+            span,
+        },
+        lookahead: None,
+        span,
+    }))
 }
 
 /// An error raised by a grammar action (a semantic check during parsing).
@@ -116,7 +146,10 @@ pub(crate) fn choice(first: Expr, rest: Vec<Expr>, span: Span) -> Expr {
     for expr in std::iter::once(first).chain(rest) {
         match expr.kind {
             ExprKind::Choice(inner) => items.extend(inner),
-            kind => items.push(Expr { kind, span: expr.span }),
+            kind => items.push(Expr {
+                kind,
+                span: expr.span,
+            }),
         }
     }
     Expr {
@@ -134,7 +167,10 @@ pub(crate) fn sequence(mut exprs: Vec<Expr>, span: Span) -> Expr {
     for expr in exprs {
         match expr.kind {
             ExprKind::Sequence(inner) => items.extend(inner),
-            kind => items.push(Expr { kind, span: expr.span }),
+            kind => items.push(Expr {
+                kind,
+                span: expr.span,
+            }),
         }
     }
     Expr {
@@ -143,7 +179,11 @@ pub(crate) fn sequence(mut exprs: Vec<Expr>, span: Span) -> Expr {
     }
 }
 
-fn parse_error(file: FileId, chunk: &[(usize, Tok, usize)], error: ParseError<usize, Tok, UserError>) -> Diagnostic {
+fn parse_error(
+    file: FileId,
+    chunk: &[(usize, Tok, usize)],
+    error: ParseError<usize, Tok, UserError>,
+) -> Diagnostic {
     let what = match chunk.first() {
         Some((_, Tok::RuleName(name), _)) => format!("rule `{name}`"),
         _ => "import".to_string(),
@@ -154,18 +194,36 @@ fn parse_error(file: FileId, chunk: &[(usize, Tok, usize)], error: ParseError<us
             expected,
         } => {
             let span = Span::new(file, start, end);
-            let diagnostic = Diagnostic::error(
-                "unexpected-token",
-                format!("unexpected {} in {what}", describe(&tok)),
-                span,
-                format!("expected {}", expected_list(&expected)),
+            let label = if matches!(tok, Tok::RParen | Tok::RBrace) {
+                "nothing opens it".to_string()
+            } else if expected.iter().all(|e| e.contains("(=")) {
+                // Only a lookahead could follow: the body is complete.
+                format!("the body of the {what} ends before this")
+            } else {
+                format!("expected {}", expected_list(&expected))
+            };
+            let message = match tok {
+                Tok::RParen | Tok::RBrace => format!("unmatched {} in {what}", describe(&tok)),
+                _ => format!("unexpected {} in {what}", describe(&tok)),
+            };
+            let diagnostic = Diagnostic::error("unexpected-token", message, span, label);
+            let before: Vec<&Tok> = chunk
+                .iter()
+                .take_while(|(s, _, _)| *s < start)
+                .map(|(_, t, _)| t)
+                .collect();
+            let after_quantifier = matches!(
+                before.last(),
+                Some(Tok::Question | Tok::Star | Tok::Plus | Tok::RBrace)
             );
             match tok {
-                Tok::LookaheadOpen => diagnostic.with_help("a lookahead `(= …)` can only end a rule's body"),
-                Tok::Question | Tok::Star | Tok::Plus | Tok::LBrace => {
+                Tok::Question | Tok::Star | Tok::Plus | Tok::LBrace if after_quantifier => {
                     diagnostic.with_help("to repeat a repetition, group it first: `(x*)+`")
                 }
                 Tok::Eq => diagnostic.with_help("a rule is written `name ::= expression`"),
+                _ if before.contains(&&Tok::LookaheadOpen) => {
+                    diagnostic.with_help("a lookahead `(= …)` can only end a rule's body")
+                }
                 _ => diagnostic,
             }
         }
@@ -179,7 +237,8 @@ fn parse_error(file: FileId, chunk: &[(usize, Tok, usize)], error: ParseError<us
             )
         }
         ParseError::User { error } => {
-            let diagnostic = Diagnostic::error("invalid-syntax", error.message, error.span, error.label);
+            let diagnostic =
+                Diagnostic::error("invalid-syntax", error.message, error.span, error.label);
             match error.help {
                 Some(help) => diagnostic.with_help(help),
                 None => diagnostic,
@@ -187,9 +246,15 @@ fn parse_error(file: FileId, chunk: &[(usize, Tok, usize)], error: ParseError<us
         }
         // The lexer is external and every item is parsed to its end, so these
         // do not occur; report them plainly all the same.
-        ParseError::InvalidToken { location } | ParseError::ExtraToken { token: (location, _, _) } => {
-            Diagnostic::error("invalid-syntax", format!("invalid {what}"), Span::new(file, location, location), "")
-        }
+        ParseError::InvalidToken { location }
+        | ParseError::ExtraToken {
+            token: (location, _, _),
+        } => Diagnostic::error(
+            "invalid-syntax",
+            format!("invalid {what}"),
+            Span::new(file, location, location),
+            "",
+        ),
     }
 }
 
@@ -243,7 +308,10 @@ fn expected_list(expected: &[String]) -> String {
         .iter()
         .map(|e| e.trim_matches('"').replace("\\\"", "\""))
         .collect();
-    let starts = names.iter().filter(|n| EXPRESSION_STARTS.contains(&n.as_str())).count();
+    let starts = names
+        .iter()
+        .filter(|n| EXPRESSION_STARTS.contains(&n.as_str()))
+        .count();
     let mut words: Vec<String> = Vec::new();
     for name in &names {
         if starts >= 3 && EXPRESSION_STARTS.contains(&name.as_str()) {

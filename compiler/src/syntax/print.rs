@@ -8,10 +8,16 @@
 
 use std::fmt::Write;
 
-use super::ast::{Arg, CharClass, ClassItem, Comment, Expr, ExprKind, File, Item, JsonSource, PerlClass, Value, ValueKind};
+use super::ast::{
+    Arg, CharClass, ClassItem, Comment, Expr, ExprKind, File, Item, JsonSource, PerlClass, Value,
+    ValueKind,
+};
 
 /// Lines longer than this are broken at a rule's top-level alternatives.
 pub const WIDTH: usize = 100;
+
+/// Arguments longer than this together go one per line.
+const ARGS_WIDTH: usize = 72;
 
 const INDENT: &str = "    ";
 
@@ -69,7 +75,12 @@ fn blank_line(out: &mut String, file: &File, last_end: Option<usize>, next: usiz
 fn print_item(out: &mut String, item: &Item) {
     match item {
         Item::Import(import) => {
-            let _ = writeln!(out, "import {} as {};", string(&import.path.value), import.alias.text);
+            let _ = writeln!(
+                out,
+                "import {} as {};",
+                string(&import.path.value),
+                import.alias.text
+            );
         }
         Item::Rule(rule) => {
             let head = format!("{} ::= ", rule.name.text);
@@ -207,18 +218,33 @@ impl Printer {
         }
     }
 
+    /// Writes `(a, b=c, …)`, one argument per line if they would not fit on one.
     fn args(&mut self, args: &[Arg]) {
-        self.out.push('(');
-        for (i, arg) in args.iter().enumerate() {
-            if i > 0 {
-                self.out.push_str(", ");
-            }
-            if let Some(name) = &arg.name {
-                self.out.push_str(&name.text);
-                self.out.push('=');
-            }
-            print_value(&mut self.out, &arg.value);
+        let printed: Vec<String> = args
+            .iter()
+            .map(|arg| {
+                let mut text = arg
+                    .name
+                    .as_ref()
+                    .map(|n| format!("{}=", n.text))
+                    .unwrap_or_default();
+                print_value(&mut text, &arg.value);
+                text
+            })
+            .collect();
+        let inline = printed.join(", ");
+        if inline.len() <= ARGS_WIDTH {
+            let _ = write!(self.out, "({inline})");
+            return;
         }
+        // No comma after the last argument: XGrammar's parser rejects one.
+        let indent = INDENT.repeat(self.indent + 1);
+        let _ = write!(
+            self.out,
+            "(\n{indent}{}\n",
+            printed.join(&format!(",\n{indent}"))
+        );
+        self.out.push_str(&INDENT.repeat(self.indent));
         self.out.push(')');
     }
 }
@@ -247,26 +273,31 @@ fn print_value(out: &mut String, value: &Value) {
 pub(crate) fn string(value: &str) -> String {
     let mut out = String::with_capacity(value.len() + 2);
     out.push('"');
-    for c in value.chars() {
+    let mut chars = value.chars().peekable();
+    while let Some(c) = chars.next() {
         match c {
             '"' => out.push_str("\\\""),
             '\\' => out.push_str("\\\\"),
-            c => push_char_escaped(&mut out, c),
+            c => push_char_escaped(&mut out, c, chars.peek().copied()),
         }
     }
     out.push('"');
     out
 }
 
-/// Writes `c`, escaping control characters. `\u` is used rather than `\x`
-/// because `\x` takes as many hex digits as follow it.
-fn push_char_escaped(out: &mut String, c: char) {
+/// Writes `c`, escaping control characters. `next` is the character printed
+/// after it: `\x` takes as many hex digits as follow it, so before a hex
+/// digit the fixed-width `\u` form is used instead.
+fn push_char_escaped(out: &mut String, c: char, next: Option<char>) {
     match c {
         '\n' => out.push_str("\\n"),
         '\r' => out.push_str("\\r"),
         '\t' => out.push_str("\\t"),
-        c if c.is_control() => {
+        c if c.is_control() && next.is_some_and(|n| n.is_ascii_hexdigit()) => {
             let _ = write!(out, "\\u{:04X}", u32::from(c));
+        }
+        c if c.is_control() => {
+            let _ = write!(out, "\\x{:02X}", u32::from(c));
         }
         c => out.push(c),
     }
@@ -277,14 +308,18 @@ fn print_class(out: &mut String, class: &CharClass) {
     if class.negated {
         out.push('^');
     }
-    for item in &class.items {
+    for (i, item) in class.items.iter().enumerate() {
+        let next = match class.items.get(i + 1) {
+            Some(ClassItem::Range(lo, _)) => Some(*lo),
+            Some(ClassItem::Perl(_)) => Some('\\'),
+            None => Some(']'),
+        };
         match *item {
+            ClassItem::Range(lo, hi) if hi == lo => push_class_char(out, lo, next),
             ClassItem::Range(lo, hi) => {
-                push_class_char(out, lo);
-                if hi != lo {
-                    out.push('-');
-                    push_class_char(out, hi);
-                }
+                push_class_char(out, lo, Some('-'));
+                out.push('-');
+                push_class_char(out, hi, next);
             }
             ClassItem::Perl(perl) => out.push_str(match perl {
                 PerlClass::Digit => "\\d",
@@ -299,13 +334,13 @@ fn print_class(out: &mut String, class: &CharClass) {
     out.push(']');
 }
 
-fn push_class_char(out: &mut String, c: char) {
+fn push_class_char(out: &mut String, c: char, next: Option<char>) {
     match c {
         '\\' | ']' | '[' | '^' | '-' => {
             out.push('\\');
             out.push(c);
         }
-        c => push_char_escaped(out, c),
+        c => push_char_escaped(out, c, next),
     }
 }
 

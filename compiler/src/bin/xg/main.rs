@@ -74,9 +74,17 @@ fn main() -> ExitCode {
         Color::Auto => std::io::stderr().is_terminal(),
     };
     let result = match cli.command {
-        None => demo(),
-        Some(Command::Check { files, root, format }) => check(&files, &root, format, color),
-        Some(Command::Fmt { files, write, check }) => fmt(&files, write, check, color),
+        None => Ok(demo()),
+        Some(Command::Check {
+            files,
+            root,
+            format,
+        }) => check(&files, &root, format, color),
+        Some(Command::Fmt {
+            files,
+            write,
+            check,
+        }) => fmt(&files, write, check, color),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -152,7 +160,8 @@ fn fmt(files: &[PathBuf], write: bool, check: bool, color: bool) -> Result<bool>
             }
         } else if write {
             if formatted != sources.text(file) {
-                std::fs::write(path, &formatted).with_context(|| format!("cannot write `{}`", path.display()))?;
+                std::fs::write(path, &formatted)
+                    .with_context(|| format!("cannot write `{}`", path.display()))?;
             }
         } else {
             print!("{formatted}");
@@ -168,8 +177,11 @@ fn format_file(sources: &Sources, file: FileId, diagnostics: &mut Diagnostics) -
 }
 
 /// The main job on the embedded default: check and format the example grammars.
-fn demo() -> Result<bool> {
-    println!("xg {} — checking the embedded example grammars\n", env!("CARGO_PKG_VERSION"));
+fn demo() -> bool {
+    println!(
+        "xg {} — checking the embedded example grammars\n",
+        env!("CARGO_PKG_VERSION")
+    );
     let mut all_ok = true;
     for (name, text) in EXAMPLES {
         let mut sources = Sources::new();
@@ -178,7 +190,10 @@ fn demo() -> Result<bool> {
         let started = std::time::Instant::now();
         let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
         let elapsed = started.elapsed();
-        print!("{}", diagnostics.render(&sources, std::io::stdout().is_terminal()));
+        print!(
+            "{}",
+            diagnostics.render(&sources, std::io::stdout().is_terminal())
+        );
         match grammar {
             Some(grammar) => println!(
                 "  {name}: ok — {} rules (with imports), checked in {:.0} µs",
@@ -200,5 +215,5 @@ fn demo() -> Result<bool> {
         print!("{formatted}");
     }
     println!("\nNext: `xg check FILE.xg` and `xg fmt FILE.xg` on your own grammars.");
-    Ok(all_ok)
+    all_ok
 }
