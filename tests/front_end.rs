@@ -263,3 +263,50 @@ fn every_grammar_in_the_library_checks_cleanly() {
         "every example is embedded"
     );
 }
+
+/// The ```xg code blocks of `text`, with the line each starts on.
+fn xg_blocks(text: &str) -> Vec<(usize, String)> {
+    let mut blocks = Vec::new();
+    let mut current: Option<(usize, String)> = None;
+    for (number, line) in text.lines().enumerate() {
+        match &mut current {
+            None if line.trim_start() == "```xg" => current = Some((number + 1, String::new())),
+            None => {}
+            Some(_) if line.trim_start().starts_with("```") => blocks.extend(current.take()),
+            Some((_, block)) => {
+                block.push_str(line);
+                block.push('\n');
+            }
+        }
+    }
+    blocks
+}
+
+#[test]
+fn grammars_in_the_book_and_readme_check_cleanly() {
+    let repository = Path::new(env!("CARGO_MANIFEST_DIR")).join("..");
+    let mut documents: Vec<PathBuf> = std::fs::read_dir(repository.join("book/src"))
+        .expect("the book exists")
+        .map(|entry| entry.expect("readable").path())
+        .filter(|path| path.extension().is_some_and(|ext| ext == "md"))
+        .collect();
+    documents.push(repository.join("README.md"));
+    let mut failures = Vec::new();
+    let mut checked = 0;
+    for document in documents {
+        let text = std::fs::read_to_string(&document).expect("readable");
+        for (line, block) in xg_blocks(&text) {
+            let mut sources = Sources::new();
+            let name = format!("{}:{line}", document.file_name().unwrap().to_string_lossy());
+            let file = sources.add(name.clone(), block, None);
+            let mut diagnostics = Diagnostics::new();
+            let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+            if grammar.is_none() || !diagnostics.is_empty() {
+                failures.push(format!("{name}:\n{}", diagnostics.render(&sources, false)));
+            }
+            checked += 1;
+        }
+    }
+    assert!(checked >= 15, "only {checked} examples found");
+    assert!(failures.is_empty(), "{}", failures.join("\n"));
+}

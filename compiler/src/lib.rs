@@ -39,3 +39,13 @@ pub mod tree;
 pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};
 pub use self::source::{FileId, ImportTarget, Sources, Span};
 pub use self::stdlib::{EXAMPLES, paths as std_paths};
+
+/// The Rust examples of the README and the book, compiled and run as doctests.
+#[cfg(doctest)]
+mod documentation {
+    #[doc = include_str!("../../README.md")]
+    struct Readme;
+
+    #[doc = include_str!("../../book/src/quick-start.md")]
+    struct QuickStart;
+}
