@@ -245,3 +245,35 @@ pub struct JsonSchema {
     /// The folder relative `$ref`s resolve against, if the schema came from a file.
     pub base: Option<PathBuf>,
 }
+
+#[cfg(test)]
+mod tests {
+    use super::CharSet;
+
+    #[test]
+    fn ranges_are_sorted_and_merged() {
+        let set =
+            CharSet::from_ranges([('d', 'f'), ('a', 'b'), ('c', 'c'), ('x', 'z'), ('y', 'y')]);
+        assert_eq!(set.ranges(), &[('a', 'f'), ('x', 'z')]);
+        assert!(set.contains('e') && !set.contains('g'));
+    }
+
+    #[test]
+    fn complement_skips_the_surrogate_gap() {
+        let all = CharSet::from_ranges([]).complement();
+        assert_eq!(all.ranges(), &[('\0', char::MAX)]);
+        let not_a = CharSet::from_ranges([('a', 'a')]).complement();
+        assert_eq!(not_a.ranges(), &[('\0', '`'), ('b', char::MAX)]);
+        let around_gap = CharSet::from_ranges([('\u{D7FF}', '\u{E000}')]).complement();
+        assert_eq!(
+            around_gap.ranges(),
+            &[('\0', '\u{D7FE}'), ('\u{E001}', char::MAX)]
+        );
+        assert!(
+            CharSet::from_ranges([('\0', char::MAX)])
+                .complement()
+                .is_empty()
+        );
+        assert_eq!(not_a.complement(), CharSet::from_ranges([('a', 'a')]));
+    }
+}

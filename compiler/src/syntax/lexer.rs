@@ -70,7 +70,8 @@ pub(crate) struct Decoded {
     /// The decoded text.
     pub text: String,
     /// `offsets[i]` is the offset (in the scanned text) of the escape or
-    /// character that produced byte `i` of `text`; one extra entry marks the end.
+    /// character that produced byte `i` of `text`; one extra entry is the
+    /// offset of the closing delimiter (or of the end, if there is none).
     pub offsets: Vec<usize>,
 }
 
@@ -437,8 +438,9 @@ impl<'a> Cursor<'a> {
                     break;
                 }
                 Some('"') => {
+                    decoded.offsets.push(self.pos);
                     self.bump();
-                    break;
+                    return decoded;
                 }
                 Some('\\') => {
                     self.bump();
@@ -479,8 +481,9 @@ impl<'a> Cursor<'a> {
                     break;
                 }
                 Some('/') => {
+                    decoded.offsets.push(self.pos);
                     self.bump();
-                    break;
+                    return decoded;
                 }
                 Some('\\') => {
                     self.bump();
@@ -801,4 +804,74 @@ fn push_char(decoded: &mut Decoded, c: char, at: usize) {
         decoded.offsets.push(at);
     }
     decoded.text.push(c);
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Tok, decode_literal, decode_regex, lex};
+    use crate::diagnostic::Diagnostics;
+    use crate::source::Sources;
+
+    fn tokens(text: &str) -> Vec<Tok> {
+        let mut sources = Sources::new();
+        let file = sources.add("t.xg", text, None);
+        let mut diagnostics = Diagnostics::new();
+        let lexed = lex(file, text, &mut diagnostics);
+        assert!(
+            diagnostics.is_empty(),
+            "{}",
+            diagnostics.render(&sources, false)
+        );
+        lexed.tokens.into_iter().map(|(_, tok, _)| tok).collect()
+    }
+
+    #[test]
+    fn keywords_depend_on_what_follows() {
+        let ident = |s: &str| Tok::Ident(s.to_string());
+        assert_eq!(
+            tokens("dispatch import Token x"),
+            [
+                ident("dispatch"),
+                ident("import"),
+                ident("Token"),
+                ident("x")
+            ]
+        );
+        assert_eq!(tokens("dispatch {")[0], Tok::Dispatch);
+        assert_eq!(tokens("import \"a\"")[0], Tok::Import);
+        assert_eq!(tokens("Token (1)")[0], Tok::Macro("Token".into()));
+        assert_eq!(
+            tokens("dispatch\n  ::= x")[0],
+            Tok::RuleName("dispatch".into())
+        );
+    }
+
+    #[test]
+    fn minus_one_only_alone() {
+        assert_eq!(tokens("{1,-1}")[3], Tok::MinusOne);
+        assert!(matches!(tokens("a-1")[0], Tok::Ident(ref s) if s == "a-1"));
+    }
+
+    #[test]
+    fn hex_escapes_are_greedy_and_offsets_point_at_escapes() {
+        let decoded = decode_literal(r#""\x41BC\u00e9z""#);
+        assert_eq!(decoded.text, "\u{41BC}\u{e9}z");
+        // Each byte maps to the start of the escape that produced it.
+        assert_eq!(decoded.offsets, [1, 1, 1, 7, 7, 13, 14]);
+    }
+
+    #[test]
+    fn regex_literals_unescape_only_slashes() {
+        assert_eq!(decode_regex(r"/a\/b\d\\/").text, r"a/b\d\\");
+        assert_eq!(
+            tokens(r"/x\/y/is z"),
+            [
+                Tok::Regex {
+                    pattern: "x/y".into(),
+                    flags: "is".into()
+                },
+                Tok::Ident("z".into())
+            ]
+        );
+    }
 }
