@@ -35,6 +35,7 @@ const CODES: &[&str] = &[
     "invalid-utf8",
     "json-schema-not-found",
     "missing-root",
+    "nesting-too-deep",
     "name-clash",
     "non-productive",
     "number-too-large",
@@ -309,4 +310,22 @@ fn grammars_in_the_book_and_readme_check_cleanly() {
     }
     assert!(checked >= 15, "only {checked} examples found");
     assert!(failures.is_empty(), "{}", failures.join("\n"));
+}
+
+#[test]
+fn deepest_allowed_nesting_goes_through_every_stage() {
+    let depth = xg_compiler::syntax::MAX_NESTING;
+    let deep = format!(
+        "root ::= {}\"a\"{}\n",
+        "(\"x\" | ".repeat(depth),
+        ")*".repeat(depth)
+    );
+    let mut sources = Sources::new();
+    let file = sources.add("deep.xg", deep.clone(), None);
+    let mut diagnostics = Diagnostics::new();
+    let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+    assert!(grammar.is_some(), "{}", diagnostics.render(&sources, false));
+    let ast = syntax::parse(file, &deep, &mut diagnostics);
+    let printed = syntax::print(&ast);
+    assert!(printed.starts_with("root ::= (\"x\" | (\"x\""), "{printed}");
 }

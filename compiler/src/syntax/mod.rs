@@ -73,6 +73,19 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(tokens.len());
         let chunk = &tokens[start..end];
+        if let Some(at) = too_deep(chunk) {
+            diagnostics.push(
+                Diagnostic::error(
+                    "nesting-too-deep",
+                    format!("groups are nested more than {MAX_NESTING} deep"),
+                    Span::new(file, at.0, at.1),
+                    "too deep here",
+                )
+                .with_help("split the expression into rules"),
+            );
+            items.extend(placeholder_rule(file, chunk));
+            continue;
+        }
         match parser.parse(file, chunk.iter().cloned().map(Ok::<_, UserError>)) {
             Ok(item) => items.push(item),
             Err(error) => {
@@ -88,6 +101,29 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
         comments: lexed.comments,
         blank_lines: lexed.blank_lines,
     }
+}
+
+/// How deep parentheses, braces and lookaheads may nest in one item. Every
+/// later stage walks expressions recursively; this bound keeps their stack
+/// use small on any input (XGrammar's bound is 1000).
+pub const MAX_NESTING: usize = 200;
+
+/// The span of the first opening token past [`MAX_NESTING`], if any.
+fn too_deep(chunk: &[(usize, Tok, usize)]) -> Option<(usize, usize)> {
+    let mut depth = 0usize;
+    for (start, tok, end) in chunk {
+        match tok {
+            Tok::LParen | Tok::LBrace | Tok::LookaheadOpen => {
+                depth += 1;
+                if depth > MAX_NESTING {
+                    return Some((*start, *end));
+                }
+            }
+            Tok::RParen | Tok::RBrace => depth = depth.saturating_sub(1),
+            _ => {}
+        }
+    }
+    None
 }
 
 /// A rule whose body failed to parse is kept with an empty body, so that
