@@ -1,0 +1,76 @@
+//! The `xg` command line: exit codes and output formats.
+
+use std::path::PathBuf;
+use std::process::Command;
+
+fn xg(args: &[&str]) -> std::process::Output {
+    Command::new(env!("CARGO_BIN_EXE_xg"))
+        .args(args)
+        .output()
+        .expect("xg runs")
+}
+
+fn temp_grammar(name: &str, text: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xg-cli-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join(name);
+    std::fs::write(&path, text).expect("write grammar");
+    path
+}
+
+#[test]
+fn main_job_checks_the_embedded_examples() {
+    let output = xg(&[]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("examples/tool_calling.xg: ok"), "{stdout}");
+    assert!(stdout.contains("root ::= dispatch("), "{stdout}");
+}
+
+#[test]
+fn check_reports_errors_as_json_and_fails() {
+    let path = temp_grammar("bad.xg", "root ::= \"a\" b\n");
+    let output = xg(&["check", "--format", "json", path.to_str().unwrap()]);
+    assert_eq!(output.status.code(), Some(1));
+    let report: serde_json::Value = serde_json::from_slice(&output.stdout).expect("JSON on stdout");
+    assert_eq!(report["errors"], 1);
+    assert_eq!(report["diagnostics"][0]["code"], "undefined-rule");
+    assert_eq!(report["diagnostics"][0]["primary"]["column"], 14);
+}
+
+#[test]
+fn check_passes_with_warnings_and_honours_root() {
+    let path = temp_grammar("warn.xg", "start ::= \"a\"\nunused ::= \"b\"\n");
+    let output = xg(&[
+        "check",
+        "--root",
+        "start",
+        "--color",
+        "never",
+        path.to_str().unwrap(),
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stderr.contains("warning[unreachable-rule]"), "{stderr}");
+}
+
+#[test]
+fn fmt_prints_writes_and_checks() {
+    let path = temp_grammar("fmt.xg", "root   ::=  \"a\"|(\"b\" \"c\")*\n");
+    let path = path.to_str().unwrap();
+    let printed = xg(&["fmt", path]);
+    assert_eq!(
+        String::from_utf8_lossy(&printed.stdout),
+        "root ::= \"a\" | (\"b\" \"c\")*\n"
+    );
+    assert_eq!(xg(&["fmt", "--check", path]).status.code(), Some(1));
+    assert!(xg(&["fmt", "--write", path]).status.success());
+    assert!(xg(&["fmt", "--check", path]).status.success());
+}
+
+#[test]
+fn unreadable_file_is_a_usage_error() {
+    let output = xg(&["check", "/nonexistent/grammar.xg"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("cannot read"));
+}
