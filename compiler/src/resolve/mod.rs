@@ -1,4 +1,4 @@
-//! Resolve: the [`ast`](crate::syntax::ast) of an entry file and everything it
+//! Resolve: the [`syntax::ast`](crate::syntax::ast) of an entry file and everything it
 //! imports → one checked [`tree::Grammar`].
 //!
 //! Passes, in order (each adds to the diagnostics and goes on):
@@ -10,10 +10,10 @@
 //! 2. **Declare** — give every rule of every module a [`RuleId`], qualified
 //!    by its import path (`json.value`). AFTER THIS POINT: duplicate rules and
 //!    rule names that clash with an import alias are reported.
-//! 3. **Lower** ([`lower`]) — turn each body into a [`tree::Expr`]: references
-//!    to ids, literals and classes decoded, regexes checked ([`regex`]),
+//! 3. **Lower** (`lower.rs`) — turn each body into a [`tree::Expr`]: references
+//!    to ids, literals and classes decoded, regexes checked (`regex.rs`),
 //!    macros and dispatch checked, JSON Schemas parsed.
-//! 4. **Analyse** ([`analysis`]) — rules that can never produce a finite
+//! 4. **Analyse** (`analysis.rs`) — rules that can never produce a finite
 //!    string (errors), rules not reachable from the entry rule and unused
 //!    imports (warnings).
 //!

@@ -2,11 +2,11 @@
 //!
 //! # Overview
 //!
-//! - [`parse`] lexes a file ([`lexer`]), splits the tokens into items at each
+//! - [`parse`] lexes a file (`lexer.rs`), splits the tokens into items at each
 //!   rule name and `import`, and parses each item with the LALRPOP grammar
 //!   (`grammar.lalrpop`). An error in one rule does not hide errors in the
 //!   next: every item is parsed on its own.
-//! - [`ast`] is the tree as written; [`print`] turns it back into canonical
+//! - [`ast`] is the tree as written; [`print()`] turns it back into canonical
 //!   text (`xg fmt`).
 //!
 //! ```
