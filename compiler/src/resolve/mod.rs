@@ -1,4 +1,4 @@
-//! Resolve: the [`syntax::ast`](crate::syntax::ast) of an entry file and everything it
+//! Resolve: the [`crate::syntax::ast`] of an entry file and everything it
 //! imports → one checked [`tree::Grammar`].
 //!
 //! Passes, in order (each adds to the diagnostics and goes on):
