@@ -289,6 +289,7 @@ const FRAGMENTS: &[&str] = &[
     "TokenTagDispatch((1, a)",
     "Regex(\"[\")",
     "Regex(\"a\", flags=\"z\")",
+    "%json {\u{e9}",
     "-1",
     "99999999999999999999",
     "\u{e9}",

@@ -731,14 +731,11 @@ impl<'a> Lowerer<'a> {
                     Ok(value) => (value, self.sources.base_dir(span.file)),
                     Err(err) => {
                         let offset = json_error_offset(raw, &err);
+                        let width = raw[offset..].chars().next().map_or(0, char::len_utf8);
                         self.error(
                             "invalid-json",
                             format!("invalid JSON Schema: {}", json_error_message(&err)),
-                            Span::new(
-                                span.file,
-                                start + offset,
-                                (start + offset + 1).min(span.end),
-                            ),
+                            Span::new(span.file, start + offset, start + offset + width),
                             "here",
                         );
                         return ExprKind::Empty;

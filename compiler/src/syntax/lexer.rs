@@ -325,8 +325,15 @@ impl Lexer<'_> {
         let open = self.cursor.next_non_space();
         if self.cursor.src[open..].starts_with('{') {
             self.cursor.pos = open;
+            let errors = self.cursor.errors.len();
             let end = self.cursor.json_object_end();
-            let raw = self.cursor.src[open..end].to_string();
+            // An unterminated object (reported) stands in as `{}`, so the
+            // schema check does not report the same mistake again.
+            let raw = if self.cursor.errors.len() > errors {
+                "{}".to_string()
+            } else {
+                self.cursor.src[open..end].to_string()
+            };
             self.tokens.push((open, Tok::JsonObject(raw), end));
         }
         None
