@@ -10,9 +10,12 @@
 //! Set `XG_BLESS=1` to rewrite the expected files from the current output;
 //! `XG_FILTER=text` runs only the files whose name contains `text`.
 
+mod common;
+
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
 
+use common::strip_spans;
 use xg_compiler::{Diagnostics, Sources, pipeline, syntax};
 
 /// Every diagnostic code the front end can produce; each must appear in some
@@ -152,21 +155,6 @@ fn items_without_spans(sources: &mut Sources, name: &str, text: &str) -> String 
         diagnostics.render(sources, false)
     );
     strip_spans(&format!("{:?}", ast.items))
-}
-
-/// Removes every `Span { … }` from a `Debug` rendering.
-fn strip_spans(debug: &str) -> String {
-    let mut out = String::with_capacity(debug.len());
-    let mut rest = debug;
-    while let Some(start) = rest.find("Span {") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('}')
-            .map_or(rest.len(), |i| start + i + 1);
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 #[test]

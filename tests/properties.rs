@@ -5,6 +5,9 @@
 //! - No input — random bytes, or random fragments of `.xg` syntax — panics the
 //!   front end; diagnostics always carry spans inside their file.
 
+mod common;
+
+use common::strip_spans;
 use proptest::prelude::*;
 use xg_compiler::syntax::ast::{
     Arg, Arm, CharClass, ClassItem, Expr, ExprKind, File, Import, Item, JsonSource, Name,
@@ -193,21 +196,6 @@ fn item() -> impl Strategy<Value = Item> {
             span: span(),
         })),
     ]
-}
-
-/// Removes every `Span { … }` from a `Debug` rendering.
-fn strip_spans(debug: &str) -> String {
-    let mut out = String::with_capacity(debug.len());
-    let mut rest = debug;
-    while let Some(start) = rest.find("Span {") {
-        out.push_str(&rest[..start]);
-        let end = rest[start..]
-            .find('}')
-            .map_or(rest.len(), |i| start + i + 1);
-        rest = &rest[end..];
-    }
-    out.push_str(rest);
-    out
 }
 
 /// Runs the whole front end on `bytes` and checks every diagnostic's spans.
