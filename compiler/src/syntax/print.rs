@@ -64,8 +64,12 @@ fn print_comment(out: &mut String, file: &File, last_end: &mut Option<usize>, co
 
 /// Writes an empty line if the source had one between `last_end` and `next`.
 fn blank_line(out: &mut String, file: &File, last_end: Option<usize>, next: usize) {
+    // `blank_lines` is sorted: find the first at or after `end`.
     if let Some(end) = last_end
-        && file.blank_lines.iter().any(|&b| b >= end && b < next)
+        && file
+            .blank_lines
+            .get(file.blank_lines.partition_point(|&b| b < end))
+            .is_some_and(|&b| b < next)
         && !out.ends_with("\n\n")
     {
         out.push('\n');
