@@ -220,6 +220,20 @@ fn parse_error(
     chunk: &[(usize, Tok, usize)],
     error: ParseError<usize, Tok, UserError>,
 ) -> Diagnostic {
+    let diagnostic = describe_parse_error(file, chunk, error);
+    let is_import = matches!(chunk.first(), Some((_, Tok::Import, _)));
+    if is_import && diagnostic.help.is_empty() {
+        diagnostic.with_help("an import is written `import \"path.xg\" as name;`")
+    } else {
+        diagnostic
+    }
+}
+
+fn describe_parse_error(
+    file: FileId,
+    chunk: &[(usize, Tok, usize)],
+    error: ParseError<usize, Tok, UserError>,
+) -> Diagnostic {
     let what = match chunk.first() {
         Some((_, Tok::RuleName(name), _)) => format!("rule `{name}`"),
         _ => "import".to_string(),
@@ -230,24 +244,34 @@ fn parse_error(
             expected,
         } => {
             let span = Span::new(file, start, end);
-            let label = if matches!(tok, Tok::RParen | Tok::RBrace) {
-                "nothing opens it".to_string()
-            } else if expected.iter().all(|e| e.contains("(=")) {
-                // Only a lookahead could follow: the body is complete.
-                format!("the body of the {what} ends before this")
-            } else {
-                format!("expected {}", expected_list(&expected))
-            };
-            let message = match tok {
-                Tok::RParen | Tok::RBrace => format!("unmatched {} in {what}", describe(&tok)),
-                _ => format!("unexpected {} in {what}", describe(&tok)),
-            };
-            let diagnostic = Diagnostic::error("unexpected-token", message, span, label);
             let before: Vec<&Tok> = chunk
                 .iter()
                 .take_while(|(s, _, _)| *s < start)
                 .map(|(_, t, _)| t)
                 .collect();
+            let open = before.iter().fold(0i64, |depth, tok| match tok {
+                Tok::LParen | Tok::LBrace | Tok::LookaheadOpen => depth + 1,
+                Tok::RParen | Tok::RBrace => depth - 1,
+                _ => depth,
+            });
+            let (message, label) = if matches!(tok, Tok::RParen | Tok::RBrace) && open <= 0 {
+                (
+                    format!("unmatched {} in {what}", describe(&tok)),
+                    "nothing opens it".to_string(),
+                )
+            } else if expected.iter().all(|e| e.contains("(=")) {
+                // Only a lookahead could follow: the body is complete.
+                (
+                    format!("unexpected {} in {what}", describe(&tok)),
+                    format!("the body of the {what} ends before this"),
+                )
+            } else {
+                (
+                    format!("unexpected {} in {what}", describe(&tok)),
+                    format!("expected {}", expected_list(&expected)),
+                )
+            };
+            let diagnostic = Diagnostic::error("unexpected-token", message, span, label);
             let after_quantifier = matches!(
                 before.last(),
                 Some(Tok::Question | Tok::Star | Tok::Plus | Tok::RBrace)
