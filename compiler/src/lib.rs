@@ -7,6 +7,8 @@
 //!   its errors and warnings with spans and renders them.
 //! - [`syntax`]: text → [`syntax::ast::File`], and the canonical printer.
 //! - [`resolve`](mod@resolve): files and imports → one checked [`tree::Grammar`].
+//! - [`ir`]: the grammar IR over bytes, [`ir::lower`] from the resolved tree,
+//!   and [`ir::reference`], the slow recognizer every matcher is tested against.
 //! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
 //!
 //! ```
@@ -29,6 +31,7 @@
 //! ```
 
 mod diagnostic;
+pub mod ir;
 pub mod pipeline;
 pub mod resolve;
 mod source;

@@ -1,0 +1,293 @@
+//! The grammar IR: rules as expressions over bytes.
+//!
+//! This is where the language stops being text: every terminal is bytes.
+//! String literals are their UTF-8 bytes, a character class is a choice of
+//! UTF-8 byte-range sequences that matches exactly its characters' encodings
+//! ([`utf8`]), and regex terminals are expanded into the same expressions
+//! ([`regex`]). Rules keep the ids they had in the resolved tree.
+//!
+//! # Overview
+//!
+//! - [`lower`] turns a [`tree::Grammar`](crate::tree::Grammar) into a [`Grammar`].
+//! - [`Expr`] is the expression language: bytes, byte classes, sequences,
+//!   choices, counted repetition, rule references, and the builtins that are
+//!   not text (tag dispatch, token-id sets).
+//! - [`ByteSet`] is a set of byte values.
+//! - [`reference`] is a slow, obviously correct recognizer for the IR: the
+//!   oracle faster matchers are tested against.
+//!
+//! ```
+//! use xg_compiler::{Diagnostics, Sources, ir, pipeline};
+//!
+//! let mut sources = Sources::new();
+//! let file = sources.add("g.xg", "root ::= [é-ê]", None);
+//! let mut diagnostics = Diagnostics::new();
+//! let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
+//! let grammar = ir::lower(&tree, &mut diagnostics).unwrap();
+//! // é and ê are C3 A9 and C3 AA in UTF-8: one byte sequence.
+//! assert_eq!(grammar.rule(grammar.root).body.to_string(), "[\\xC3] [\\xA9-\\xAA]");
+//! ```
+
+mod lower;
+pub mod reference;
+mod regex;
+mod utf8;
+
+use std::fmt;
+
+use xg_runtime::{RuleId, TokenId};
+
+pub use self::lower::lower;
+
+/// A grammar over bytes: rules indexed by [`RuleId`] and the entry rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grammar {
+    /// All rules, indexed by [`RuleId`].
+    pub rules: Vec<Rule>,
+    /// The entry rule.
+    pub root: RuleId,
+}
+
+impl Grammar {
+    /// The rule with id `id`.
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.as_usize()]
+    }
+}
+
+/// One rule.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The rule's qualified name (for people: inspection and messages).
+    pub name: String,
+    /// What the rule matches.
+    pub body: Expr,
+    /// Text that must follow every match of the rule, if asserted.
+    pub lookahead: Option<Expr>,
+}
+
+/// An expression over bytes.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub enum Expr {
+    /// The empty string.
+    Empty,
+    /// These bytes, in order (never empty).
+    Bytes(Vec<u8>),
+    /// One byte from the set (an empty set matches nothing).
+    Class(ByteSet),
+    /// Each item in turn.
+    Sequence(Vec<Expr>),
+    /// Any one item; no items matches nothing.
+    Choice(Vec<Expr>),
+    /// `expr` between `min` and `max` times (`None`: no upper bound).
+    Repeat {
+        /// The repeated expression.
+        expr: Box<Expr>,
+        /// Least number of repetitions.
+        min: u32,
+        /// Most repetitions, if bounded.
+        max: Option<u32>,
+    },
+    /// Another rule.
+    Ref(RuleId),
+    /// Free text with tag dispatch.
+    Dispatch(Dispatch),
+    /// One token from a set of token ids, or from its complement.
+    Tokens(TokenSet),
+    /// Free tokens with dispatch on trigger tokens.
+    TokenDispatch(TokenDispatch),
+}
+
+impl Expr {
+    /// The expression that matches nothing at all.
+    pub fn nothing() -> Expr {
+        Expr::Choice(Vec::new())
+    }
+}
+
+/// Free text in which trigger strings hand over to other expressions.
+///
+/// Free text is scanned for the patterns (triggers, stop strings, excluded
+/// strings); at the first position where one ends (the longest, if several
+/// end there), a trigger hands over to its arm, a stop string ends the
+/// dispatch, and an excluded string is an error.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Dispatch {
+    /// Trigger bytes → what follows the trigger.
+    pub arms: Vec<(Vec<u8>, Expr)>,
+    /// After an arm: back to free text (`true`) or end (`false`).
+    pub repeat: bool,
+    /// Strings that end the dispatch (included in its text).
+    pub stop: Vec<Vec<u8>>,
+    /// Whether the dispatch may also end anywhere in free text.
+    pub stop_at_end: bool,
+    /// Strings free text must not contain.
+    pub exclude: Vec<Vec<u8>>,
+}
+
+/// One token whose id is in `ids` (or, if `negated`, is not).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenSet {
+    /// Sorted, distinct token ids.
+    pub ids: Vec<TokenId>,
+    /// Whether the set is the complement of `ids`.
+    pub negated: bool,
+}
+
+/// Free tokens in which trigger tokens hand over to other expressions.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenDispatch {
+    /// Trigger token → what follows it.
+    pub arms: Vec<(TokenId, Expr)>,
+    /// After an arm: back to free tokens (`true`) or end (`false`).
+    pub repeat: bool,
+    /// Tokens that may not appear as free tokens.
+    pub exclude: Vec<TokenId>,
+}
+
+/// A set of bytes, as a 256-bit bitmap.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    /// The empty set.
+    pub const fn empty() -> Self {
+        Self([0; 4])
+    }
+
+    /// The set of bytes `lo..=hi`.
+    pub fn range(lo: u8, hi: u8) -> Self {
+        let mut set = Self::empty();
+        set.insert_range(lo, hi);
+        set
+    }
+
+    /// Adds the bytes `lo..=hi`.
+    pub fn insert_range(&mut self, lo: u8, hi: u8) {
+        for byte in lo..=hi {
+            self.insert(byte);
+        }
+    }
+
+    /// Adds one byte.
+    pub fn insert(&mut self, byte: u8) {
+        self.0[usize::from(byte >> 6)] |= 1 << (byte & 63);
+    }
+
+    /// Whether `byte` is in the set.
+    pub const fn contains(&self, byte: u8) -> bool {
+        self.0[(byte >> 6) as usize] & (1 << (byte & 63)) != 0
+    }
+
+    /// Whether the set has no bytes.
+    pub fn is_empty(&self) -> bool {
+        self.0 == [0; 4]
+    }
+
+    /// The bytes of both sets.
+    #[must_use]
+    pub fn union(&self, other: &ByteSet) -> ByteSet {
+        let mut out = *self;
+        for (word, other) in out.0.iter_mut().zip(other.0) {
+            *word |= other;
+        }
+        out
+    }
+
+    /// The set as maximal inclusive ranges, in order.
+    pub fn ranges(&self) -> Vec<(u8, u8)> {
+        let mut ranges = Vec::new();
+        let mut start: Option<u8> = None;
+        for byte in 0..=255u8 {
+            match (self.contains(byte), start) {
+                (true, None) => start = Some(byte),
+                (false, Some(lo)) => {
+                    ranges.push((lo, byte - 1));
+                    start = None;
+                }
+                _ => {}
+            }
+        }
+        if let Some(lo) = start {
+            ranges.push((lo, 255));
+        }
+        ranges
+    }
+}
+
+impl fmt::Debug for ByteSet {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{self}")
+    }
+}
+
+impl fmt::Display for ByteSet {
+    /// `[a-z\xC3]`, bytes outside printable ASCII as `\xHH`.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str("[")?;
+        for (lo, hi) in self.ranges() {
+            write_byte(f, lo)?;
+            if hi != lo {
+                f.write_str("-")?;
+                write_byte(f, hi)?;
+            }
+        }
+        f.write_str("]")
+    }
+}
+
+fn write_byte(f: &mut fmt::Formatter<'_>, byte: u8) -> fmt::Result {
+    if byte.is_ascii_alphanumeric() {
+        write!(f, "{}", char::from(byte))
+    } else {
+        write!(f, "\\x{byte:02X}")
+    }
+}
+
+impl fmt::Display for Expr {
+    /// A compact `.xg`-like rendering, for inspection and tests.
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let list = |f: &mut fmt::Formatter<'_>, items: &[Expr], separator: &str| {
+            for (i, item) in items.iter().enumerate() {
+                if i > 0 {
+                    f.write_str(separator)?;
+                }
+                match item {
+                    Expr::Sequence(_) | Expr::Choice(_) => write!(f, "({item})")?,
+                    _ => write!(f, "{item}")?,
+                }
+            }
+            Ok(())
+        };
+        match self {
+            Expr::Empty => f.write_str("\"\""),
+            Expr::Bytes(bytes) => write!(f, "\"{}\"", bytes.escape_ascii()),
+            Expr::Class(set) => write!(f, "{set}"),
+            Expr::Sequence(items) => list(f, items, " "),
+            Expr::Choice(items) if items.is_empty() => f.write_str("[]"),
+            Expr::Choice(items) => list(f, items, " | "),
+            Expr::Repeat { expr, min, max } => {
+                match expr.as_ref() {
+                    Expr::Sequence(_) | Expr::Choice(_) | Expr::Repeat { .. } => {
+                        write!(f, "({expr})")?
+                    }
+                    _ => write!(f, "{expr}")?,
+                }
+                match max {
+                    Some(max) => write!(f, "{{{min},{max}}}"),
+                    None => write!(f, "{{{min},}}"),
+                }
+            }
+            Expr::Ref(id) => write!(f, "<{id}>"),
+            Expr::Dispatch(dispatch) => write!(f, "dispatch({} arms)", dispatch.arms.len()),
+            Expr::Tokens(set) => {
+                let ids: Vec<String> = set.ids.iter().map(ToString::to_string).collect();
+                let name = if set.negated { "ExcludeToken" } else { "Token" };
+                write!(f, "{name}({})", ids.join(", "))
+            }
+            Expr::TokenDispatch(dispatch) => {
+                write!(f, "TokenTagDispatch({} arms)", dispatch.arms.len())
+            }
+        }
+    }
+}
