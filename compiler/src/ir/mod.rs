@@ -3,8 +3,8 @@
 //! This is where the language stops being text: every terminal is bytes.
 //! String literals are their UTF-8 bytes, a character class is a choice of
 //! UTF-8 byte-range sequences that matches exactly its characters' encodings
-//! ([`utf8`]), and regex terminals are expanded into the same expressions
-//! ([`regex`]). Rules keep the ids they had in the resolved tree.
+//! (`utf8.rs`), and regex terminals are expanded into the same expressions
+//! (`regex.rs`). Rules keep the ids they had in the resolved tree.
 //!
 //! # Overview
 //!
