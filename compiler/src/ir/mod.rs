@@ -13,7 +13,7 @@
 //!   choices, counted repetition, rule references, and the builtins that are
 //!   not text (tag dispatch, token-id sets).
 //! - [`ByteSet`] is a set of byte values.
-//! - [`reference`] is a slow, obviously correct recognizer for the IR: the
+//! - [`reference`](mod@reference) is a slow, obviously correct recognizer for the IR: the
 //!   oracle faster matchers are tested against.
 //!
 //! ```
