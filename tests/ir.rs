@@ -8,18 +8,11 @@
 use std::fmt::Write;
 
 use proptest::prelude::*;
-use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
-use xg_compiler::{Diagnostics, Sources, ir, pipeline};
+mod common;
 
-/// Compiles `.xg` text to the IR, panicking with the diagnostics on error.
-fn compile(text: &str) -> ir::Grammar {
-    let mut sources = Sources::new();
-    let file = sources.add("test.xg", text, None);
-    let mut diagnostics = Diagnostics::new();
-    let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-    let grammar = tree.and_then(|tree| ir::lower(&tree, &mut diagnostics));
-    grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
-}
+use common::compile;
+use xg_compiler::ir;
+use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 
 fn accepts(grammar: &ir::Grammar, text: &str) -> bool {
     recognizes(grammar, &Symbol::text(text), Mode::Complete)

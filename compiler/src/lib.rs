@@ -32,6 +32,7 @@
 
 mod diagnostic;
 pub mod ir;
+pub mod normalize;
 pub mod pipeline;
 pub mod resolve;
 mod source;

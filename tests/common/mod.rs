@@ -15,3 +15,100 @@ pub fn strip_spans(debug: &str) -> String {
     out.push_str(rest);
     out
 }
+
+use xg_compiler::ir::{self, Expr};
+use xg_compiler::{Diagnostics, Sources, pipeline};
+
+/// Compiles `.xg` text to the IR, panicking with the diagnostics on error.
+pub fn compile(text: &str) -> ir::Grammar {
+    let mut sources = Sources::new();
+    let file = sources.add("test.xg", text, None);
+    let mut diagnostics = Diagnostics::new();
+    let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+    let grammar = tree.and_then(|tree| ir::lower(&tree, &mut diagnostics));
+    grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
+}
+
+/// A small deterministic random source (xorshift), seeded by the test.
+pub struct Rng(u64);
+
+impl Rng {
+    /// A generator for `seed` (any value).
+    pub fn new(seed: u64) -> Self {
+        Self(seed | 1)
+    }
+
+    /// A number below `bound` (which must not be 0).
+    pub fn below(&mut self, bound: usize) -> usize {
+        self.0 ^= self.0 << 13;
+        self.0 ^= self.0 >> 7;
+        self.0 ^= self.0 << 17;
+        usize::try_from(self.0 % bound as u64).expect("fits")
+    }
+}
+
+/// A random string derived from `grammar`'s root (usually a sentence; deep
+/// recursion is cut off, which may leave it incomplete), then possibly
+/// mutated, so that both members and near-misses are produced.
+pub fn sample(grammar: &ir::Grammar, rng: &mut Rng) -> Vec<u8> {
+    let mut out = Vec::new();
+    derive(grammar, &grammar.rule(grammar.root).body, rng, 0, &mut out);
+    match rng.below(4) {
+        0 if !out.is_empty() => {
+            let at = rng.below(out.len());
+            out.remove(at);
+        }
+        1 => {
+            let at = rng.below(out.len() + 1);
+            out.insert(at, b"ab{}\"0 <>,\xC3\xA9"[rng.below(12)]);
+        }
+        2 if !out.is_empty() => out.truncate(rng.below(out.len())),
+        _ => {}
+    }
+    out
+}
+
+fn derive(grammar: &ir::Grammar, expr: &Expr, rng: &mut Rng, depth: usize, out: &mut Vec<u8>) {
+    if out.len() > 24 || depth > 12 {
+        return;
+    }
+    match expr {
+        Expr::Empty | Expr::Tokens(_) | Expr::TokenDispatch(_) => {}
+        Expr::Bytes(bytes) => out.extend_from_slice(bytes),
+        Expr::Class(set) => {
+            let ranges = set.ranges();
+            if !ranges.is_empty() {
+                let (lo, hi) = ranges[rng.below(ranges.len())];
+                out.push(lo + u8::try_from(rng.below(usize::from(hi - lo) + 1)).expect("byte"));
+            }
+        }
+        Expr::Sequence(items) => items
+            .iter()
+            .for_each(|e| derive(grammar, e, rng, depth + 1, out)),
+        Expr::Choice(items) if items.is_empty() => {}
+        Expr::Choice(items) => derive(grammar, &items[rng.below(items.len())], rng, depth + 1, out),
+        Expr::Repeat { expr, min, max } => {
+            let extra = rng.below(3);
+            let count = (*min as usize + extra)
+                .min(max.map_or(usize::MAX, |m| m as usize))
+                .min(12);
+            for _ in 0..count {
+                derive(grammar, expr, rng, depth + 1, out);
+            }
+        }
+        Expr::Ref(id) => derive(grammar, &grammar.rule(*id).body, rng, depth + 1, out),
+        Expr::Dispatch(dispatch) => {
+            for _ in 0..rng.below(3) {
+                out.extend_from_slice(&b"hi <x"[..rng.below(5) + 1]);
+                if !dispatch.arms.is_empty() {
+                    let (trigger, arm) = &dispatch.arms[rng.below(dispatch.arms.len())];
+                    out.extend_from_slice(trigger);
+                    derive(grammar, arm, rng, depth + 1, out);
+                }
+            }
+            if let Some(stop) = dispatch.stop.first() {
+                out.extend_from_slice(stop);
+            }
+        }
+    }
+}

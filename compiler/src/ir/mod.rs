@@ -269,7 +269,7 @@ impl fmt::Display for Expr {
             Expr::Repeat { expr, min, max } => {
                 match expr.as_ref() {
                     Expr::Sequence(_) | Expr::Choice(_) | Expr::Repeat { .. } => {
-                        write!(f, "({expr})")?
+                        write!(f, "({expr})")?;
                     }
                     _ => write!(f, "{expr}")?,
                 }

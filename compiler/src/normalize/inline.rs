@@ -1,0 +1,100 @@
+//! Inlining small fragment rules into the rules that use them.
+//!
+//! A fragment is a rule with no references, no builtins, no lookahead, that
+//! is not the entry rule and whose body has at most [`FRAGMENT_SIZE`] nodes.
+//! Each reference to a fragment is replaced by a copy of its body, unless that
+//! would make the using rule larger than [`RULE_SIZE`]. Rules that become
+//! reference-free this way are fragments in the next round. References that
+//! are counted repetitions stay references (the count needs a rule).
+
+use super::is_counted;
+use crate::ir::{Expr, Grammar};
+
+/// Largest body (in expression nodes) a rule may have to be inlined.
+pub const FRAGMENT_SIZE: usize = 24;
+
+/// Inlining stops growing a rule at this many expression nodes.
+pub const RULE_SIZE: usize = 512;
+
+/// Inlines fragments until nothing changes.
+pub(super) fn inline(grammar: &mut Grammar) {
+    loop {
+        let fragments: Vec<Option<Expr>> = grammar
+            .rules
+            .iter()
+            .enumerate()
+            .map(|(i, rule)| {
+                let is_fragment = i != grammar.root.as_usize()
+                    && rule.lookahead.is_none()
+                    && is_reference_free(&rule.body)
+                    && size(&rule.body) <= FRAGMENT_SIZE;
+                is_fragment.then(|| rule.body.clone())
+            })
+            .collect();
+        let mut changed = false;
+        for rule in &mut grammar.rules {
+            for part in std::iter::once(&mut rule.body).chain(rule.lookahead.as_mut()) {
+                let mut budget = RULE_SIZE.saturating_sub(size(part));
+                changed |= substitute(part, &fragments, &mut budget);
+            }
+        }
+        if !changed {
+            return;
+        }
+    }
+}
+
+/// Replaces references to fragments within `budget` extra nodes.
+fn substitute(expr: &mut Expr, fragments: &[Option<Expr>], budget: &mut usize) -> bool {
+    match expr {
+        Expr::Ref(id) => match &fragments[id.as_usize()] {
+            Some(body) if size(body) <= *budget => {
+                *budget -= size(body);
+                *expr = body.clone();
+                true
+            }
+            _ => false,
+        },
+        Expr::Sequence(items) | Expr::Choice(items) => {
+            let mut changed = false;
+            for item in items {
+                changed |= substitute(item, fragments, budget);
+            }
+            changed
+        }
+        // A counted repetition keeps its rule.
+        Expr::Repeat { expr, min, max }
+            if matches!(**expr, Expr::Ref(_)) && is_counted(*min, *max) =>
+        {
+            false
+        }
+        Expr::Repeat { expr, .. } => substitute(expr, fragments, budget),
+        Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::Dispatch(_)
+        | Expr::Tokens(_)
+        | Expr::TokenDispatch(_) => false,
+    }
+}
+
+/// Whether `expr` refers to no rule and uses no builtin.
+fn is_reference_free(expr: &Expr) -> bool {
+    match expr {
+        Expr::Empty | Expr::Bytes(_) | Expr::Class(_) => true,
+        Expr::Sequence(items) | Expr::Choice(items) => items.iter().all(is_reference_free),
+        Expr::Repeat { expr, .. } => is_reference_free(expr),
+        Expr::Ref(_) | Expr::Dispatch(_) | Expr::Tokens(_) | Expr::TokenDispatch(_) => false,
+    }
+}
+
+/// The number of expression nodes in `expr`.
+pub(crate) fn size(expr: &Expr) -> usize {
+    1 + match expr {
+        Expr::Sequence(items) | Expr::Choice(items) => items.iter().map(size).sum(),
+        Expr::Repeat { expr, .. } => size(expr),
+        Expr::Dispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
+        Expr::TokenDispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
+        Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Ref(_) | Expr::Tokens(_) => 0,
+    }
+}

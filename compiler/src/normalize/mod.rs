@@ -1,0 +1,48 @@
+//! Normalize: IR → IR passes that prepare rules for automaton construction.
+//!
+//! Passes, in order:
+//!
+//! 1. [`extract`] — every dispatch arm and token-dispatch arm becomes a
+//!    reference to a rule of its own. AFTER THIS POINT: dispatch arms are
+//!    `Expr::Ref`s.
+//! 2. [`compress`] — repetitions with large bounds are rewritten as in the
+//!    XGrammar 2 paper (§3.5, Algorithm 3): a counted repetition of a rule
+//!    (one automaton edge, counted at run time) followed by
+//!    [`REPETITION_THRESHOLD`] explicit copies. AFTER THIS POINT: every
+//!    `Repeat` either has bounds of at most the threshold (it is expanded into
+//!    copies by the automaton builder) or repeats a `Ref` (it becomes one
+//!    counted edge).
+//! 3. [`inline`] — small reference-free rules are copied into the rules that
+//!    use them, so terminals sit in one automaton (fewer rule boundaries,
+//!    fewer uncertain tokens). Growth is bounded.
+//!
+//! No pass changes the language of any original rule; the test suite checks
+//! this with the reference recognizer.
+
+mod compress;
+mod extract;
+mod inline;
+
+pub use self::compress::{REPETITION_THRESHOLD, is_counted};
+pub use self::inline::{FRAGMENT_SIZE, RULE_SIZE};
+use crate::ir::{Expr, Grammar, Rule};
+use xg_runtime::RuleId;
+
+/// Runs every normalization pass, in order.
+pub fn normalize(mut grammar: Grammar) -> Grammar {
+    extract::extract(&mut grammar);
+    compress::compress(&mut grammar);
+    inline::inline(&mut grammar);
+    grammar
+}
+
+/// Adds a rule named `name` with `body` and returns its id.
+fn add_rule(grammar: &mut Grammar, name: String, body: Expr) -> RuleId {
+    let id = RuleId::new(grammar.rules.len()).expect("rule count stays below the limit");
+    grammar.rules.push(Rule {
+        name,
+        body,
+        lookahead: None,
+    });
+    id
+}
