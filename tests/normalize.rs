@@ -22,7 +22,7 @@ const CORPUS: &[&str] = &[
     r#"root ::= digit{3,20} "-" digit{12}
        digit ::= [0-9]"#,
     // multi-byte classes, any character, negation
-    r#"root ::= [é-ü]+ [^] [^a-z]{1,10} .{0,9}"#,
+    r"root ::= [é-ü]+ [^] [^a-z]{1,10} .{0,9}",
     // fragments of fragments, and a rule used many times
     r#"root ::= pair ("," pair)*
        pair ::= key ":" value
