@@ -31,6 +31,7 @@
 //! ```
 
 mod diagnostic;
+pub mod fsm;
 pub mod ir;
 pub mod normalize;
 pub mod pipeline;

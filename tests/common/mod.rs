@@ -113,3 +113,122 @@ fn derive(grammar: &ir::Grammar, expr: &Expr, rng: &mut Rng, depth: usize, out: 
         }
     }
 }
+
+use xg_compiler::fsm;
+use xg_runtime::RuleId;
+
+/// An automaton grammar as an IR grammar with one rule per automaton node
+/// (`node ::= label next | … | ""` when final), plus an entry rule per rule
+/// that refers to its start node and carries its lookahead: the same
+/// language, so the reference recognizer can check what the automata accept.
+pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
+    // Rule r's entry is rule starts[r] and its node k rule starts[r] + 1 + k;
+    // a dispatch is its entry alone.
+    let mut starts = Vec::with_capacity(grammar.rules.len());
+    let mut total = 0;
+    for rule in &grammar.rules {
+        starts.push(total);
+        total += match &rule.body {
+            fsm::Body::Automaton(fsm) => 1 + fsm.nodes.len(),
+            fsm::Body::Dispatch(_) | fsm::Body::TokenDispatch(_) => 1,
+        };
+    }
+    let lookahead_base = total;
+    let start_of = |rule: RuleId| Expr::Ref(RuleId::new(starts[rule.as_usize()]).unwrap());
+    let node_ref = |base: usize, node: u32| Expr::Ref(RuleId::new(base + node as usize).unwrap());
+    let mut rules: Vec<ir::Rule> = Vec::new();
+    let mut lookaheads: Vec<ir::Rule> = Vec::new();
+    let automaton_rules = |fsm: &fsm::Fsm, base: usize, name: &str| -> Vec<ir::Rule> {
+        fsm.nodes
+            .iter()
+            .enumerate()
+            .map(|(k, node)| {
+                let mut alternatives: Vec<Expr> = node
+                    .edges
+                    .iter()
+                    .map(|edge| {
+                        let first = match edge.label {
+                            fsm::Label::Bytes { lo, hi } => Expr::Class(ir::ByteSet::range(lo, hi)),
+                            fsm::Label::Rule(rule) => start_of(rule),
+                            fsm::Label::Repeat { rule, min, max } => Expr::Repeat {
+                                expr: Box::new(start_of(rule)),
+                                min,
+                                max: Some(max),
+                            },
+                            fsm::Label::Tokens(index) => {
+                                Expr::Tokens(grammar.token_sets[index as usize].clone())
+                            }
+                            fsm::Label::Epsilon => Expr::Empty,
+                        };
+                        Expr::Sequence(vec![first, node_ref(base, edge.target)])
+                    })
+                    .collect();
+                if node.is_final {
+                    alternatives.push(Expr::Empty);
+                }
+                ir::Rule {
+                    name: format!("{name}@{k}"),
+                    body: Expr::Choice(alternatives),
+                    lookahead: None,
+                }
+            })
+            .collect()
+    };
+    for (r, rule) in grammar.rules.iter().enumerate() {
+        let mut own = match &rule.body {
+            fsm::Body::Automaton(fsm) => {
+                let mut own = vec![ir::Rule {
+                    name: rule.name.clone(),
+                    body: node_ref(starts[r] + 1, 0),
+                    lookahead: None,
+                }];
+                own.extend(automaton_rules(fsm, starts[r] + 1, &rule.name));
+                own
+            }
+            fsm::Body::Dispatch(dispatch) => vec![ir::Rule {
+                name: rule.name.clone(),
+                body: Expr::Dispatch(ir::Dispatch {
+                    arms: dispatch
+                        .arms
+                        .iter()
+                        .map(|(t, arm)| (t.clone(), start_of(*arm)))
+                        .collect(),
+                    repeat: dispatch.repeat,
+                    stop: dispatch.stop.clone(),
+                    stop_at_end: dispatch.stop_at_end,
+                    exclude: dispatch.exclude.clone(),
+                }),
+                lookahead: None,
+            }],
+            fsm::Body::TokenDispatch(dispatch) => vec![ir::Rule {
+                name: rule.name.clone(),
+                body: Expr::TokenDispatch(ir::TokenDispatch {
+                    arms: dispatch
+                        .arms
+                        .iter()
+                        .map(|(t, arm)| (*t, start_of(*arm)))
+                        .collect(),
+                    repeat: dispatch.repeat,
+                    exclude: dispatch.exclude.clone(),
+                }),
+                lookahead: None,
+            }],
+        };
+        if let Some(lookahead) = &rule.lookahead {
+            // The lookahead automaton's nodes follow every rule's nodes.
+            let base = lookahead_base + lookaheads.len();
+            lookaheads.extend(automaton_rules(
+                lookahead,
+                base,
+                &format!("{}#lookahead", rule.name),
+            ));
+            own[0].lookahead = Some(node_ref(base, 0));
+        }
+        rules.extend(own);
+    }
+    rules.extend(lookaheads);
+    ir::Grammar {
+        rules,
+        root: RuleId::new(starts[grammar.root.as_usize()]).unwrap(),
+    }
+}

@@ -149,20 +149,24 @@ impl<'a> Recognizer<'a> {
     }
 
     /// Iterates the rule equations to their least fixed point.
+    ///
+    /// A match starting at a position depends only on matches starting at
+    /// the same or later positions, so positions are solved from the end of
+    /// the input backwards, each until its rules stop changing.
     fn solve(&mut self) {
-        loop {
-            let mut changed = false;
-            for rule in 0..self.grammar.rules.len() {
-                for position in 0..=self.input.len() {
+        for position in (0..=self.input.len()).rev() {
+            loop {
+                let mut changed = false;
+                for rule in (0..self.grammar.rules.len()).rev() {
                     let outcome = self.rule_at(rule, position);
                     if outcome != self.table[rule][position] {
                         self.table[rule][position] = outcome;
                         changed = true;
                     }
                 }
-            }
-            if !changed {
-                return;
+                if !changed {
+                    break;
+                }
             }
         }
     }

@@ -1,36 +1,64 @@
-//! Dispatch arms become rules of their own.
+//! Dispatches and their arms become rules of their own.
 
 use super::add_rule;
 use crate::ir::{Expr, Grammar};
 
-/// Replaces every dispatch arm that is not already a rule reference by a
-/// reference to a new rule `parent#armN` with the arm as its body.
+/// Gives every dispatch (and token dispatch) that is not a whole rule body a
+/// rule `parent#dispatchN`, and every dispatch arm that is not already a rule
+/// reference a rule `parent#armN`.
 pub(super) fn extract(grammar: &mut Grammar) {
     // New rules are appended and visited too: arms may hold dispatches.
     let mut index = 0;
     while index < grammar.rules.len() {
         let mut body = std::mem::replace(&mut grammar.rules[index].body, Expr::Empty);
         let name = grammar.rules[index].name.clone();
-        let mut counter = 0;
-        visit(&mut body, &mut |arm| {
-            if !matches!(arm, Expr::Ref(_)) {
-                let arm_body = std::mem::replace(arm, Expr::Empty);
-                *arm = Expr::Ref(add_rule(grammar, format!("{name}#arm{counter}"), arm_body));
-                counter += 1;
-            }
-        });
+        let mut next_id = 0;
+        let mut fresh = |grammar: &mut Grammar, kind: &str, expr: Expr| {
+            next_id += 1;
+            Expr::Ref(add_rule(grammar, format!("{name}#{kind}{next_id}"), expr))
+        };
+        if let Expr::Dispatch(_) | Expr::TokenDispatch(_) = body {
+            extract_arms(&mut body, &mut |arm| {
+                *arm = fresh(grammar, "arm", std::mem::replace(arm, Expr::Empty));
+            });
+        } else {
+            extract_nested(&mut body, &mut |dispatch| {
+                *dispatch = fresh(
+                    grammar,
+                    "dispatch",
+                    std::mem::replace(dispatch, Expr::Empty),
+                );
+            });
+        }
         grammar.rules[index].body = body;
         index += 1;
     }
 }
 
-/// Calls `f` on every dispatch arm in `expr`.
-fn visit(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+/// Calls `f` on each arm of the dispatch `expr` that is not a rule reference.
+fn extract_arms(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
+    let arms: Vec<&mut Expr> = match expr {
+        Expr::Dispatch(dispatch) => dispatch.arms.iter_mut().map(|(_, arm)| arm).collect(),
+        Expr::TokenDispatch(dispatch) => dispatch.arms.iter_mut().map(|(_, arm)| arm).collect(),
+        _ => Vec::new(),
+    };
+    for arm in arms {
+        if !matches!(arm, Expr::Ref(_)) {
+            f(arm);
+        }
+    }
+}
+
+/// Calls `f` on every dispatch inside `expr` (which is not one itself).
+fn extract_nested(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
     match expr {
-        Expr::Sequence(items) | Expr::Choice(items) => items.iter_mut().for_each(|e| visit(e, f)),
-        Expr::Repeat { expr, .. } => visit(expr, f),
-        Expr::Dispatch(dispatch) => dispatch.arms.iter_mut().for_each(|(_, arm)| f(arm)),
-        Expr::TokenDispatch(dispatch) => dispatch.arms.iter_mut().for_each(|(_, arm)| f(arm)),
+        Expr::Sequence(items) | Expr::Choice(items) => {
+            for item in items {
+                extract_nested(item, f);
+            }
+        }
+        Expr::Repeat { expr, .. } => extract_nested(expr, f),
+        Expr::Dispatch(_) | Expr::TokenDispatch(_) => f(expr),
         Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Ref(_) | Expr::Tokens(_) => {}
     }
 }

@@ -2,17 +2,17 @@
 //!
 //! Passes, in order:
 //!
-//! 1. [`extract`] — every dispatch arm and token-dispatch arm becomes a
-//!    reference to a rule of its own. AFTER THIS POINT: dispatch arms are
-//!    `Expr::Ref`s.
-//! 2. [`compress`] — repetitions with large bounds are rewritten as in the
+//! 1. `extract` — every dispatch becomes the whole body of a rule, and each
+//!    of its arms a reference to a rule of its own. AFTER THIS POINT: a
+//!    dispatch only appears as a rule body, and its arms are `Expr::Ref`s.
+//! 2. `compress` — repetitions with large bounds are rewritten as in the
 //!    XGrammar 2 paper (§3.5, Algorithm 3): a counted repetition of a rule
 //!    (one automaton edge, counted at run time) followed by
 //!    [`REPETITION_THRESHOLD`] explicit copies. AFTER THIS POINT: every
 //!    `Repeat` either has bounds of at most the threshold (it is expanded into
 //!    copies by the automaton builder) or repeats a `Ref` (it becomes one
 //!    counted edge).
-//! 3. [`inline`] — small reference-free rules are copied into the rules that
+//! 3. `inline` — small reference-free rules are copied into the rules that
 //!    use them, so terminals sit in one automaton (fewer rule boundaries,
 //!    fewer uncertain tokens). Growth is bounded.
 //!

@@ -1,0 +1,263 @@
+//! FSM IR: one byte-level automaton per rule.
+//!
+//! An automaton's edges are labelled with byte ranges, rule references,
+//! counted repetitions of a rule, or token sets. Construction ([`build`]):
+//!
+//! 1. Thompson construction from the normalized IR, with epsilon edges
+//!    (`thompson.rs`);
+//! 2. epsilon removal;
+//! 3. determinization by subset construction over the labels (rule
+//!    references and the other non-byte labels are symbols like bytes — a
+//!    rule's automaton describes a language of symbol strings, which
+//!    determinization keeps), within a size budget (`determinize.rs`);
+//! 4. minimization by partition refinement, which also merges equivalent
+//!    nodes and drops nodes from which no final node can be reached
+//!    (`minimize.rs`).
+//!
+//! A rule whose automaton would grow past the budget when determinized keeps
+//! its epsilon-free nondeterministic automaton; the matcher handles both.
+//!
+//! # Overview
+//!
+//! - [`Grammar`]: rule bodies ([`Body`]: an [`Fsm`] or a dispatch), lookahead
+//!   automata, and the table of token sets.
+//! - [`Fsm`], [`Node`], [`Edge`], [`Label`]: the automata.
+
+mod determinize;
+mod minimize;
+mod thompson;
+
+use std::fmt;
+
+use xg_runtime::{RuleId, TokenId};
+
+use crate::ir;
+
+/// A grammar as automata, ready for hashing and tables.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Grammar {
+    /// All rules, indexed by [`RuleId`] (the normalized IR's ids).
+    pub rules: Vec<Rule>,
+    /// The entry rule.
+    pub root: RuleId,
+    /// Token sets used by [`Label::Tokens`] edges.
+    pub token_sets: Vec<ir::TokenSet>,
+}
+
+impl Grammar {
+    /// The rule with id `id`.
+    pub fn rule(&self, id: RuleId) -> &Rule {
+        &self.rules[id.as_usize()]
+    }
+}
+
+/// One rule as an automaton (or a dispatch, which the matcher runs itself).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rule {
+    /// The rule's name.
+    pub name: String,
+    /// What the rule matches.
+    pub body: Body,
+    /// The automaton of the text that must follow the rule, if asserted.
+    pub lookahead: Option<Fsm>,
+}
+
+/// A rule body.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Body {
+    /// An automaton.
+    Automaton(Fsm),
+    /// Free text with tag dispatch; arms are rules.
+    Dispatch(Dispatch),
+    /// Free tokens with dispatch on trigger tokens; arms are rules.
+    TokenDispatch(TokenDispatch),
+}
+
+/// Tag dispatch whose arms are rules (see [`ir::Dispatch`] for the semantics).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Dispatch {
+    /// Trigger bytes → the rule that follows the trigger.
+    pub arms: Vec<(Vec<u8>, RuleId)>,
+    /// After an arm: back to free text (`true`) or end (`false`).
+    pub repeat: bool,
+    /// Strings that end the dispatch.
+    pub stop: Vec<Vec<u8>>,
+    /// Whether the dispatch may also end anywhere in free text.
+    pub stop_at_end: bool,
+    /// Strings free text must not contain.
+    pub exclude: Vec<Vec<u8>>,
+}
+
+/// Token dispatch whose arms are rules (see [`ir::TokenDispatch`]).
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct TokenDispatch {
+    /// Trigger token → the rule that follows it.
+    pub arms: Vec<(TokenId, RuleId)>,
+    /// After an arm: back to free tokens (`true`) or end (`false`).
+    pub repeat: bool,
+    /// Tokens that may not appear as free tokens.
+    pub exclude: Vec<TokenId>,
+}
+
+/// An automaton. Node 0 is the start.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Fsm {
+    /// The nodes; edges refer to them by index.
+    pub nodes: Vec<Node>,
+}
+
+/// A node of an automaton.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Node {
+    /// Whether a match may end here.
+    pub is_final: bool,
+    /// Outgoing edges, sorted by label then target.
+    pub edges: Vec<Edge>,
+}
+
+/// An edge of an automaton.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub struct Edge {
+    /// What the edge matches.
+    pub label: Label,
+    /// The node it leads to.
+    pub target: u32,
+}
+
+/// What an edge matches.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
+pub enum Label {
+    /// One byte in `lo..=hi`.
+    Bytes {
+        /// Lowest byte.
+        lo: u8,
+        /// Highest byte.
+        hi: u8,
+    },
+    /// A match of another rule.
+    Rule(RuleId),
+    /// `min` to `max` consecutive matches of a rule, counted by the matcher
+    /// (a compressed repetition).
+    Repeat {
+        /// The repeated rule.
+        rule: RuleId,
+        /// Least count.
+        min: u32,
+        /// Most count.
+        max: u32,
+    },
+    /// One token from `Grammar::token_sets[index]`.
+    Tokens(u32),
+    /// Nothing (only during construction).
+    Epsilon,
+}
+
+impl Fsm {
+    /// The number of edges.
+    pub fn edge_count(&self) -> usize {
+        self.nodes.iter().map(|node| node.edges.len()).sum()
+    }
+
+    /// Whether every node has at most one edge per label and byte ranges do
+    /// not overlap (so a matcher follows one path).
+    pub fn is_deterministic(&self) -> bool {
+        self.nodes.iter().all(|node| {
+            node.edges
+                .windows(2)
+                .all(|pair| match (pair[0].label, pair[1].label) {
+                    (Label::Bytes { hi, .. }, Label::Bytes { lo, .. }) => hi < lo,
+                    (a, b) => a != b,
+                })
+        })
+    }
+}
+
+impl fmt::Display for Label {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let byte = |b: u8| {
+            if b.is_ascii_graphic() && b != b'"' && b != b'\\' {
+                char::from(b).to_string()
+            } else {
+                format!("\\\\x{b:02X}")
+            }
+        };
+        match *self {
+            Label::Bytes { lo, hi } if lo == hi => write!(f, "{}", byte(lo)),
+            Label::Bytes { lo, hi } => write!(f, "[{}-{}]", byte(lo), byte(hi)),
+            Label::Rule(rule) => write!(f, "<{rule}>"),
+            Label::Repeat { rule, min, max } => write!(f, "<{rule}>{{{min},{max}}}"),
+            Label::Tokens(index) => write!(f, "tokens#{index}"),
+            Label::Epsilon => f.write_str("ε"),
+        }
+    }
+}
+
+/// Builds the automata of a normalized grammar (see the module docs).
+pub fn build(grammar: &ir::Grammar) -> Grammar {
+    let mut token_sets = Vec::new();
+    let rules = grammar
+        .rules
+        .iter()
+        .map(|rule| {
+            let body = match &rule.body {
+                ir::Expr::Dispatch(dispatch) => Body::Dispatch(Dispatch {
+                    arms: dispatch
+                        .arms
+                        .iter()
+                        .map(|(trigger, arm)| (trigger.clone(), arm_rule(arm)))
+                        .collect(),
+                    repeat: dispatch.repeat,
+                    stop: dispatch.stop.clone(),
+                    stop_at_end: dispatch.stop_at_end,
+                    exclude: dispatch.exclude.clone(),
+                }),
+                ir::Expr::TokenDispatch(dispatch) => Body::TokenDispatch(TokenDispatch {
+                    arms: dispatch
+                        .arms
+                        .iter()
+                        .map(|(token, arm)| (*token, arm_rule(arm)))
+                        .collect(),
+                    repeat: dispatch.repeat,
+                    exclude: dispatch.exclude.clone(),
+                }),
+                expr => Body::Automaton(automaton(expr, &mut token_sets)),
+            };
+            Rule {
+                name: rule.name.clone(),
+                body,
+                lookahead: rule
+                    .lookahead
+                    .as_ref()
+                    .map(|la| automaton(la, &mut token_sets)),
+            }
+        })
+        .collect();
+    Grammar {
+        rules,
+        root: grammar.root,
+        token_sets,
+    }
+}
+
+/// A node index as stored in edges.
+fn node_id(index: usize) -> u32 {
+    u32::try_from(index).expect("automata stay below 2^32 nodes")
+}
+
+/// The rule an extracted dispatch arm refers to.
+fn arm_rule(arm: &ir::Expr) -> RuleId {
+    match arm {
+        ir::Expr::Ref(id) => *id,
+        // `normalize` makes every arm a reference; anything else is a bug.
+        other => unreachable!("dispatch arm not extracted: {other}"),
+    }
+}
+
+/// The minimal (or, past the budget, epsilon-free) automaton of `expr`.
+fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>) -> Fsm {
+    let nfa = thompson::build(expr, token_sets);
+    match determinize::determinize(&nfa) {
+        Some(dfa) => minimize::minimize(&dfa),
+        None => nfa,
+    }
+}

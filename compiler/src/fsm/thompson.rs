@@ -1,0 +1,233 @@
+//! Thompson construction from the normalized IR, then epsilon removal.
+
+use super::{Edge, Fsm, Label, Node, node_id};
+use crate::ir::{Expr, TokenSet};
+use crate::normalize::is_counted;
+
+/// The epsilon-free automaton of `expr`, trimmed to the nodes that are both
+/// reachable and able to reach a final node. Token sets used by the
+/// expression are appended to `token_sets` (equal sets shared).
+pub(super) fn build(expr: &Expr, token_sets: &mut Vec<TokenSet>) -> Fsm {
+    let mut builder = Builder {
+        fsm: Fsm::default(),
+        token_sets,
+    };
+    let start = builder.node();
+    let end = builder.expr(expr, start);
+    builder.fsm.nodes[end as usize].is_final = true;
+    trim(&remove_epsilons(&builder.fsm))
+}
+
+struct Builder<'a> {
+    fsm: Fsm,
+    token_sets: &'a mut Vec<TokenSet>,
+}
+
+impl Builder<'_> {
+    fn node(&mut self) -> u32 {
+        self.fsm.nodes.push(Node::default());
+        node_id(self.fsm.nodes.len() - 1)
+    }
+
+    fn edge(&mut self, from: u32, label: Label, target: u32) {
+        self.fsm.nodes[from as usize]
+            .edges
+            .push(Edge { label, target });
+    }
+
+    /// Adds the automaton of `expr` starting at `from`; returns its end node.
+    fn expr(&mut self, expr: &Expr, from: u32) -> u32 {
+        match expr {
+            Expr::Empty => from,
+            Expr::Bytes(bytes) => bytes.iter().fold(from, |at, &byte| {
+                let next = self.node();
+                self.edge(at, Label::Bytes { lo: byte, hi: byte }, next);
+                next
+            }),
+            Expr::Class(set) => {
+                let to = self.node();
+                for (lo, hi) in set.ranges() {
+                    self.edge(from, Label::Bytes { lo, hi }, to);
+                }
+                to
+            }
+            Expr::Sequence(items) => items.iter().fold(from, |at, item| self.expr(item, at)),
+            Expr::Choice(items) => {
+                let to = self.node();
+                for item in items {
+                    let end = self.expr(item, from);
+                    self.edge(end, Label::Epsilon, to);
+                }
+                to
+            }
+            Expr::Repeat { expr, min, max } => self.repeat(expr, *min, *max, from),
+            Expr::Ref(rule) => {
+                let to = self.node();
+                self.edge(from, Label::Rule(*rule), to);
+                to
+            }
+            Expr::Tokens(set) => {
+                let index = match self.token_sets.iter().position(|s| s == set) {
+                    Some(index) => index,
+                    None => {
+                        self.token_sets.push(set.clone());
+                        self.token_sets.len() - 1
+                    }
+                };
+                let to = self.node();
+                let index = u32::try_from(index).expect("token sets stay below 2^32");
+                self.edge(from, Label::Tokens(index), to);
+                to
+            }
+            // `normalize` gives every dispatch a rule of its own, whose body
+            // is not built here; a nested one matches nothing.
+            Expr::Dispatch(_) | Expr::TokenDispatch(_) => self.node(),
+        }
+    }
+
+    fn repeat(&mut self, expr: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
+        if let (Expr::Ref(rule), true) = (expr, is_counted(min, max)) {
+            let to = self.node();
+            let label = Label::Repeat {
+                rule: *rule,
+                min,
+                max: max.unwrap_or(min),
+            };
+            self.edge(from, label, to);
+            if max.is_none() {
+                // Only produced for `m > T` with no upper bound, which
+                // `normalize` rewrites; kept correct here all the same.
+                return self.repeat(expr, 0, None, to);
+            }
+            return to;
+        }
+        let mut at = (0..min).fold(from, |at, _| self.expr(expr, at));
+        match max {
+            None => {
+                // x*: a loop through a fresh node.
+                let hub = self.node();
+                self.edge(at, Label::Epsilon, hub);
+                let end = self.expr(expr, hub);
+                self.edge(end, Label::Epsilon, hub);
+                hub
+            }
+            Some(max) => {
+                let exit = self.node();
+                for _ in min..max {
+                    self.edge(at, Label::Epsilon, exit);
+                    at = self.expr(expr, at);
+                }
+                self.edge(at, Label::Epsilon, exit);
+                exit
+            }
+        }
+    }
+}
+
+/// The same automaton without epsilon edges: each node gets the edges and
+/// finality of its epsilon closure.
+fn remove_epsilons(fsm: &Fsm) -> Fsm {
+    let closures: Vec<Vec<u32>> = (0..fsm.nodes.len())
+        .map(|n| closure(fsm, node_id(n)))
+        .collect();
+    let nodes = closures
+        .iter()
+        .map(|closure| {
+            let mut edges: Vec<Edge> = closure
+                .iter()
+                .flat_map(|&n| fsm.nodes[n as usize].edges.iter().copied())
+                .filter(|edge| edge.label != Label::Epsilon)
+                .collect();
+            edges.sort_unstable();
+            edges.dedup();
+            Node {
+                is_final: closure.iter().any(|&n| fsm.nodes[n as usize].is_final),
+                edges,
+            }
+        })
+        .collect();
+    Fsm { nodes }
+}
+
+/// The nodes reachable from `start` by epsilon edges, `start` included.
+fn closure(fsm: &Fsm, start: u32) -> Vec<u32> {
+    let mut seen = vec![false; fsm.nodes.len()];
+    let mut stack = vec![start];
+    let mut out = Vec::new();
+    seen[start as usize] = true;
+    while let Some(node) = stack.pop() {
+        out.push(node);
+        for edge in &fsm.nodes[node as usize].edges {
+            if edge.label == Label::Epsilon && !seen[edge.target as usize] {
+                seen[edge.target as usize] = true;
+                stack.push(edge.target);
+            }
+        }
+    }
+    out
+}
+
+/// Keeps the nodes reachable from node 0 that can reach a final node,
+/// renumbered in order of first reach; node 0 stays the start.
+pub(super) fn trim(fsm: &Fsm) -> Fsm {
+    let count = fsm.nodes.len();
+    let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); count];
+    for (from, node) in fsm.nodes.iter().enumerate() {
+        for edge in &node.edges {
+            reverse[edge.target as usize].push(node_id(from));
+        }
+    }
+    let mut alive = vec![false; count];
+    let mut stack: Vec<u32> = (0..count)
+        .filter(|&n| fsm.nodes[n].is_final)
+        .map(node_id)
+        .collect();
+    for &n in &stack {
+        alive[n as usize] = true;
+    }
+    while let Some(node) = stack.pop() {
+        for &from in &reverse[node as usize] {
+            if !alive[from as usize] {
+                alive[from as usize] = true;
+                stack.push(from);
+            }
+        }
+    }
+    let mut number = vec![u32::MAX; count];
+    let mut order = vec![0u32];
+    number[0] = 0;
+    let mut next = 0;
+    while next < order.len() {
+        let node = order[next];
+        next += 1;
+        for edge in &fsm.nodes[node as usize].edges {
+            let target = edge.target as usize;
+            if alive[target] && number[target] == u32::MAX {
+                number[target] = node_id(order.len());
+                order.push(edge.target);
+            }
+        }
+    }
+    let nodes = order
+        .iter()
+        .map(|&old| {
+            let node = &fsm.nodes[old as usize];
+            let mut edges: Vec<Edge> = node
+                .edges
+                .iter()
+                .filter(|edge| alive[edge.target as usize])
+                .map(|edge| Edge {
+                    label: edge.label,
+                    target: number[edge.target as usize],
+                })
+                .collect();
+            edges.sort_unstable();
+            edges.dedup();
+            Node {
+                is_final: node.is_final,
+                edges,
+            }
+        })
+        .collect();
+    Fsm { nodes }
+}
