@@ -123,7 +123,7 @@ use xg_runtime::RuleId;
 /// language, so the reference recognizer can check what the automata accept.
 pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
     // Rule r's entry is rule starts[r] and its node k rule starts[r] + 1 + k;
-    // a dispatch is its entry alone.
+    // a dispatch is its entry alone. Lookahead automata come after all rules.
     let mut starts = Vec::with_capacity(grammar.rules.len());
     let mut total = 0;
     for rule in &grammar.rules {
@@ -133,47 +133,9 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
             fsm::Body::Dispatch(_) | fsm::Body::TokenDispatch(_) => 1,
         };
     }
-    let lookahead_base = total;
-    let start_of = |rule: RuleId| Expr::Ref(RuleId::new(starts[rule.as_usize()]).unwrap());
-    let node_ref = |base: usize, node: u32| Expr::Ref(RuleId::new(base + node as usize).unwrap());
+    let entry = |rule: RuleId| Expr::Ref(RuleId::new(starts[rule.as_usize()]).unwrap());
     let mut rules: Vec<ir::Rule> = Vec::new();
     let mut lookaheads: Vec<ir::Rule> = Vec::new();
-    let automaton_rules = |fsm: &fsm::Fsm, base: usize, name: &str| -> Vec<ir::Rule> {
-        fsm.nodes
-            .iter()
-            .enumerate()
-            .map(|(k, node)| {
-                let mut alternatives: Vec<Expr> = node
-                    .edges
-                    .iter()
-                    .map(|edge| {
-                        let first = match edge.label {
-                            fsm::Label::Bytes { lo, hi } => Expr::Class(ir::ByteSet::range(lo, hi)),
-                            fsm::Label::Rule(rule) => start_of(rule),
-                            fsm::Label::Repeat { rule, min, max } => Expr::Repeat {
-                                expr: Box::new(start_of(rule)),
-                                min,
-                                max: Some(max),
-                            },
-                            fsm::Label::Tokens(index) => {
-                                Expr::Tokens(grammar.token_sets[index as usize].clone())
-                            }
-                            fsm::Label::Epsilon => Expr::Empty,
-                        };
-                        Expr::Sequence(vec![first, node_ref(base, edge.target)])
-                    })
-                    .collect();
-                if node.is_final {
-                    alternatives.push(Expr::Empty);
-                }
-                ir::Rule {
-                    name: format!("{name}@{k}"),
-                    body: Expr::Choice(alternatives),
-                    lookahead: None,
-                }
-            })
-            .collect()
-    };
     for (r, rule) in grammar.rules.iter().enumerate() {
         let mut own = match &rule.body {
             fsm::Body::Automaton(fsm) => {
@@ -182,7 +144,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     body: node_ref(starts[r] + 1, 0),
                     lookahead: None,
                 }];
-                own.extend(automaton_rules(fsm, starts[r] + 1, &rule.name));
+                own.extend(node_rules(grammar, &entry, fsm, starts[r] + 1, &rule.name));
                 own
             }
             fsm::Body::Dispatch(dispatch) => vec![ir::Rule {
@@ -191,7 +153,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     arms: dispatch
                         .arms
                         .iter()
-                        .map(|(t, arm)| (t.clone(), start_of(*arm)))
+                        .map(|(t, arm)| (t.clone(), entry(*arm)))
                         .collect(),
                     repeat: dispatch.repeat,
                     stop: dispatch.stop.clone(),
@@ -206,7 +168,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     arms: dispatch
                         .arms
                         .iter()
-                        .map(|(t, arm)| (*t, start_of(*arm)))
+                        .map(|(t, arm)| (*t, entry(*arm)))
                         .collect(),
                     repeat: dispatch.repeat,
                     exclude: dispatch.exclude.clone(),
@@ -215,13 +177,9 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
             }],
         };
         if let Some(lookahead) = &rule.lookahead {
-            // The lookahead automaton's nodes follow every rule's nodes.
-            let base = lookahead_base + lookaheads.len();
-            lookaheads.extend(automaton_rules(
-                lookahead,
-                base,
-                &format!("{}#lookahead", rule.name),
-            ));
+            let base = total + lookaheads.len();
+            let name = format!("{}#lookahead", rule.name);
+            lookaheads.extend(node_rules(grammar, &entry, lookahead, base, &name));
             own[0].lookahead = Some(node_ref(base, 0));
         }
         rules.extend(own);
@@ -231,4 +189,53 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
         rules,
         root: RuleId::new(starts[grammar.root.as_usize()]).unwrap(),
     }
+}
+
+/// A reference to node `node` of the automaton whose nodes start at rule `base`.
+fn node_ref(base: usize, node: u32) -> Expr {
+    Expr::Ref(RuleId::new(base + node as usize).unwrap())
+}
+
+/// One rule per node of `fsm`, numbered from `base`.
+fn node_rules(
+    grammar: &fsm::Grammar,
+    entry: &dyn Fn(RuleId) -> Expr,
+    fsm: &fsm::Fsm,
+    base: usize,
+    name: &str,
+) -> Vec<ir::Rule> {
+    fsm.nodes
+        .iter()
+        .enumerate()
+        .map(|(k, node)| {
+            let mut alternatives: Vec<Expr> = node
+                .edges
+                .iter()
+                .map(|edge| {
+                    let first = match edge.label {
+                        fsm::Label::Bytes { lo, hi } => Expr::Class(ir::ByteSet::range(lo, hi)),
+                        fsm::Label::Rule(rule) => entry(rule),
+                        fsm::Label::Repeat { rule, min, max } => Expr::Repeat {
+                            expr: Box::new(entry(rule)),
+                            min,
+                            max: Some(max),
+                        },
+                        fsm::Label::Tokens(index) => {
+                            Expr::Tokens(grammar.token_sets[index as usize].clone())
+                        }
+                        fsm::Label::Epsilon => Expr::Empty,
+                    };
+                    Expr::Sequence(vec![first, node_ref(base, edge.target)])
+                })
+                .collect();
+            if node.is_final {
+                alternatives.push(Expr::Empty);
+            }
+            ir::Rule {
+                name: format!("{name}@{k}"),
+                body: Expr::Choice(alternatives),
+                lookahead: None,
+            }
+        })
+        .collect()
 }
