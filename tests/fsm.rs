@@ -28,7 +28,7 @@ const CORPUS: &[&str] = &[
        word ::= [a-z]+ (= " " | ".")"#,
     r#"root ::= "<" dispatch(stop=("<end>")) { "<n>" => [0-9]{1,12} "</n>", "<w>" => word "</w>" } ">"
        word ::= [a-z]{2,9}"#,
-    r#"root ::= /[a-c]+(x|yz)?/ | /\d{1,3}(\.\d+)?/"#,
+    r"root ::= /[a-c]+(x|yz)?/ | /\d{1,3}(\.\d+)?/",
 ];
 
 /// The library grammars that compile without a JSON Schema.
