@@ -32,6 +32,7 @@
 
 mod diagnostic;
 pub mod fsm;
+pub mod hash;
 pub mod ir;
 pub mod normalize;
 pub mod pipeline;

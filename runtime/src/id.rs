@@ -45,6 +45,11 @@ macro_rules! define_id {
                 }
             }
 
+            /// The identifier as stored in tables.
+            pub const fn as_u32(self) -> u32 {
+                self.0
+            }
+
             /// The identifier as an index into a table.
             pub const fn as_usize(self) -> usize {
                 self.0 as usize

@@ -1,0 +1,437 @@
+//! Structural hashing of rule automata (XGrammar 2, §3.3 and Appendix A).
+//!
+//! Two rules get the same hash when they have the same structure — the same
+//! automaton up to node numbering, referring to rules with the same structure
+//! — whatever they are called, whichever grammar they are in, in whatever
+//! order the rules were written. The runtime's cross-grammar mask cache keys
+//! on these hashes, so equal hashes must mean equal languages: that is what
+//! the construction below guarantees (up to 64-bit collisions).
+//!
+//! - **Canonical numbering** (Algorithm 1): each automaton is walked breadth
+//!   first from its start over edges sorted by label — byte ranges by value,
+//!   references by the referenced rule's hash — and nodes are renumbered in
+//!   the order they are reached. The hash combines, node by node, finality and
+//!   each edge's label and target number. Hashing also *applies* the
+//!   renumbering, so node ids themselves are canonical: `(rule hash, node)`
+//!   names the same state in every grammar.
+//! - **Order**: rules are hashed leaves first, by strongly connected
+//!   components of the reference graph in reverse topological order.
+//! - **Cycles**: inside a component, hashes are computed by colour
+//!   refinement — first with references inside the component replaced by a
+//!   marker, then, for `2n` rounds (`n` rules in the component), with them
+//!   replaced by the previous round's hashes; the component size is mixed
+//!   in. Equal results mean the rules unfold into the same infinite
+//!   structure, hence the same language. For a simple cycle this is the
+//!   rotation-combined hash of Algorithm 2, generalised to any component.
+//! - A rule's hash covers its lookahead; [`RuleHash::automaton`] is the hash
+//!   without it (an automaton-only cache hit reuses accepted and rejected
+//!   tokens and rechecks the uncertain ones).
+
+use std::collections::BTreeSet;
+
+use crate::fsm::{self, Body, Edge, Fsm, Label};
+
+/// The structural hashes of one rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct RuleHash {
+    /// The rule's structure, lookahead included: the cache key.
+    pub rule: u64,
+    /// The structure of the rule's body alone.
+    pub automaton: u64,
+    /// The structure of its lookahead, if it has one.
+    pub lookahead: Option<u64>,
+}
+
+/// Hashes every rule and renumbers every automaton's nodes canonically.
+/// Returns the hashes indexed by rule id.
+pub fn hash(grammar: &mut fsm::Grammar) -> Vec<RuleHash> {
+    let references: Vec<Vec<usize>> = grammar.rules.iter().map(references).collect();
+    let mut hashes: Vec<Option<RuleHash>> = vec![None; grammar.rules.len()];
+    for component in components(&references) {
+        let inside: BTreeSet<usize> = component.iter().copied().collect();
+        let cyclic = component.len() > 1 || references[component[0]].contains(&component[0]);
+        // Round 0: references inside the component are a marker.
+        let mut colours: Vec<u64> = component
+            .iter()
+            .map(|&r| local(grammar, r, &|target| key_of(&hashes, &inside, target, None)))
+            .collect();
+        if cyclic {
+            for _ in 0..2 * component.len() {
+                let previous: Vec<(usize, u64)> = component
+                    .iter()
+                    .copied()
+                    .zip(colours.iter().copied())
+                    .collect();
+                let current = |target: usize| {
+                    previous
+                        .iter()
+                        .find(|(r, _)| *r == target)
+                        .map(|&(_, colour)| colour)
+                };
+                colours = component
+                    .iter()
+                    .map(|&r| {
+                        local(grammar, r, &|target| {
+                            key_of(&hashes, &inside, target, current(target))
+                        })
+                    })
+                    .collect();
+            }
+        }
+        for (&r, &colour) in component.iter().zip(&colours) {
+            let rule = if cyclic {
+                combine(colour, component.len() as u64)
+            } else {
+                colour
+            };
+            let parts = parts(grammar, r, &|target| {
+                key_of(
+                    &hashes,
+                    &inside,
+                    target,
+                    colours_of(&component, &colours, target),
+                )
+            });
+            hashes[r] = Some(RuleHash {
+                rule,
+                automaton: parts.0,
+                lookahead: parts.1,
+            });
+        }
+    }
+    let hashes: Vec<RuleHash> = hashes
+        .into_iter()
+        .map(|h| h.expect("every rule is in a component"))
+        .collect();
+    let key = |target: usize| hashes[target].rule;
+    for index in 0..grammar.rules.len() {
+        let mut rule = grammar.rules[index].clone();
+        if let Body::Automaton(fsm) = &mut rule.body {
+            renumber(grammar, fsm, &key);
+        }
+        if let Some(lookahead) = &mut rule.lookahead {
+            renumber(grammar, lookahead, &key);
+        }
+        grammar.rules[index] = rule;
+    }
+    hashes
+}
+
+/// The key a reference to `target` contributes: the final hash of a rule
+/// outside the component, the current colour (or a marker) inside it.
+fn key_of(
+    hashes: &[Option<RuleHash>],
+    inside: &BTreeSet<usize>,
+    target: usize,
+    colour: Option<u64>,
+) -> u64 {
+    if inside.contains(&target) {
+        colour.unwrap_or(INSIDE_MARKER)
+    } else {
+        hashes[target].map_or(INSIDE_MARKER, |h| h.rule)
+    }
+}
+
+fn colours_of(component: &[usize], colours: &[u64], target: usize) -> Option<u64> {
+    component
+        .iter()
+        .position(|&r| r == target)
+        .map(|i| colours[i])
+}
+
+const INSIDE_MARKER: u64 = 0x9E37_79B9_7F4A_7C15;
+const NO_LOOKAHEAD: u64 = 0x2545_F491_4F6C_DD1D;
+
+/// A rule's hash given how references are keyed.
+fn local(grammar: &fsm::Grammar, rule: usize, key: &dyn Fn(usize) -> u64) -> u64 {
+    let (automaton, lookahead) = parts(grammar, rule, key);
+    combine(automaton, lookahead.unwrap_or(NO_LOOKAHEAD))
+}
+
+/// The hashes of a rule's body and of its lookahead.
+fn parts(grammar: &fsm::Grammar, rule: usize, key: &dyn Fn(usize) -> u64) -> (u64, Option<u64>) {
+    let rule = &grammar.rules[rule];
+    let body = match &rule.body {
+        Body::Automaton(fsm) => automaton_hash(grammar, fsm, key),
+        Body::Dispatch(dispatch) => {
+            let mut arms: Vec<(&Vec<u8>, u64)> = dispatch
+                .arms
+                .iter()
+                .map(|(trigger, arm)| (trigger, key(arm.as_usize())))
+                .collect();
+            arms.sort_unstable();
+            let mut h = combine(
+                1,
+                u64::from(dispatch.repeat) | u64::from(dispatch.stop_at_end) << 1,
+            );
+            for (trigger, arm) in arms {
+                h = combine(combine(h, bytes_hash(trigger)), arm);
+            }
+            for strings in [&dispatch.stop, &dispatch.exclude] {
+                let mut sorted: Vec<u64> = strings.iter().map(|s| bytes_hash(s)).collect();
+                sorted.sort_unstable();
+                h = sorted.into_iter().fold(combine(h, 0xFF), combine);
+            }
+            h
+        }
+        Body::TokenDispatch(dispatch) => {
+            let mut arms: Vec<(u32, u64)> = dispatch
+                .arms
+                .iter()
+                .map(|(token, arm)| (token.as_u32(), key(arm.as_usize())))
+                .collect();
+            arms.sort_unstable();
+            let mut h = combine(2, u64::from(dispatch.repeat));
+            for (token, arm) in arms {
+                h = combine(combine(h, u64::from(token)), arm);
+            }
+            dispatch
+                .exclude
+                .iter()
+                .fold(combine(h, 0xFF), |h, t| combine(h, u64::from(t.as_u32())))
+        }
+    };
+    let lookahead = rule
+        .lookahead
+        .as_ref()
+        .map(|la| automaton_hash(grammar, la, key));
+    (body, lookahead)
+}
+
+/// Algorithm 1: breadth first over sorted edges, hashing finality, labels and
+/// target numbers.
+fn automaton_hash(grammar: &fsm::Grammar, fsm: &Fsm, key: &dyn Fn(usize) -> u64) -> u64 {
+    let label = |label| label_key(grammar, label, key);
+    let colours = node_colours(fsm, &label);
+    let order = canonical_order(fsm, &label, &colours);
+    let mut number = vec![0u64; fsm.nodes.len()];
+    for (position, &node) in order.iter().enumerate() {
+        number[node as usize] = position as u64;
+    }
+    let mut h = combine(3, fsm.nodes.len() as u64);
+    for &node in &order {
+        let node = &fsm.nodes[node as usize];
+        h = combine(h, u64::from(node.is_final));
+        for (label, target) in sorted_edges(node.edges.as_slice(), &label, &colours) {
+            h = combine(combine(h, label), number[target as usize]);
+        }
+    }
+    h
+}
+
+/// Colours of an automaton's nodes from refinement until stable: start by
+/// finality, then repeatedly mix in the sorted `(label, target colour)` pairs.
+/// Isomorphic automata get the same colours on corresponding nodes, so
+/// colours break ties between edges whose labels have equal keys (two
+/// references to rules of the same structure) in a way that does not depend
+/// on how nodes happen to be numbered.
+fn node_colours(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Vec<u64> {
+    let mut colours: Vec<u64> = fsm.nodes.iter().map(|n| u64::from(n.is_final)).collect();
+    let mut distinct = 0;
+    loop {
+        let next: Vec<u64> = fsm
+            .nodes
+            .iter()
+            .zip(&colours)
+            .map(|(node, &colour)| {
+                let mut pairs: Vec<(u64, u64)> = node
+                    .edges
+                    .iter()
+                    .map(|e| (key(e.label), colours[e.target as usize]))
+                    .collect();
+                pairs.sort_unstable();
+                pairs.into_iter().fold(colour, |h, (label, target)| {
+                    combine(combine(h, label), target)
+                })
+            })
+            .collect();
+        let count = next.iter().collect::<BTreeSet<_>>().len();
+        colours = next;
+        if count == distinct {
+            return colours;
+        }
+        distinct = count;
+    }
+}
+
+/// A label's sort and hash key.
+fn label_key(grammar: &fsm::Grammar, label: Label, key: &dyn Fn(usize) -> u64) -> u64 {
+    match label {
+        Label::Bytes { lo, hi } => u64::from(lo) << 8 | u64::from(hi),
+        Label::Rule(rule) => combine(0x1_0000, key(rule.as_usize())),
+        Label::Repeat { rule, min, max } => combine(
+            combine(combine(0x2_0000, key(rule.as_usize())), u64::from(min)),
+            u64::from(max),
+        ),
+        Label::Tokens(index) => {
+            let set = &grammar.token_sets[index as usize];
+            set.ids
+                .iter()
+                .fold(combine(0x3_0000, u64::from(set.negated)), |h, id| {
+                    combine(h, u64::from(id.as_u32()))
+                })
+        }
+        Label::Epsilon => 0x4_0000,
+    }
+}
+
+/// A node's edges as `(label key, target)`, sorted: byte edges first in byte
+/// order, then the others by key; ties by the targets' colours.
+fn sorted_edges(edges: &[Edge], key: &dyn Fn(Label) -> u64, colours: &[u64]) -> Vec<(u64, u32)> {
+    let mut keyed: Vec<(bool, u64, u64, u32)> = edges
+        .iter()
+        .map(|edge| {
+            let is_bytes = matches!(edge.label, Label::Bytes { .. });
+            (
+                !is_bytes,
+                key(edge.label),
+                colours[edge.target as usize],
+                edge.target,
+            )
+        })
+        .collect();
+    keyed.sort_unstable();
+    keyed
+        .into_iter()
+        .map(|(_, k, _, target)| (k, target))
+        .collect()
+}
+
+/// Nodes in breadth-first order from the start over sorted edges.
+fn canonical_order(fsm: &Fsm, key: &dyn Fn(Label) -> u64, colours: &[u64]) -> Vec<u32> {
+    let mut seen = vec![false; fsm.nodes.len()];
+    let mut order = vec![0u32];
+    seen[0] = true;
+    let mut next = 0;
+    while next < order.len() {
+        let node = &fsm.nodes[order[next] as usize];
+        next += 1;
+        for (_, target) in sorted_edges(&node.edges, key, colours) {
+            if !seen[target as usize] {
+                seen[target as usize] = true;
+                order.push(target);
+            }
+        }
+    }
+    order
+}
+
+/// Renumbers `fsm`'s nodes in canonical order (start stays 0).
+fn renumber(grammar: &fsm::Grammar, fsm: &mut Fsm, key: &dyn Fn(usize) -> u64) {
+    let label = |label| label_key(grammar, label, key);
+    let colours = node_colours(fsm, &label);
+    let order = canonical_order(fsm, &label, &colours);
+    let mut number = vec![0u32; fsm.nodes.len()];
+    for (position, &node) in order.iter().enumerate() {
+        number[node as usize] = u32::try_from(position).expect("node ids fit");
+    }
+    let mut nodes: Vec<fsm::Node> = order
+        .iter()
+        .map(|&n| fsm.nodes[n as usize].clone())
+        .collect();
+    for node in &mut nodes {
+        for edge in &mut node.edges {
+            edge.target = number[edge.target as usize];
+        }
+        node.edges.sort_unstable();
+    }
+    fsm.nodes = nodes;
+}
+
+/// The rules `rule` refers to (body and lookahead), by index.
+fn references(rule: &fsm::Rule) -> Vec<usize> {
+    let mut out = BTreeSet::new();
+    let body = match &rule.body {
+        Body::Automaton(fsm) => Some(fsm),
+        Body::Dispatch(dispatch) => {
+            out.extend(dispatch.arms.iter().map(|(_, arm)| arm.as_usize()));
+            None
+        }
+        Body::TokenDispatch(dispatch) => {
+            out.extend(dispatch.arms.iter().map(|(_, arm)| arm.as_usize()));
+            None
+        }
+    };
+    for fsm in body.into_iter().chain(rule.lookahead.as_ref()) {
+        for edge in fsm.nodes.iter().flat_map(|n| &n.edges) {
+            if let Label::Rule(target) | Label::Repeat { rule: target, .. } = edge.label {
+                out.insert(target.as_usize());
+            }
+        }
+    }
+    out.into_iter().collect()
+}
+
+/// Strongly connected components of the reference graph, each a list of
+/// rule indices, dependencies before dependents (Tarjan's algorithm, with an
+/// explicit stack so deep grammars cannot overflow the call stack).
+fn components(references: &[Vec<usize>]) -> Vec<Vec<usize>> {
+    let count = references.len();
+    let mut index = vec![usize::MAX; count];
+    let mut low = vec![0; count];
+    let mut on_stack = vec![false; count];
+    let mut stack = Vec::new();
+    let mut out = Vec::new();
+    let mut next_index = 0;
+    for root in 0..count {
+        if index[root] != usize::MAX {
+            continue;
+        }
+        // Frames: (node, next edge to look at).
+        let mut frames = vec![(root, 0)];
+        index[root] = next_index;
+        low[root] = next_index;
+        next_index += 1;
+        stack.push(root);
+        on_stack[root] = true;
+        while let Some(&mut (node, ref mut edge)) = frames.last_mut() {
+            if let Some(&target) = references[node].get(*edge) {
+                *edge += 1;
+                if index[target] == usize::MAX {
+                    index[target] = next_index;
+                    low[target] = next_index;
+                    next_index += 1;
+                    stack.push(target);
+                    on_stack[target] = true;
+                    frames.push((target, 0));
+                } else if on_stack[target] {
+                    low[node] = low[node].min(index[target]);
+                }
+                continue;
+            }
+            frames.pop();
+            if let Some(&(parent, _)) = frames.last() {
+                low[parent] = low[parent].min(low[node]);
+            }
+            if low[node] == index[node] {
+                let mut component = Vec::new();
+                while let Some(member) = stack.pop() {
+                    on_stack[member] = false;
+                    component.push(member);
+                    if member == node {
+                        break;
+                    }
+                }
+                component.sort_unstable();
+                out.push(component);
+            }
+        }
+    }
+    out
+}
+
+/// Mixes `value` into `state`; not commutative, so order matters.
+fn combine(state: u64, value: u64) -> u64 {
+    // splitmix64's finalizer over a multiply-xor of the two.
+    let mut z =
+        state.wrapping_mul(0xBF58_476D_1CE4_E5B9) ^ value.wrapping_add(0x9E37_79B9_7F4A_7C15);
+    z = (z ^ (z >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+    z = (z ^ (z >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+    z ^ (z >> 31)
+}
+
+fn bytes_hash(bytes: &[u8]) -> u64 {
+    bytes.iter().fold(combine(4, bytes.len() as u64), |h, &b| {
+        combine(h, u64::from(b))
+    })
+}
