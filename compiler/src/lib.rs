@@ -40,6 +40,7 @@ pub mod resolve;
 mod source;
 mod stdlib;
 pub mod syntax;
+pub mod tables;
 pub mod tree;
 
 pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};

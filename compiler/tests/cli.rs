@@ -74,3 +74,35 @@ fn unreadable_file_is_a_usage_error() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("cannot read"));
 }
+
+#[test]
+fn inspect_lists_rules_and_draws_one() {
+    let path = temp_grammar(
+        "inspect.xg",
+        "root ::= item+\nitem ::= \"a\" | [0-9]{2,40} | \"\\\"\"\n",
+    );
+    let path = path.to_str().unwrap();
+    let output = xg(&["inspect", path]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("2 rules") || stdout.contains(" rules,"),
+        "{stdout}"
+    );
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.starts_with("item ") && l.contains("automaton")),
+        "{stdout}"
+    );
+    let dot = xg(&["inspect", "--dot", "item", path]);
+    let dot = String::from_utf8_lossy(&dot.stdout);
+    assert!(dot.starts_with("digraph \"item\" {"), "{dot}");
+    assert!(
+        dot.contains("doublecircle") && dot.contains("[0-9]"),
+        "{dot}"
+    );
+    assert!(dot.contains(r#"label="\\x22""#), "{dot}");
+    let missing = xg(&["inspect", "--dot", "nope", path]);
+    assert_eq!(missing.status.code(), Some(1));
+}

@@ -9,6 +9,7 @@
 //!
 //! - [`RuleId`] names a rule of a compiled grammar.
 //! - [`TokenId`] names a token of a vocabulary.
+//! - [`tables`]: the flat grammar tables the matcher executes.
 //!
 //! ```
 //! use xg_runtime::RuleId;
@@ -20,5 +21,6 @@
 #![deny(missing_docs)]
 
 mod id;
+pub mod tables;
 
 pub use self::id::{IdError, RuleId, TokenId};

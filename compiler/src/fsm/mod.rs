@@ -178,7 +178,7 @@ impl fmt::Display for Label {
             if b.is_ascii_graphic() && b != b'"' && b != b'\\' {
                 char::from(b).to_string()
             } else {
-                format!("\\\\x{b:02X}")
+                format!("\\x{b:02X}")
             }
         };
         match *self {

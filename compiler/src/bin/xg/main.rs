@@ -4,8 +4,10 @@
 //! - `xg check FILE…`: check grammars and print diagnostics.
 //! - `xg fmt FILE…`: print grammars in canonical form.
 
+mod inspect;
+
 use std::io::IsTerminal;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::process::ExitCode;
 
 use anyhow::{Context, Result};
@@ -36,6 +38,18 @@ enum Command {
         /// Output style of the diagnostics.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+    },
+    /// Compile a grammar and show its automata: per-rule node and edge
+    /// counts and structural hashes, or one rule's automaton as Graphviz.
+    Inspect {
+        /// The `.xg` file.
+        file: PathBuf,
+        /// The entry rule.
+        #[arg(long, default_value = "root")]
+        root: String,
+        /// Print this rule's automaton in Graphviz dot format instead.
+        #[arg(long, value_name = "RULE")]
+        dot: Option<String>,
     },
     /// Print grammars in canonical form.
     Fmt {
@@ -75,6 +89,7 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => Ok(demo()),
+        Some(Command::Inspect { file, root, dot }) => inspect(&file, &root, dot.as_deref(), color),
         Some(Command::Check {
             files,
             root,
@@ -136,6 +151,35 @@ fn check(files: &[PathBuf], root: &str, format: Format, color: bool) -> Result<b
         }
     }
     Ok(!diagnostics.has_errors())
+}
+
+/// `xg inspect`: true if the grammar compiled (and the rule exists, with `--dot`).
+fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bool> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let file = sources
+        .load(path, &mut diagnostics)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let compiled = pipeline::compile(&mut sources, file, root, &mut diagnostics);
+    eprint!("{}", diagnostics.render(&sources, color));
+    let Some(compiled) = compiled else {
+        return Ok(false);
+    };
+    let grammar = &compiled.automata;
+    if let Some(name) = dot {
+        let Some(rule) = grammar.rules.iter().find(|r| r.name == name) else {
+            let names: Vec<&str> = grammar.rules.iter().map(|r| r.name.as_str()).collect();
+            eprintln!("error: no rule `{name}`; rules: {}", names.join(", "));
+            return Ok(false);
+        };
+        print!("{}", inspect::dot(grammar, rule));
+        return Ok(true);
+    }
+    print!(
+        "{}",
+        inspect::summary(&path.display().to_string(), &compiled)
+    );
+    Ok(true)
 }
 
 /// `xg fmt`: true if every file parsed (and, with `--check`, was canonical).

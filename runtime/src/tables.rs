@@ -1,0 +1,325 @@
+//! The grammar tables the matcher executes: flat arrays of fixed-size records.
+//!
+//! Everything is a `u32` or `u64` index or value in a `#[repr(C)]` record
+//! with no padding (each record is [`bytemuck::Pod`]), so the arrays can be
+//! written to a bundle and used in place from a memory map. The tables are
+//! tokenizer-independent.
+//!
+//! # Layout
+//!
+//! - [`RuleRecord`]s, indexed by rule id: what kind of body, where its nodes
+//!   are, its lookahead, its structural hashes, its name.
+//! - [`NodeRecord`]s of all automata, rule by rule; a rule's start node is
+//!   its first node. Node ids in edges are indices into this array.
+//! - [`EdgeRecord`]s of all nodes, node by node.
+//! - Token sets ([`TokenSetRecord`] over a pool of token ids), dispatches
+//!   ([`DispatchRecord`] over [`PatternRecord`]s over a pool of bytes), and a
+//!   pool of rule names.
+//!
+//! [`Tables::validate`] checks every index, so tables from an untrusted
+//! source can be used without further checks.
+
+use std::fmt;
+
+use bytemuck::{Pod, Zeroable};
+
+/// A rule: its body and where to find it.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct RuleRecord {
+    /// What the body is: [`RuleRecord::AUTOMATON`], [`RuleRecord::DISPATCH`]
+    /// or [`RuleRecord::TOKEN_DISPATCH`].
+    pub kind: u32,
+    /// Automaton: the start node; dispatch: the index of its [`DispatchRecord`].
+    pub body: u32,
+    /// Automaton: the number of nodes (they follow `body`); otherwise 0.
+    pub node_count: u32,
+    /// The lookahead automaton's start node, or [`RuleRecord::NONE`].
+    pub lookahead: u32,
+    /// The lookahead automaton's node count (0 without a lookahead).
+    pub lookahead_node_count: u32,
+    /// The rule's name: offset into the name pool.
+    pub name_offset: u32,
+    /// The rule's name: length in bytes.
+    pub name_len: u32,
+    /// Padding (always 0), so the record has no implicit padding.
+    pub reserved: u32,
+    /// Structural hash of the rule, lookahead included: the cross-grammar cache key.
+    pub hash: u64,
+    /// Structural hash of the body alone.
+    pub automaton_hash: u64,
+    /// Structural hash of the lookahead (0 without one).
+    pub lookahead_hash: u64,
+}
+
+impl RuleRecord {
+    /// The body is an automaton.
+    pub const AUTOMATON: u32 = 0;
+    /// The body is a tag dispatch.
+    pub const DISPATCH: u32 = 1;
+    /// The body is a token dispatch.
+    pub const TOKEN_DISPATCH: u32 = 2;
+    /// "No such index".
+    pub const NONE: u32 = u32::MAX;
+}
+
+/// A node of an automaton.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct NodeRecord {
+    /// Index of its first edge.
+    pub first_edge: u32,
+    /// Number of edges (they follow `first_edge`).
+    pub edge_count: u32,
+    /// 1 if a match may end here, else 0.
+    pub is_final: u32,
+}
+
+/// An edge of an automaton.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct EdgeRecord {
+    /// What the edge matches: one of the `EdgeRecord::` kinds.
+    pub kind: u32,
+    /// Bytes: lowest byte; rule and repeat: the rule; tokens: the token set.
+    pub a: u32,
+    /// Bytes: highest byte; repeat: least count.
+    pub b: u32,
+    /// Repeat: most count.
+    pub c: u32,
+    /// The node the edge leads to.
+    pub target: u32,
+}
+
+impl EdgeRecord {
+    /// One byte in `a..=b`.
+    pub const BYTES: u32 = 0;
+    /// A match of rule `a`.
+    pub const RULE: u32 = 1;
+    /// `b` to `c` consecutive matches of rule `a`.
+    pub const REPEAT: u32 = 2;
+    /// One token from token set `a`.
+    pub const TOKENS: u32 = 3;
+}
+
+/// A set of token ids: a slice of the token pool.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct TokenSetRecord {
+    /// Offset into the token pool.
+    pub offset: u32,
+    /// Number of ids (sorted, distinct).
+    pub len: u32,
+    /// 1 if the set is the complement of the ids, else 0.
+    pub negated: u32,
+}
+
+/// A tag dispatch or token dispatch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct DispatchRecord {
+    /// Index of its first pattern.
+    pub first_pattern: u32,
+    /// Number of patterns (they follow `first_pattern`).
+    pub pattern_count: u32,
+    /// 1: back to free text after an arm; 0: end after an arm.
+    pub repeat: u32,
+    /// 1: may end anywhere in free text (tag dispatch only).
+    pub stop_at_end: u32,
+}
+
+/// A trigger, stop string or excluded string of a dispatch.
+#[repr(C)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Pod, Zeroable)]
+pub struct PatternRecord {
+    /// One of the `PatternRecord::` kinds.
+    pub kind: u32,
+    /// Tag dispatch: offset into the byte pool; token dispatch: the token id.
+    pub offset: u32,
+    /// Tag dispatch: length in bytes (never 0); token dispatch: 1.
+    pub len: u32,
+    /// A trigger's arm rule; [`RuleRecord::NONE`] otherwise.
+    pub arm: u32,
+}
+
+impl PatternRecord {
+    /// A trigger, followed by its arm.
+    pub const TRIGGER: u32 = 0;
+    /// A stop string.
+    pub const STOP: u32 = 1;
+    /// An excluded string or token.
+    pub const EXCLUDE: u32 = 2;
+}
+
+/// The tables of one grammar.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Tables {
+    /// The entry rule.
+    pub root: u32,
+    /// Rules, indexed by rule id.
+    pub rules: Vec<RuleRecord>,
+    /// Nodes of all automata.
+    pub nodes: Vec<NodeRecord>,
+    /// Edges of all nodes.
+    pub edges: Vec<EdgeRecord>,
+    /// Token sets.
+    pub token_sets: Vec<TokenSetRecord>,
+    /// Pool of token ids for token sets.
+    pub token_pool: Vec<u32>,
+    /// Dispatches.
+    pub dispatches: Vec<DispatchRecord>,
+    /// Patterns of dispatches.
+    pub patterns: Vec<PatternRecord>,
+    /// Pool of pattern bytes.
+    pub byte_pool: Vec<u8>,
+    /// Pool of rule names (UTF-8).
+    pub name_pool: Vec<u8>,
+}
+
+/// Why tables are not valid.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct TablesError {
+    what: String,
+}
+
+impl fmt::Display for TablesError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "invalid grammar tables: {}", self.what)
+    }
+}
+
+impl std::error::Error for TablesError {}
+
+fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), TablesError> {
+    if ok {
+        Ok(())
+    } else {
+        Err(TablesError { what: what() })
+    }
+}
+
+/// Whether `offset..offset + len` lies within `limit`.
+fn within(offset: u32, len: u32, limit: usize) -> bool {
+    (offset as usize)
+        .checked_add(len as usize)
+        .is_some_and(|end| end <= limit)
+}
+
+impl Tables {
+    /// The name of rule `rule` (empty if out of range).
+    pub fn rule_name(&self, rule: u32) -> &str {
+        let Some(record) = self.rules.get(rule as usize) else {
+            return "";
+        };
+        let start = record.name_offset as usize;
+        self.name_pool
+            .get(start..start + record.name_len as usize)
+            .and_then(|bytes| std::str::from_utf8(bytes).ok())
+            .unwrap_or("")
+    }
+
+    /// Checks every index and count, so that a matcher can follow the tables
+    /// without bounds failures.
+    pub fn validate(&self) -> Result<(), TablesError> {
+        let rules = self.rules.len();
+        check((self.root as usize) < rules, || {
+            format!("root {} of {rules} rules", self.root)
+        })?;
+        for (i, rule) in self.rules.iter().enumerate() {
+            check(
+                within(rule.name_offset, rule.name_len, self.name_pool.len()),
+                || format!("rule {i} name"),
+            )?;
+            check(
+                std::str::from_utf8(self.rule_name_bytes(rule)).is_ok(),
+                || format!("rule {i} name is not UTF-8"),
+            )?;
+            match rule.kind {
+                RuleRecord::AUTOMATON => check(
+                    rule.node_count > 0 && within(rule.body, rule.node_count, self.nodes.len()),
+                    || format!("rule {i} nodes"),
+                )?,
+                RuleRecord::DISPATCH | RuleRecord::TOKEN_DISPATCH => {
+                    check((rule.body as usize) < self.dispatches.len(), || {
+                        format!("rule {i} dispatch")
+                    })?;
+                }
+                kind => check(false, || format!("rule {i} has kind {kind}"))?,
+            }
+            if rule.lookahead != RuleRecord::NONE {
+                check(
+                    rule.lookahead_node_count > 0
+                        && within(rule.lookahead, rule.lookahead_node_count, self.nodes.len()),
+                    || format!("rule {i} lookahead nodes"),
+                )?;
+            }
+        }
+        for (i, node) in self.nodes.iter().enumerate() {
+            check(
+                within(node.first_edge, node.edge_count, self.edges.len()),
+                || format!("node {i} edges"),
+            )?;
+            check(node.is_final <= 1, || format!("node {i} finality"))?;
+        }
+        for (i, edge) in self.edges.iter().enumerate() {
+            check((edge.target as usize) < self.nodes.len(), || {
+                format!("edge {i} target")
+            })?;
+            let ok = match edge.kind {
+                EdgeRecord::BYTES => edge.a <= edge.b && edge.b <= 255,
+                EdgeRecord::RULE => (edge.a as usize) < rules,
+                EdgeRecord::REPEAT => (edge.a as usize) < rules && edge.b <= edge.c && edge.c > 0,
+                EdgeRecord::TOKENS => (edge.a as usize) < self.token_sets.len(),
+                _ => false,
+            };
+            check(ok, || format!("edge {i} label"))?;
+        }
+        for (i, set) in self.token_sets.iter().enumerate() {
+            check(within(set.offset, set.len, self.token_pool.len()), || {
+                format!("token set {i}")
+            })?;
+            check(set.negated <= 1, || format!("token set {i} negation"))?;
+        }
+        for (i, dispatch) in self.dispatches.iter().enumerate() {
+            check(
+                within(
+                    dispatch.first_pattern,
+                    dispatch.pattern_count,
+                    self.patterns.len(),
+                ),
+                || format!("dispatch {i} patterns"),
+            )?;
+        }
+        for (i, pattern) in self.patterns.iter().enumerate() {
+            check(pattern.kind <= PatternRecord::EXCLUDE, || {
+                format!("pattern {i} kind")
+            })?;
+            check(pattern.len > 0, || format!("pattern {i} is empty"))?;
+            let arm_ok = match pattern.kind {
+                PatternRecord::TRIGGER => (pattern.arm as usize) < rules,
+                _ => pattern.arm == RuleRecord::NONE,
+            };
+            check(arm_ok, || format!("pattern {i} arm"))?;
+        }
+        // Token-dispatch patterns hold token ids, tag-dispatch patterns bytes.
+        for (i, rule) in self.rules.iter().enumerate() {
+            if rule.kind != RuleRecord::DISPATCH {
+                continue;
+            }
+            let dispatch = self.dispatches[rule.body as usize];
+            let first = dispatch.first_pattern as usize;
+            for pattern in &self.patterns[first..first + dispatch.pattern_count as usize] {
+                check(
+                    within(pattern.offset, pattern.len, self.byte_pool.len()),
+                    || format!("rule {i} pattern bytes"),
+                )?;
+            }
+        }
+        Ok(())
+    }
+
+    fn rule_name_bytes(&self, rule: &RuleRecord) -> &[u8] {
+        let start = rule.name_offset as usize;
+        &self.name_pool[start..start + rule.name_len as usize]
+    }
+}
