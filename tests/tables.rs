@@ -1,0 +1,139 @@
+//! Grammar tables: every compiled grammar's tables validate, mirror the
+//! automata, and tables with any index out of range are refused.
+
+use proptest::prelude::*;
+use xg_compiler::{Diagnostics, Sources, fsm, pipeline};
+use xg_runtime::tables::{RuleRecord, Tables};
+
+fn compile(text: &str) -> pipeline::Compiled {
+    let mut sources = Sources::new();
+    let file = sources.add("test.xg", text, None);
+    let mut diagnostics = Diagnostics::new();
+    pipeline::compile(&mut sources, file, "root", &mut diagnostics)
+        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
+}
+
+fn grammars() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
+    let mut out: Vec<String> = [
+        "std/json.xg",
+        "examples/arithmetic.xg",
+        "examples/xgrammar_compat.xg",
+    ]
+    .iter()
+    .map(|p| std::fs::read_to_string(root.join(p)).unwrap())
+    .collect();
+    out.push(
+        r#"root ::= "<" dispatch(stop=("<end>"), exclude=("<x>")) { "<n>" => [0-9]{1,30} "</n>" } ">" word "!"
+           word ::= [a-z]+ (= "!")"#
+            .into(),
+    );
+    out
+}
+
+#[test]
+fn compiled_tables_validate_and_mirror_the_automata() {
+    for text in grammars() {
+        let compiled = compile(&text);
+        let tables = &compiled.tables;
+        tables.validate().unwrap();
+        assert_eq!(tables.rules.len(), compiled.automata.rules.len());
+        let nodes: usize = compiled
+            .automata
+            .rules
+            .iter()
+            .map(|rule| {
+                let body = match &rule.body {
+                    fsm::Body::Automaton(fsm) => fsm.nodes.len(),
+                    _ => 0,
+                };
+                body + rule.lookahead.as_ref().map_or(0, |la| la.nodes.len())
+            })
+            .sum();
+        assert_eq!(tables.nodes.len(), nodes);
+        for (i, (record, rule)) in tables
+            .rules
+            .iter()
+            .zip(&compiled.automata.rules)
+            .enumerate()
+        {
+            assert_eq!(tables.rule_name(u32::try_from(i).unwrap()), rule.name);
+            assert_eq!(record.hash, compiled.hashes[i].rule);
+        }
+        // Records are plain old data: the arrays are their bytes.
+        let bytes: &[u8] = bytemuck::cast_slice(&tables.edges);
+        assert_eq!(bytes.len(), tables.edges.len() * 20);
+    }
+}
+
+/// Sets one `u32` of one record array to `value`.
+fn corrupt(tables: &mut Tables, array: usize, index: usize, field: usize, value: u32) -> bool {
+    fn poke<T: bytemuck::Pod>(records: &mut [T], index: usize, field: usize, value: u32) -> bool {
+        let Some(record) = records.get_mut(index) else {
+            return false;
+        };
+        let words: &mut [u32] = bytemuck::cast_slice_mut(std::slice::from_mut(record));
+        let Some(word) = words.get_mut(field) else {
+            return false;
+        };
+        *word = value;
+        true
+    }
+    match array {
+        0 => poke(&mut tables.rules, index, field, value),
+        1 => poke(&mut tables.nodes, index, field, value),
+        2 => poke(&mut tables.edges, index, field, value),
+        3 => poke(&mut tables.token_sets, index, field, value),
+        4 => poke(&mut tables.dispatches, index, field, value),
+        _ => poke(&mut tables.patterns, index, field, value),
+    }
+}
+
+#[test]
+fn out_of_range_indices_are_refused() {
+    let compiled = compile(&grammars()[3]);
+    let valid = compiled.tables;
+    let mut cases = 0;
+    // Fields that hold indices or counts, with a value past any table.
+    for (array, field) in [
+        (0, 1),
+        (0, 2),
+        (0, 3),
+        (1, 0),
+        (1, 1),
+        (2, 4),
+        (4, 0),
+        (4, 1),
+        (5, 3),
+    ] {
+        let mut tables = valid.clone();
+        if corrupt(&mut tables, array, 0, field, 1_000_000) {
+            assert!(tables.validate().is_err(), "array {array} field {field}");
+            cases += 1;
+        }
+    }
+    assert!(cases >= 8);
+    let mut tables = valid.clone();
+    tables.root = u32::try_from(tables.rules.len()).unwrap();
+    assert!(tables.validate().is_err());
+    let mut tables = valid;
+    tables.rules[0].kind = 7;
+    assert!(
+        tables
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("kind 7")
+    );
+    assert_eq!(RuleRecord::NONE, u32::MAX);
+}
+
+proptest! {
+    /// Validation never panics, whatever a record holds.
+    #[test]
+    fn validation_never_panics(array in 0..6usize, index in 0..8usize, field in 0..12usize, value in any::<u32>()) {
+        let mut tables = compile(&grammars()[3]).tables;
+        corrupt(&mut tables, array, index, field, value);
+        let _ = tables.validate();
+    }
+}
