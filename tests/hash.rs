@@ -53,7 +53,7 @@ impl Hashed {
                 let label = match edge.label {
                     fsm::Label::Rule(rule) => format!("<{:x}>", self.hashes[rule.as_usize()].rule),
                     fsm::Label::Repeat { rule, min, max } => {
-                        format!("<{:x}>{{{min},{max}}}", self.hashes[rule.as_usize()].rule)
+                        format!("<{:x}>{{{min},{max:?}}}", self.hashes[rule.as_usize()].rule)
                     }
                     other => other.to_string(),
                 };

@@ -261,7 +261,7 @@ fn label_key(grammar: &fsm::Grammar, label: Label, key: &dyn Fn(usize) -> u64) -
         Label::Rule(rule) => combine(0x1_0000, key(rule.as_usize())),
         Label::Repeat { rule, min, max } => combine(
             combine(combine(0x2_0000, key(rule.as_usize())), u64::from(min)),
-            u64::from(max),
+            max.map_or(u64::MAX, u64::from),
         ),
         Label::Tokens(index) => {
             let set = &grammar.token_sets[index as usize];

@@ -76,7 +76,12 @@ fn add_automaton(tables: &mut Tables, fsm: &Fsm) -> u32 {
             let (kind, a, b, c) = match edge.label {
                 Label::Bytes { lo, hi } => (EdgeRecord::BYTES, u32::from(lo), u32::from(hi), 0),
                 Label::Rule(rule) => (EdgeRecord::RULE, rule.as_u32(), 0, 0),
-                Label::Repeat { rule, min, max } => (EdgeRecord::REPEAT, rule.as_u32(), min, max),
+                Label::Repeat { rule, min, max } => (
+                    EdgeRecord::REPEAT,
+                    rule.as_u32(),
+                    min,
+                    max.unwrap_or(EdgeRecord::UNBOUNDED),
+                ),
                 Label::Tokens(set) => (EdgeRecord::TOKENS, set, 0, 0),
                 // Epsilon edges are removed before automata are finished.
                 Label::Epsilon => unreachable!("epsilon edge in a finished automaton"),

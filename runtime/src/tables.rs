@@ -85,7 +85,7 @@ pub struct EdgeRecord {
     pub a: u32,
     /// Bytes: highest byte; repeat: least count.
     pub b: u32,
-    /// Repeat: most count.
+    /// Repeat: most count, or [`EdgeRecord::UNBOUNDED`].
     pub c: u32,
     /// The node the edge leads to.
     pub target: u32,
@@ -100,6 +100,8 @@ impl EdgeRecord {
     pub const REPEAT: u32 = 2;
     /// One token from token set `a`.
     pub const TOKENS: u32 = 3;
+    /// A repeat's `c` when it has no upper bound.
+    pub const UNBOUNDED: u32 = u32::MAX;
 }
 
 /// A set of token ids: a slice of the token pool.

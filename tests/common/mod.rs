@@ -98,6 +98,14 @@ fn derive(grammar: &ir::Grammar, expr: &Expr, rng: &mut Rng, depth: usize, out: 
             }
         }
         Expr::Ref(id) => derive(grammar, &grammar.rule(*id).body, rng, depth + 1, out),
+        Expr::RepeatRule { rule, min, max } => {
+            let count = (*min as usize + rng.below(3))
+                .min(max.map_or(usize::MAX, |m| m as usize))
+                .min(12);
+            for _ in 0..count {
+                derive(grammar, &grammar.rule(*rule).body, rng, depth + 1, out);
+            }
+        }
         Expr::Dispatch(dispatch) => {
             for _ in 0..rng.below(3) {
                 out.extend_from_slice(&b"hi <x"[..=rng.below(5)]);
@@ -218,7 +226,7 @@ fn node_rules(
                         fsm::Label::Repeat { rule, min, max } => Expr::Repeat {
                             expr: Box::new(entry(rule)),
                             min,
-                            max: Some(max),
+                            max,
                         },
                         fsm::Label::Tokens(index) => {
                             Expr::Tokens(grammar.token_sets[index as usize].clone())

@@ -143,8 +143,8 @@ pub enum Label {
         rule: RuleId,
         /// Least count.
         min: u32,
-        /// Most count.
-        max: u32,
+        /// Most count, if bounded.
+        max: Option<u32>,
     },
     /// One token from `Grammar::token_sets[index]`.
     Tokens(u32),
@@ -185,7 +185,16 @@ impl fmt::Display for Label {
             Label::Bytes { lo, hi } if lo == hi => write!(f, "{}", byte(lo)),
             Label::Bytes { lo, hi } => write!(f, "[{}-{}]", byte(lo), byte(hi)),
             Label::Rule(rule) => write!(f, "<{rule}>"),
-            Label::Repeat { rule, min, max } => write!(f, "<{rule}>{{{min},{max}}}"),
+            Label::Repeat {
+                rule,
+                min,
+                max: Some(max),
+            } => write!(f, "<{rule}>{{{min},{max}}}"),
+            Label::Repeat {
+                rule,
+                min,
+                max: None,
+            } => write!(f, "<{rule}>{{{min},}}"),
             Label::Tokens(index) => write!(f, "tokens#{index}"),
             Label::Epsilon => f.write_str("ε"),
         }

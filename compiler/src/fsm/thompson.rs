@@ -2,7 +2,6 @@
 
 use super::{Edge, Fsm, Label, Node, node_id};
 use crate::ir::{Expr, TokenSet};
-use crate::normalize::is_counted;
 
 /// The epsilon-free automaton of `expr`, trimmed to the nodes that are both
 /// reachable and able to reach a final node. Token sets used by the
@@ -61,6 +60,16 @@ impl Builder<'_> {
                 to
             }
             Expr::Repeat { expr, min, max } => self.repeat(expr, *min, *max, from),
+            Expr::RepeatRule { rule, min, max } => {
+                let to = self.node();
+                let label = Label::Repeat {
+                    rule: *rule,
+                    min: *min,
+                    max: *max,
+                };
+                self.edge(from, label, to);
+                to
+            }
             Expr::Ref(rule) => {
                 let to = self.node();
                 self.edge(from, Label::Rule(*rule), to);
@@ -86,21 +95,6 @@ impl Builder<'_> {
     }
 
     fn repeat(&mut self, expr: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
-        if let (Expr::Ref(rule), true) = (expr, is_counted(min, max)) {
-            let to = self.node();
-            let label = Label::Repeat {
-                rule: *rule,
-                min,
-                max: max.unwrap_or(min),
-            };
-            self.edge(from, label, to);
-            if max.is_none() {
-                // Only produced for `m > T` with no upper bound, which
-                // `normalize` rewrites; kept correct here all the same.
-                return self.repeat(expr, 0, None, to);
-            }
-            return to;
-        }
         let mut at = (0..min).fold(from, |at, _| self.expr(expr, at));
         match max {
             None => {

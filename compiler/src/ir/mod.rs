@@ -90,6 +90,16 @@ pub enum Expr {
     },
     /// Another rule.
     Ref(RuleId),
+    /// `min` to `max` consecutive matches of a rule, counted by the matcher
+    /// rather than expanded into copies (made by repetition compression).
+    RepeatRule {
+        /// The repeated rule.
+        rule: RuleId,
+        /// Least number of repetitions.
+        min: u32,
+        /// Most repetitions, if bounded.
+        max: Option<u32>,
+    },
     /// Free text with tag dispatch.
     Dispatch(Dispatch),
     /// One token from a set of token ids, or from its complement.
@@ -279,6 +289,10 @@ impl fmt::Display for Expr {
                 }
             }
             Expr::Ref(id) => write!(f, "<{id}>"),
+            Expr::RepeatRule { rule, min, max } => match max {
+                Some(max) => write!(f, "<{rule}>#{{{min},{max}}}"),
+                None => write!(f, "<{rule}>#{{{min},}}"),
+            },
             Expr::Dispatch(dispatch) => write!(f, "dispatch({} arms)", dispatch.arms.len()),
             Expr::Tokens(set) => {
                 let ids: Vec<String> = set.ids.iter().map(ToString::to_string).collect();

@@ -136,6 +136,7 @@ impl<'a> Recognizer<'a> {
             Expr::Choice(items) => items.iter().any(|e| self.can_match(e)),
             Expr::Repeat { expr, min, .. } => *min == 0 || self.can_match(expr),
             Expr::Ref(id) => self.productive[id.as_usize()],
+            Expr::RepeatRule { rule, min, .. } => *min == 0 || self.productive[rule.as_usize()],
             Expr::Tokens(set) => set.negated || !set.ids.is_empty(),
         }
     }
@@ -241,6 +242,7 @@ impl<'a> Recognizer<'a> {
             }
             Expr::Repeat { expr, min, max } => self.repeat(expr, *min, *max, i),
             Expr::Ref(id) => self.table[id.as_usize()][i].clone(),
+            Expr::RepeatRule { rule, min, max } => self.repeat(&Expr::Ref(*rule), *min, *max, i),
             Expr::Dispatch(dispatch) => self.dispatch(dispatch, i),
             Expr::Tokens(set) => match self.input.get(i) {
                 Some(Symbol::Token(id)) if set.ids.contains(id) != set.negated => {

@@ -3,15 +3,19 @@
 //! `x{m,n}` with `n` above the threshold `T` would need `n` copies of `x`'s
 //! automaton. Instead `x` becomes a rule `X` and the repetition becomes
 //!
-//! - `m ≥ T`: `X{m-T, n-T} x x … x` (`T` explicit copies), and
-//! - `m < T`: `x{m,T} | X{1, n-T} x x … x`,
+//! - `m ≥ T`: `X#{m-T, n-T} x x … x` (`T` explicit copies), and
+//! - `m < T`: `x{m,T} | X#{1, n-T} x x … x`,
 //!
-//! where `X{a,b}` with a large `b` is a single automaton edge whose count the
-//! matcher keeps. The copies at the end keep what must follow exact (the last
-//! `T` repetitions are known to come), so masks stay precise near the end; the
-//! states in the middle of the range share one edge and one mask cache entry.
-//! `x{m,}` with `m > T` is `x{m,m} x*`. The number of states no longer grows
-//! with the bounds.
+//! where `X#{a,b}` ([`Expr::RepeatRule`]) is a single automaton edge whose
+//! count the matcher keeps. The copies at the end keep what must follow exact
+//! (the last `T` repetitions are known to come), so masks stay precise near
+//! the end; the states in the middle of the range share one edge and one mask
+//! cache entry. `x{m,}` with `m > T` is `X#{m-T,} x^T`. The number of states
+//! no longer grows with the bounds.
+//!
+//! Small bounds multiply too when repetitions nest (`((x{8}){8}){8}` is 512
+//! copies): a repetition whose expansion would exceed [`EXPANSION_LIMIT`]
+//! expression nodes is counted as well, without explicit copies.
 
 use super::add_rule;
 use crate::ir::{Expr, Grammar};
@@ -21,14 +25,9 @@ use crate::ir::{Expr, Grammar};
 /// compressed repetition.
 pub const REPETITION_THRESHOLD: u32 = 8;
 
-/// Whether a repetition with these bounds is too large to expand: after
-/// compression, such a repetition repeats a rule and is one counted edge.
-pub fn is_counted(min: u32, max: Option<u32>) -> bool {
-    match max {
-        Some(max) => max > REPETITION_THRESHOLD,
-        None => min > REPETITION_THRESHOLD,
-    }
-}
+/// The most expression nodes one repetition may expand to; past this it is
+/// counted instead (so no grammar makes automata grow exponentially).
+pub const EXPANSION_LIMIT: usize = 2048;
 
 /// Compresses every large repetition in every rule.
 pub(super) fn compress(grammar: &mut Grammar) {
@@ -36,43 +35,28 @@ pub(super) fn compress(grammar: &mut Grammar) {
     for index in 0..grammar.rules.len() {
         let name = grammar.rules[index].name.clone();
         let mut next_id = 0;
-        for part in [true, false] {
-            let expr = if part {
-                std::mem::replace(&mut grammar.rules[index].body, Expr::Empty)
-            } else {
-                match grammar.rules[index].lookahead.take() {
-                    Some(lookahead) => lookahead,
-                    None => continue,
-                }
-            };
-            let expr = rewrite(expr, grammar, &name, &mut next_id);
-            if part {
-                grammar.rules[index].body = expr;
-            } else {
-                grammar.rules[index].lookahead = Some(expr);
-            }
+        let body = std::mem::replace(&mut grammar.rules[index].body, Expr::Empty);
+        let body = rewrite(body, grammar, &name, &mut next_id);
+        grammar.rules[index].body = body;
+        if let Some(lookahead) = grammar.rules[index].lookahead.take() {
+            let lookahead = rewrite(lookahead, grammar, &name, &mut next_id);
+            grammar.rules[index].lookahead = Some(lookahead);
         }
     }
 }
 
 fn rewrite(expr: Expr, grammar: &mut Grammar, name: &str, next_id: &mut usize) -> Expr {
     const T: u32 = REPETITION_THRESHOLD;
+    let mut recurse = |e: Expr| rewrite(e, grammar, name, next_id);
     match expr {
-        Expr::Sequence(items) => Expr::Sequence(
-            items
-                .into_iter()
-                .map(|e| rewrite(e, grammar, name, next_id))
-                .collect(),
-        ),
-        Expr::Choice(items) => Expr::Choice(
-            items
-                .into_iter()
-                .map(|e| rewrite(e, grammar, name, next_id))
-                .collect(),
-        ),
+        Expr::Sequence(items) => Expr::Sequence(items.into_iter().map(&mut recurse).collect()),
+        Expr::Choice(items) => Expr::Choice(items.into_iter().map(&mut recurse).collect()),
         Expr::Repeat { expr, min, max } => {
-            let inner = rewrite(*expr, grammar, name, next_id);
-            if !is_counted(min, max) {
+            let inner = recurse(*expr);
+            let copies_needed = max.unwrap_or(min).max(min).saturating_add(1) as usize;
+            let small = max.map_or(min <= T, |max| max <= T);
+            let affordable = expanded_size(&inner).saturating_mul(copies_needed) <= EXPANSION_LIMIT;
+            if small && affordable {
                 return Expr::Repeat {
                     expr: Box::new(inner),
                     min,
@@ -86,57 +70,81 @@ fn rewrite(expr: Expr, grammar: &mut Grammar, name: &str, next_id: &mut usize) -
                     add_rule(grammar, format!("{name}#repeat{next_id}"), other.clone())
                 }
             };
+            let counted = |min: u32, max: Option<u32>| Expr::RepeatRule { rule, min, max };
+            // Explicit copies only where they are cheap and the bounds large.
+            let tail_affordable =
+                expanded_size(&inner).saturating_mul(2 * T as usize) <= EXPANSION_LIMIT;
+            if small || !tail_affordable {
+                return counted(min, max);
+            }
             let copies = || std::iter::repeat_n(inner.clone(), T as usize);
-            let counted = |min: u32, max: u32| Expr::Repeat {
-                expr: Box::new(Expr::Ref(rule)),
-                min,
-                max: Some(max),
-            };
             match max {
-                None => {
-                    // x{m,} = X{m-T, m-T} x^T x*
-                    let mut items = vec![counted(min - T, min - T)];
-                    items.extend(copies());
-                    items.push(Expr::Repeat {
+                // x{m,} with m > T: X#{m-T,} x^T
+                None => Expr::Sequence(
+                    std::iter::once(counted(min - T, None))
+                        .chain(copies())
+                        .collect(),
+                ),
+                Some(max) if min >= T => Expr::Sequence(
+                    std::iter::once(counted(min - T, Some(max - T)))
+                        .chain(copies())
+                        .collect(),
+                ),
+                Some(max) => Expr::Choice(vec![
+                    Expr::Repeat {
                         expr: Box::new(inner.clone()),
-                        min: 0,
-                        max: None,
-                    });
-                    Expr::Sequence(items)
-                }
-                Some(max) if min >= T => {
-                    let mut items = vec![counted(min - T, max - T)];
-                    items.extend(copies());
-                    Expr::Sequence(items)
-                }
-                Some(max) => {
-                    let mut long = vec![counted(1, max - T)];
-                    long.extend(copies());
-                    Expr::Choice(vec![
-                        Expr::Repeat {
-                            expr: Box::new(inner.clone()),
-                            min,
-                            max: Some(T),
-                        },
-                        Expr::Sequence(long),
-                    ])
-                }
+                        min,
+                        max: Some(T),
+                    },
+                    Expr::Sequence(
+                        std::iter::once(counted(1, Some(max - T)))
+                            .chain(copies())
+                            .collect(),
+                    ),
+                ]),
             }
         }
         Expr::Dispatch(mut dispatch) => {
             for (_, arm) in &mut dispatch.arms {
-                *arm = rewrite(std::mem::replace(arm, Expr::Empty), grammar, name, next_id);
+                *arm = recurse(std::mem::replace(arm, Expr::Empty));
             }
             Expr::Dispatch(dispatch)
         }
         Expr::TokenDispatch(mut dispatch) => {
             for (_, arm) in &mut dispatch.arms {
-                *arm = rewrite(std::mem::replace(arm, Expr::Empty), grammar, name, next_id);
+                *arm = recurse(std::mem::replace(arm, Expr::Empty));
             }
             Expr::TokenDispatch(dispatch)
         }
-        leaf @ (Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Ref(_) | Expr::Tokens(_)) => {
-            leaf
+        leaf @ (Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::Ref(_)
+        | Expr::RepeatRule { .. }
+        | Expr::Tokens(_)) => leaf,
+    }
+}
+
+/// The number of expression nodes `expr` has once its repetitions are
+/// expanded into copies (counted repetitions stay one node).
+fn expanded_size(expr: &Expr) -> usize {
+    match expr {
+        Expr::Sequence(items) | Expr::Choice(items) => items
+            .iter()
+            .fold(1, |total, item| total.saturating_add(expanded_size(item))),
+        Expr::Repeat { expr, min, max } => {
+            let copies = max.unwrap_or(*min).max(*min).saturating_add(1) as usize;
+            expanded_size(expr).saturating_mul(copies).saturating_add(1)
+        }
+        Expr::Dispatch(dispatch) => dispatch.arms.iter().fold(1, |total, (_, arm)| {
+            total.saturating_add(expanded_size(arm))
+        }),
+        Expr::TokenDispatch(dispatch) => dispatch.arms.iter().fold(1, |total, (_, arm)| {
+            total.saturating_add(expanded_size(arm))
+        }),
+        Expr::Bytes(bytes) => bytes.len().max(1),
+        Expr::Empty | Expr::Class(_) | Expr::Ref(_) | Expr::RepeatRule { .. } | Expr::Tokens(_) => {
+            1
         }
     }
 }

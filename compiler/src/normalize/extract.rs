@@ -59,6 +59,11 @@ fn extract_nested(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         }
         Expr::Repeat { expr, .. } => extract_nested(expr, f),
         Expr::Dispatch(_) | Expr::TokenDispatch(_) => f(expr),
-        Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Ref(_) | Expr::Tokens(_) => {}
+        Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::Ref(_)
+        | Expr::RepeatRule { .. }
+        | Expr::Tokens(_) => {}
     }
 }

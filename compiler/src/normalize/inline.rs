@@ -4,10 +4,9 @@
 //! is not the entry rule and whose body has at most [`FRAGMENT_SIZE`] nodes.
 //! Each reference to a fragment is replaced by a copy of its body, unless that
 //! would make the using rule larger than [`RULE_SIZE`]. Rules that become
-//! reference-free this way are fragments in the next round. References that
-//! are counted repetitions stay references (the count needs a rule).
+//! reference-free this way are fragments in the next round. Counted
+//! repetitions keep their rule (the count needs one).
 
-use super::is_counted;
 use crate::ir::{Expr, Grammar};
 
 /// Largest body (in expression nodes) a rule may have to be inlined.
@@ -62,16 +61,11 @@ fn substitute(expr: &mut Expr, fragments: &[Option<Expr>], budget: &mut usize) -
             }
             changed
         }
-        // A counted repetition keeps its rule.
-        Expr::Repeat { expr, min, max }
-            if matches!(**expr, Expr::Ref(_)) && is_counted(*min, *max) =>
-        {
-            false
-        }
         Expr::Repeat { expr, .. } => substitute(expr, fragments, budget),
         Expr::Empty
         | Expr::Bytes(_)
         | Expr::Class(_)
+        | Expr::RepeatRule { .. }
         | Expr::Dispatch(_)
         | Expr::Tokens(_)
         | Expr::TokenDispatch(_) => false,
@@ -84,7 +78,11 @@ fn is_reference_free(expr: &Expr) -> bool {
         Expr::Empty | Expr::Bytes(_) | Expr::Class(_) => true,
         Expr::Sequence(items) | Expr::Choice(items) => items.iter().all(is_reference_free),
         Expr::Repeat { expr, .. } => is_reference_free(expr),
-        Expr::Ref(_) | Expr::Dispatch(_) | Expr::Tokens(_) | Expr::TokenDispatch(_) => false,
+        Expr::Ref(_)
+        | Expr::RepeatRule { .. }
+        | Expr::Dispatch(_)
+        | Expr::Tokens(_)
+        | Expr::TokenDispatch(_) => false,
     }
 }
 
@@ -95,6 +93,11 @@ pub(crate) fn size(expr: &Expr) -> usize {
         Expr::Repeat { expr, .. } => size(expr),
         Expr::Dispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
         Expr::TokenDispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
-        Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Ref(_) | Expr::Tokens(_) => 0,
+        Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::Ref(_)
+        | Expr::RepeatRule { .. }
+        | Expr::Tokens(_) => 0,
     }
 }

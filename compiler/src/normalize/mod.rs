@@ -9,9 +9,8 @@
 //!    XGrammar 2 paper (§3.5, Algorithm 3): a counted repetition of a rule
 //!    (one automaton edge, counted at run time) followed by
 //!    [`REPETITION_THRESHOLD`] explicit copies. AFTER THIS POINT: every
-//!    `Repeat` either has bounds of at most the threshold (it is expanded into
-//!    copies by the automaton builder) or repeats a `Ref` (it becomes one
-//!    counted edge).
+//!    `Repeat` is small enough to expand into copies; the others are
+//!    `RepeatRule`s, which become one counted edge.
 //! 3. `inline` — small reference-free rules are copied into the rules that
 //!    use them, so terminals sit in one automaton (fewer rule boundaries,
 //!    fewer uncertain tokens). Growth is bounded.
@@ -23,7 +22,7 @@ mod compress;
 mod extract;
 mod inline;
 
-pub use self::compress::{REPETITION_THRESHOLD, is_counted};
+pub use self::compress::{EXPANSION_LIMIT, REPETITION_THRESHOLD};
 pub use self::inline::{FRAGMENT_SIZE, RULE_SIZE};
 use crate::ir::{Expr, Grammar, Rule};
 use xg_runtime::RuleId;

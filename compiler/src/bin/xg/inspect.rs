@@ -124,6 +124,7 @@ fn write_automaton(out: &mut String, grammar: &fsm::Grammar, fsm: &Fsm, prefix: 
             let label = match edge.label {
                 Label::Rule(rule) => format!("<{}>", grammar.rule(rule).name),
                 Label::Repeat { rule, min, max } => {
+                    let max = max.map(|m| m.to_string()).unwrap_or_default();
                     format!("<{}>{{{min},{max}}}", grammar.rule(rule).name)
                 }
                 other => other.to_string(),
