@@ -1,6 +1,7 @@
-//! Fuzz target: any bytes through the whole `.xg` front end (lexer, parser,
-//! resolver, diagnostics rendering) must not panic, and must give spans that
-//! lie inside their file.
+//! Fuzz target: any bytes through the whole compiler (lexer, parser,
+//! resolver, diagnostics rendering, and for grammars that check, lowering,
+//! normalization, automata, hashing and tables) must not panic, must give
+//! spans that lie inside their file, and must produce valid tables.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,7 +11,9 @@ fuzz_target!(|bytes: &[u8]| {
     let mut sources = Sources::new();
     let mut diagnostics = Diagnostics::new();
     let file = sources.add_bytes("input.xg", bytes, None, &mut diagnostics);
-    let _ = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+    if let Some(compiled) = pipeline::compile(&mut sources, file, "root", &mut diagnostics) {
+        assert!(compiled.tables.validate().is_ok());
+    }
     for diagnostic in diagnostics.iter() {
         let span = diagnostic.primary.span;
         let text = sources.text(span.file);
