@@ -5,46 +5,11 @@
 
 mod common;
 
-use std::fmt::Write;
-
-use common::{Rng, compile, fsm_as_ir, sample};
+use common::{CORPUS, Rng, compile, fsm_as_ir, library, random_grammar, sample};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize::{self, REPETITION_THRESHOLD};
 use xg_compiler::{fsm, ir};
-
-/// Grammars with the shapes automaton construction must get right.
-const CORPUS: &[&str] = &[
-    r#"root ::= list
-       list ::= list "," item | item | ""
-       item ::= "a" | "" | "(" list ")""#,
-    r#"root ::= ("a" "b"?){2,3} ("c"{0,12} "d")+ [0-9]{10,} "!""#,
-    r#"root ::= [a-z]{0,40} "." | "x"{20,30} | ("ab" | "a"){9,11}"#,
-    r"root ::= [é-ü]+ [^] [^a-z]{1,10} .{0,9}",
-    r#"root ::= ("a"*)* "b" | ("a" | "ab")* ("b" | "")"#,
-    r#"root ::= pair ("," pair)*
-       pair ::= key ":" value
-       key ::= "\"" [a-z]* "\""
-       value ::= key | [0-9]+ | "[" (value ("," value)*)? "]""#,
-    r#"root ::= word (" " word)* "."
-       word ::= [a-z]+ (= " " | ".")"#,
-    r#"root ::= "<" dispatch(stop=("<end>")) { "<n>" => [0-9]{1,12} "</n>", "<w>" => word "</w>" } ">"
-       word ::= [a-z]{2,9}"#,
-    r"root ::= /[a-c]+(x|yz)?/ | /\d{1,3}(\.\d+)?/",
-];
-
-/// The library grammars that compile without a JSON Schema.
-fn library() -> Vec<String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
-    [
-        "std/json.xg",
-        "examples/arithmetic.xg",
-        "examples/xgrammar_compat.xg",
-    ]
-    .iter()
-    .map(|path| std::fs::read_to_string(root.join(path)).expect("library grammar"))
-    .collect()
-}
 
 fn check_automata(source: &str, seed: u64) -> Result<(), TestCaseError> {
     let original = compile(source);
@@ -162,62 +127,6 @@ fn ir_helper_sanity() {
     let rewritten = fsm_as_ir(&fsm::build(&normalize::normalize(original)));
     assert!(recognizes(&rewritten, &Symbol::text("x12"), Mode::Complete));
     assert!(!recognizes(&rewritten, &Symbol::text("x1"), Mode::Complete));
-}
-
-/// A random `.xg` expression over a small alphabet; `rule` may refer to rules
-/// numbered above it (and to itself, after an alternative that ends).
-fn expression(rule: usize, rules: usize) -> impl Strategy<Value = String> {
-    let mut leaves = vec![
-        Just("\"a\"".to_string()).boxed(),
-        Just("\"ab\"".to_string()).boxed(),
-        Just("\"\"".to_string()).boxed(),
-        Just("[a-c]".to_string()).boxed(),
-        Just("[^a]".to_string()).boxed(),
-        Just("[é-ê]".to_string()).boxed(),
-        Just("/b|ca/".to_string()).boxed(),
-    ];
-    for target in rule + 1..rules {
-        leaves.push(Just(format!("r{target}")).boxed());
-    }
-    let leaf = prop::strategy::Union::new(leaves);
-    leaf.prop_recursive(4, 24, 3, |inner| {
-        prop_oneof![
-            prop::collection::vec(inner.clone(), 2..4).prop_map(|items| items.join(" ")),
-            prop::collection::vec(inner.clone(), 2..4)
-                .prop_map(|items| format!("({})", items.join(" | "))),
-            (inner, 0u32..12, prop::option::of(0u32..12), 0..4usize).prop_map(
-                |(e, min, extra, form)| match form {
-                    0 => format!("({e})?"),
-                    1 => format!("({e})*"),
-                    2 => format!("({e}){{{min},}}"),
-                    _ => format!("({e}){{{min},{}}}", min + extra.unwrap_or(0)),
-                }
-            ),
-        ]
-    })
-}
-
-fn random_grammar() -> impl Strategy<Value = String> {
-    (1..4usize).prop_flat_map(|rules| {
-        let bodies: Vec<_> = (0..rules).map(|r| expression(r, rules)).collect();
-        (bodies, any::<bool>()).prop_map(move |(bodies, recursive)| {
-            let mut text = String::new();
-            for (r, body) in bodies.iter().enumerate() {
-                let name = if r == 0 {
-                    "root".to_string()
-                } else {
-                    format!("r{r}")
-                };
-                if recursive && r + 1 == bodies.len() {
-                    // A recursive rule with a base case.
-                    let _ = writeln!(text, "{name} ::= {body} | \"x\" {name} \"y\"");
-                } else {
-                    let _ = writeln!(text, "{name} ::= {body}");
-                }
-            }
-            text
-        })
-    })
 }
 
 proptest! {

@@ -20,7 +20,12 @@
 //! ```
 #![deny(missing_docs)]
 
+mod grammar;
 mod id;
+mod matcher;
+mod scanner;
 pub mod tables;
 
+pub use self::grammar::Grammar;
 pub use self::id::{IdError, RuleId, TokenId};
+pub use self::matcher::{Expected, Found, Matcher, Rejection, RollbackError, Stats};

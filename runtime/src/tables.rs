@@ -192,6 +192,13 @@ impl fmt::Display for TablesError {
 
 impl std::error::Error for TablesError {}
 
+impl TablesError {
+    /// An error saying what is wrong with the tables.
+    pub(crate) fn new(what: impl Into<String>) -> Self {
+        Self { what: what.into() }
+    }
+}
+
 fn check(ok: bool, what: impl FnOnce() -> String) -> Result<(), TablesError> {
     if ok {
         Ok(())
@@ -281,6 +288,10 @@ impl Tables {
                 format!("token set {i}")
             })?;
             check(set.negated <= 1, || format!("token set {i} negation"))?;
+            let ids = &self.token_pool[set.offset as usize..(set.offset + set.len) as usize];
+            check(ids.windows(2).all(|w| w[0] < w[1]), || {
+                format!("token set {i} is not sorted")
+            })?;
         }
         for (i, dispatch) in self.dispatches.iter().enumerate() {
             check(

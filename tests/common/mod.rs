@@ -17,6 +17,10 @@ pub fn strip_spans(debug: &str) -> String {
     out
 }
 
+use std::fmt::Write;
+use std::sync::Arc;
+
+use proptest::prelude::*;
 use xg_compiler::ir::{self, Expr};
 use xg_compiler::{Diagnostics, Sources, pipeline};
 
@@ -246,4 +250,128 @@ fn node_rules(
             }
         })
         .collect()
+}
+
+/// Grammars with the shapes automaton construction must get right.
+pub const CORPUS: &[&str] = &[
+    r#"root ::= list
+       list ::= list "," item | item | ""
+       item ::= "a" | "" | "(" list ")""#,
+    r#"root ::= ("a" "b"?){2,3} ("c"{0,12} "d")+ [0-9]{10,} "!""#,
+    r#"root ::= [a-z]{0,40} "." | "x"{20,30} | ("ab" | "a"){9,11}"#,
+    r"root ::= [é-ü]+ [^] [^a-z]{1,10} .{0,9}",
+    r#"root ::= ("a"*)* "b" | ("a" | "ab")* ("b" | "")"#,
+    r#"root ::= pair ("," pair)*
+       pair ::= key ":" value
+       key ::= "\"" [a-z]* "\""
+       value ::= key | [0-9]+ | "[" (value ("," value)*)? "]""#,
+    r#"root ::= word (" " word)* "."
+       word ::= [a-z]+ (= " " | ".")"#,
+    r#"root ::= "<" dispatch(stop=("<end>")) { "<n>" => [0-9]{1,12} "</n>", "<w>" => word "</w>" } ">"
+       word ::= [a-z]{2,9}"#,
+    r"root ::= /[a-c]+(x|yz)?/ | /\d{1,3}(\.\d+)?/",
+    r#"root ::= a b c
+       a ::= "" | "x"
+       b ::= a a
+       c ::= b "y" | """#,
+    r#"root ::= item+
+       item ::= key sep [0-9] ","?
+       key ::= [a-z]+ (= sep [0-9])
+       sep ::= ":" | "=" | "::""#,
+    r#"root ::= a b | "x" "yq"
+       a ::= "x" (= b)
+       b ::= y | "yz"
+       y ::= "y" (= "z")"#,
+    r#"root ::= dispatch(stop_eos=true, exclude=("bad", "<x")) { "<a>" => [0-9]+ "</a>", "<ab>" => "{" [a-z]* "}" }"#,
+    r#"root ::= dispatch(once, stop=("END", "E")) { "<" => [a-z]+ ">" } "!"?"#,
+    r#"root ::= (name | number)* end
+       name ::= [a-z]+ (= [0-9])
+       number ::= [0-9]+
+       end ::= ";" | [a-z] "!""#,
+    r#"root ::= (x [a-d]+)+
+       x ::= "a" (= z)
+       z ::= w | "bd"
+       w ::= "b" (= "c")"#,
+    r#"root ::= e
+       e ::= e "+" e | e "*" e | "(" e ")" | [0-9]"#,
+];
+
+/// The library grammars that compile without a JSON Schema.
+pub fn library() -> Vec<String> {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
+    [
+        "std/json.xg",
+        "examples/arithmetic.xg",
+        "examples/xgrammar_compat.xg",
+    ]
+    .iter()
+    .map(|path| std::fs::read_to_string(root.join(path)).expect("library grammar"))
+    .collect()
+}
+
+/// A random `.xg` expression over a small alphabet; `rule` may refer to rules
+/// numbered above it (and to itself, after an alternative that ends).
+fn expression(rule: usize, rules: usize) -> impl Strategy<Value = String> {
+    let mut leaves = vec![
+        Just("\"a\"".to_string()).boxed(),
+        Just("\"ab\"".to_string()).boxed(),
+        Just("\"\"".to_string()).boxed(),
+        Just("[a-c]".to_string()).boxed(),
+        Just("[^a]".to_string()).boxed(),
+        Just("[é-ê]".to_string()).boxed(),
+        Just("/b|ca/".to_string()).boxed(),
+    ];
+    for target in rule + 1..rules {
+        leaves.push(Just(format!("r{target}")).boxed());
+    }
+    let leaf = prop::strategy::Union::new(leaves);
+    leaf.prop_recursive(4, 24, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|items| items.join(" ")),
+            prop::collection::vec(inner.clone(), 2..4)
+                .prop_map(|items| format!("({})", items.join(" | "))),
+            (inner, 0u32..12, prop::option::of(0u32..12), 0..4usize).prop_map(
+                |(e, min, extra, form)| match form {
+                    0 => format!("({e})?"),
+                    1 => format!("({e})*"),
+                    2 => format!("({e}){{{min},}}"),
+                    _ => format!("({e}){{{min},{}}}", min + extra.unwrap_or(0)),
+                }
+            ),
+        ]
+    })
+}
+
+pub fn random_grammar() -> impl Strategy<Value = String> {
+    (1..4usize).prop_flat_map(|rules| {
+        let bodies: Vec<_> = (0..rules).map(|r| expression(r, rules)).collect();
+        (bodies, any::<bool>()).prop_map(move |(bodies, recursive)| {
+            let mut text = String::new();
+            for (r, body) in bodies.iter().enumerate() {
+                let name = if r == 0 {
+                    "root".to_string()
+                } else {
+                    format!("r{r}")
+                };
+                if recursive && r + 1 == bodies.len() {
+                    // A recursive rule with a base case.
+                    let _ = writeln!(text, "{name} ::= {body} | \"x\" {name} \"y\"");
+                } else {
+                    let _ = writeln!(text, "{name} ::= {body}");
+                }
+            }
+            text
+        })
+    })
+}
+
+/// Compiles `.xg` text through every stage into a runtime grammar,
+/// panicking with the diagnostics on error.
+pub fn runtime_grammar(text: &str) -> Arc<xg_runtime::Grammar> {
+    let mut sources = Sources::new();
+    let file = sources.add("test.xg", text, None);
+    let mut diagnostics = Diagnostics::new();
+    let compiled = pipeline::compile(&mut sources, file, "root", &mut diagnostics)
+        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+    Arc::new(xg_runtime::Grammar::new(compiled.tables).expect("compiled tables are valid"))
 }

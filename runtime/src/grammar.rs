@@ -1,0 +1,167 @@
+//! [`Grammar`]: validated tables plus what the matcher derives from them once.
+
+use std::fmt;
+
+use crate::scanner::Scanner;
+use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
+
+/// A compiled grammar, ready for matching.
+///
+/// Immutable and `Send + Sync`: build it once (from a compiler's tables, or
+/// later from a bundle) and share it, behind an `Arc`, among every
+/// [`Matcher`](crate::Matcher) that uses it.
+#[derive(Clone)]
+pub struct Grammar {
+    tables: Tables,
+    /// Per node: the rule whose automaton holds it.
+    node_rule: Vec<u32>,
+    /// Per node: whether it belongs to the rule's lookahead automaton.
+    node_in_lookahead: Vec<bool>,
+    /// Per node: whether it has rule or repeat edges (can wait for a rule).
+    node_waits: Vec<bool>,
+    /// Per dispatch (tag dispatches only): its free-text scanner.
+    scanners: Vec<Option<Scanner>>,
+    has_lookahead: bool,
+}
+
+impl fmt::Debug for Grammar {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Grammar")
+            .field("rules", &self.tables.rules.len())
+            .field("nodes", &self.tables.nodes.len())
+            .field("edges", &self.tables.edges.len())
+            .finish_non_exhaustive()
+    }
+}
+
+impl Grammar {
+    /// Validates `tables` and prepares them for matching.
+    pub fn new(tables: Tables) -> Result<Self, TablesError> {
+        tables.validate()?;
+        let nodes = tables.nodes.len();
+        let mut node_rule = vec![RuleRecord::NONE; nodes];
+        let mut node_in_lookahead = vec![false; nodes];
+        let mut has_lookahead = false;
+        for (i, rule) in tables.rules.iter().enumerate() {
+            let rule_id = u32::try_from(i).expect("validated tables index in u32");
+            if rule.kind == RuleRecord::AUTOMATON {
+                for node in rule.body..rule.body + rule.node_count {
+                    node_rule[node as usize] = rule_id;
+                }
+            }
+            if rule.lookahead != RuleRecord::NONE {
+                has_lookahead = true;
+                for node in rule.lookahead..rule.lookahead + rule.lookahead_node_count {
+                    node_rule[node as usize] = rule_id;
+                    node_in_lookahead[node as usize] = true;
+                }
+            }
+        }
+        let node_waits = tables
+            .nodes
+            .iter()
+            .map(|node| {
+                let first = node.first_edge as usize;
+                tables.edges[first..first + node.edge_count as usize]
+                    .iter()
+                    .any(|e| e.kind == EdgeRecord::RULE || e.kind == EdgeRecord::REPEAT)
+            })
+            .collect();
+        let mut scanners = vec![None; tables.dispatches.len()];
+        for rule in &tables.rules {
+            if rule.kind != RuleRecord::DISPATCH {
+                continue;
+            }
+            let dispatch = tables.dispatches[rule.body as usize];
+            let first = dispatch.first_pattern as usize;
+            let patterns: Vec<&[u8]> = tables.patterns
+                [first..first + dispatch.pattern_count as usize]
+                .iter()
+                .map(|p| &tables.byte_pool[p.offset as usize..(p.offset + p.len) as usize])
+                .collect();
+            let scanner = Scanner::new(&patterns).map_err(TablesError::new)?;
+            scanners[rule.body as usize] = Some(scanner);
+        }
+        Ok(Self {
+            tables,
+            node_rule,
+            node_in_lookahead,
+            node_waits,
+            scanners,
+            has_lookahead,
+        })
+    }
+
+    /// The tables this grammar executes.
+    pub fn tables(&self) -> &Tables {
+        &self.tables
+    }
+
+    /// The entry rule.
+    pub fn root(&self) -> u32 {
+        self.tables.root
+    }
+
+    /// The name of `rule` (empty if out of range).
+    pub fn rule_name(&self, rule: u32) -> &str {
+        self.tables.rule_name(rule)
+    }
+
+    pub(crate) fn rule(&self, rule: u32) -> &RuleRecord {
+        &self.tables.rules[rule as usize]
+    }
+
+    pub(crate) fn edges(&self, node: u32) -> &[EdgeRecord] {
+        let node = &self.tables.nodes[node as usize];
+        let first = node.first_edge as usize;
+        &self.tables.edges[first..first + node.edge_count as usize]
+    }
+
+    pub(crate) fn edge(&self, edge: u32) -> &EdgeRecord {
+        &self.tables.edges[edge as usize]
+    }
+
+    /// The index of the first edge of `node` (edges of a node are contiguous).
+    pub(crate) fn first_edge(&self, node: u32) -> u32 {
+        self.tables.nodes[node as usize].first_edge
+    }
+
+    pub(crate) fn is_final(&self, node: u32) -> bool {
+        self.tables.nodes[node as usize].is_final == 1
+    }
+
+    pub(crate) fn node_rule(&self, node: u32) -> u32 {
+        self.node_rule[node as usize]
+    }
+
+    pub(crate) fn in_lookahead(&self, node: u32) -> bool {
+        self.node_in_lookahead[node as usize]
+    }
+
+    pub(crate) fn waits(&self, node: u32) -> bool {
+        self.node_waits[node as usize]
+    }
+
+    pub(crate) fn has_lookahead(&self) -> bool {
+        self.has_lookahead
+    }
+
+    pub(crate) fn scanner(&self, dispatch: u32) -> Option<&Scanner> {
+        self.scanners[dispatch as usize].as_ref()
+    }
+
+    pub(crate) fn dispatch(&self, rule: &RuleRecord) -> &crate::tables::DispatchRecord {
+        &self.tables.dispatches[rule.body as usize]
+    }
+
+    /// The `index`-th pattern of `dispatch`.
+    pub(crate) fn pattern(&self, global: u32) -> &PatternRecord {
+        &self.tables.patterns[global as usize]
+    }
+
+    pub(crate) fn token_set_contains(&self, set: u32, token: u32) -> bool {
+        let set = &self.tables.token_sets[set as usize];
+        let ids = &self.tables.token_pool[set.offset as usize..(set.offset + set.len) as usize];
+        ids.binary_search(&token).is_ok() != (set.negated == 1)
+    }
+}

@@ -1,0 +1,391 @@
+//! Building one Earley row: scan the previous row with a symbol, then close
+//! the new row under prediction and completion.
+//!
+//! The row under construction is its own work list: items are appended once
+//! (a hash set removes duplicates) and processed in order. Completions of
+//! matches that began in the same row (empty matches) are remembered, so an
+//! item that arrives later still sees them — nullable rules need no special
+//! grammar transformation.
+
+use rustc_hash::FxHashSet;
+
+use super::history::History;
+use super::item::{Item, Kind};
+use super::lookahead::{Lookahead, Settled};
+use crate::TokenId;
+use crate::grammar::Grammar;
+use crate::scanner;
+use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+
+/// One input symbol.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Symbol {
+    /// A byte of text.
+    Byte(u8),
+    /// A token matched by id.
+    Token(TokenId),
+}
+
+/// Buffers reused from row to row.
+#[derive(Debug, Default)]
+pub(super) struct Scratch {
+    items: Vec<Item>,
+    seen: FxHashSet<Item>,
+    /// Completions made in this row: (rule, origin, pred, ctx).
+    completed: FxHashSet<(u32, u32, u32, u32)>,
+    /// Completions of empty matches in this row: (rule, pred, ctx).
+    empty: Vec<(u32, u32, u32)>,
+}
+
+/// The row being built and everything it needs.
+struct Builder<'a> {
+    grammar: &'a Grammar,
+    history: &'a History,
+    lookahead: &'a mut Lookahead,
+    scratch: &'a mut Scratch,
+    /// The index of the row being built.
+    row: u32,
+}
+
+/// Builds the row after `history`'s last row and `symbol` (or row 0 when
+/// `symbol` is `None`) into `scratch`, and settles its lookahead threads.
+pub(super) fn build(
+    grammar: &Grammar,
+    history: &History,
+    lookahead: &mut Lookahead,
+    scratch: &mut Scratch,
+    symbol: Option<Symbol>,
+) -> Settled {
+    scratch.items.clear();
+    scratch.seen.clear();
+    scratch.completed.clear();
+    scratch.empty.clear();
+    let row = u32::try_from(history.rows()).expect("rows fit in u32");
+    let mut builder = Builder {
+        grammar,
+        history,
+        lookahead,
+        scratch,
+        row,
+    };
+    match symbol {
+        None => builder.add(Item {
+            kind: Kind::Top,
+            a: 0,
+            aux: 0,
+            origin: 0,
+            pred: 0,
+            ctx: 0,
+        }),
+        Some(symbol) => {
+            for &item in history.last() {
+                builder.scan(item, symbol);
+            }
+        }
+    }
+    builder.close();
+    builder.lookahead.settle(&mut builder.scratch.items, row)
+}
+
+impl Scratch {
+    /// The items of the row built last.
+    pub(super) fn items(&self) -> &[Item] {
+        &self.items
+    }
+}
+
+impl Builder<'_> {
+    fn add(&mut self, item: Item) {
+        if self.scratch.seen.insert(item) {
+            self.scratch.items.push(item);
+        }
+    }
+
+    /// Moves `item` of the previous row over `symbol`.
+    fn scan(&mut self, item: Item, symbol: Symbol) {
+        let grammar = self.grammar;
+        match item.kind {
+            Kind::Node => {
+                for edge in grammar.edges(item.a) {
+                    let moves = match (edge.kind, symbol) {
+                        (EdgeRecord::BYTES, Symbol::Byte(b)) => {
+                            (edge.a..=edge.b).contains(&u32::from(b))
+                        }
+                        (EdgeRecord::TOKENS, Symbol::Token(t)) => {
+                            grammar.token_set_contains(edge.a, t.as_u32())
+                        }
+                        _ => false,
+                    };
+                    if moves {
+                        self.add(item.with(Kind::Node, edge.target, 0));
+                    }
+                }
+            }
+            Kind::Free => {
+                let Symbol::Byte(byte) = symbol else {
+                    return;
+                };
+                let rule = grammar.rule(item.a);
+                let Some(scanner) = grammar.scanner(rule.body) else {
+                    return;
+                };
+                let (state, found) = scanner.step(item.aux, byte);
+                if found == scanner::NONE {
+                    self.add(item.with(Kind::Free, item.a, state));
+                    return;
+                }
+                let global = grammar.dispatch(rule).first_pattern + found;
+                match grammar.pattern(global).kind {
+                    PatternRecord::TRIGGER => self.add(item.with(Kind::Arm, item.a, global)),
+                    PatternRecord::STOP => self.add(item.with(Kind::Ended, item.a, 0)),
+                    _ => {}
+                }
+            }
+            Kind::TokenFree => match symbol {
+                Symbol::Byte(_) => self.add(item),
+                Symbol::Token(token) => {
+                    let dispatch = grammar.dispatch(grammar.rule(item.a));
+                    let first = dispatch.first_pattern;
+                    let patterns = first..first + dispatch.pattern_count;
+                    let matching = |kind| {
+                        patterns.clone().find(|&p| {
+                            let pattern = grammar.pattern(p);
+                            pattern.kind == kind && pattern.offset == token.as_u32()
+                        })
+                    };
+                    if matching(PatternRecord::EXCLUDE).is_some() {
+                        return;
+                    }
+                    match matching(PatternRecord::TRIGGER) {
+                        Some(p) => self.add(item.with(Kind::TokenArm, item.a, p)),
+                        None => self.add(item),
+                    }
+                }
+            },
+            Kind::Repeat | Kind::Arm | Kind::TokenArm | Kind::Ended | Kind::Top | Kind::Done => {}
+        }
+    }
+
+    /// Processes the row's items until no new ones appear.
+    fn close(&mut self) {
+        let mut next = 0;
+        while next < self.scratch.items.len() {
+            let item = self.scratch.items[next];
+            next += 1;
+            self.process(item);
+        }
+    }
+
+    fn process(&mut self, item: Item) {
+        let grammar = self.grammar;
+        match item.kind {
+            Kind::Node => {
+                let node = item.a;
+                if grammar.is_final(node) {
+                    if grammar.in_lookahead(node) {
+                        self.lookahead.success(item.ctx, self.row);
+                    } else {
+                        self.complete(grammar.node_rule(node), item);
+                    }
+                }
+                if !grammar.waits(node) {
+                    return;
+                }
+                let first = grammar.first_edge(node);
+                for (i, edge) in grammar.edges(node).iter().enumerate() {
+                    match edge.kind {
+                        EdgeRecord::RULE => {
+                            let target = item.with(Kind::Node, edge.target, 0);
+                            self.call(edge.a, item.ctx, |builder, ctx| {
+                                builder.add(Item { ctx, ..target });
+                            });
+                        }
+                        EdgeRecord::REPEAT => {
+                            let index = first + u32::try_from(i).expect("edge index fits");
+                            self.add(item.with(Kind::Repeat, index, 0));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            Kind::Repeat => {
+                let edge = *grammar.edge(item.a);
+                let target = item.with(Kind::Node, edge.target, 0);
+                if item.aux >= edge.b {
+                    self.add(target);
+                }
+                if edge.c == EdgeRecord::UNBOUNDED || item.aux < edge.c {
+                    // An empty iteration can be repeated up to the bound, so
+                    // it satisfies the least count; the item itself stays
+                    // for non-empty iterations.
+                    self.call(edge.a, item.ctx, |builder, ctx| {
+                        builder.add(Item { ctx, ..target });
+                    });
+                }
+            }
+            Kind::Free => {
+                let rule = grammar.rule(item.a);
+                if grammar.dispatch(rule).stop_at_end == 1 {
+                    self.complete(item.a, item);
+                }
+            }
+            Kind::TokenFree | Kind::Ended => self.complete(item.a, item),
+            Kind::Arm | Kind::TokenArm => {
+                let arm = grammar.pattern(item.aux).arm;
+                self.call(arm, item.ctx, |builder, ctx| {
+                    builder.after_arm(item, ctx);
+                });
+            }
+            Kind::Top => {
+                self.call(grammar.root(), 0, |builder, ctx| {
+                    builder.add(item.with(Kind::Done, 0, 0).with_ctx(ctx));
+                });
+            }
+            Kind::Done => {}
+        }
+    }
+
+    /// Predicts `rule` in context `ctx`, and applies
+    /// `advance` for each empty match of `rule` already completed in this row.
+    fn call(&mut self, rule: u32, ctx: u32, advance: impl Fn(&mut Self, u32)) {
+        self.predict(rule, ctx);
+        let mut k = 0;
+        while k < self.scratch.empty.len() {
+            let (done, pred, done_ctx) = self.scratch.empty[k];
+            k += 1;
+            if done == rule && pred == ctx {
+                advance(self, done_ctx);
+            }
+        }
+    }
+
+    fn predict(&mut self, rule: u32, ctx: u32) {
+        let record = self.grammar.rule(rule);
+        let (kind, a, aux) = match record.kind {
+            RuleRecord::AUTOMATON => (Kind::Node, record.body, 0),
+            RuleRecord::DISPATCH => (Kind::Free, rule, scanner::START),
+            _ => (Kind::TokenFree, rule, 0),
+        };
+        self.add(Item {
+            kind,
+            a,
+            aux,
+            origin: self.row,
+            pred: ctx,
+            ctx,
+        });
+    }
+
+    /// After an arm of the dispatch of `item` matched, in context `ctx`.
+    fn after_arm(&mut self, item: Item, ctx: u32) {
+        let rule = self.grammar.rule(item.a);
+        let item = item.with_ctx(ctx);
+        if self.grammar.dispatch(rule).repeat == 1 {
+            let free = if item.kind == Kind::Arm {
+                item.with(Kind::Free, item.a, scanner::START)
+            } else {
+                item.with(Kind::TokenFree, item.a, 0)
+            };
+            self.add(free);
+        } else {
+            self.add(item.with(Kind::Ended, item.a, 0));
+        }
+    }
+
+    /// Rule `rule`, begun at `child.origin` in context `child.pred`, has
+    /// matched up to this row: advance every item that waits for it.
+    fn complete(&mut self, rule: u32, child: Item) {
+        let mut ctx = child.ctx;
+        let lookahead = self.grammar.rule(rule).lookahead;
+        if lookahead != RuleRecord::NONE {
+            let (thread, created) = self.lookahead.thread(rule, self.row);
+            if let Some(thread_ctx) = created {
+                self.add(Item {
+                    kind: Kind::Node,
+                    a: lookahead,
+                    aux: 0,
+                    origin: self.row,
+                    pred: thread_ctx,
+                    ctx: thread_ctx,
+                });
+            }
+            ctx = self.lookahead.guarded(ctx, thread);
+        }
+        if !self
+            .scratch
+            .completed
+            .insert((rule, child.origin, child.pred, ctx))
+        {
+            return;
+        }
+        if child.origin == self.row {
+            self.scratch.empty.push((rule, child.pred, ctx));
+            let mut k = 0;
+            while k < self.scratch.items.len() {
+                let parent = self.scratch.items[k];
+                k += 1;
+                if parent.ctx == child.pred {
+                    self.advance(parent, rule, ctx, true);
+                }
+            }
+        } else {
+            let history = self.history;
+            for &parent in history.row(child.origin as usize) {
+                if parent.ctx == child.pred {
+                    self.advance(parent, rule, ctx, false);
+                }
+            }
+        }
+    }
+
+    /// Moves `parent` over a match of `rule` that ends here, in context `ctx`.
+    fn advance(&mut self, parent: Item, rule: u32, ctx: u32, empty: bool) {
+        let grammar = self.grammar;
+        match parent.kind {
+            Kind::Node if grammar.waits(parent.a) => {
+                for edge in grammar.edges(parent.a) {
+                    if edge.kind == EdgeRecord::RULE && edge.a == rule {
+                        self.add(Item {
+                            kind: Kind::Node,
+                            a: edge.target,
+                            aux: 0,
+                            ctx,
+                            ..parent
+                        });
+                    }
+                }
+            }
+            Kind::Repeat => {
+                let edge = *grammar.edge(parent.a);
+                let below_max = edge.c == EdgeRecord::UNBOUNDED || parent.aux < edge.c;
+                if edge.a != rule || !below_max {
+                    return;
+                }
+                if empty {
+                    self.add(parent.with(Kind::Node, edge.target, 0).with_ctx(ctx));
+                } else {
+                    // Without an upper bound, counts past the least one are
+                    // all alike.
+                    let mut count = parent.aux + 1;
+                    if edge.c == EdgeRecord::UNBOUNDED {
+                        count = count.min(edge.b);
+                    }
+                    self.add(parent.with(Kind::Repeat, parent.a, count).with_ctx(ctx));
+                }
+            }
+            Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => {
+                self.after_arm(parent, ctx);
+            }
+            Kind::Top if rule == grammar.root() => {
+                self.add(parent.with(Kind::Done, 0, 0).with_ctx(ctx));
+            }
+            _ => {}
+        }
+    }
+}
+
+impl Item {
+    fn with_ctx(self, ctx: u32) -> Self {
+        Self { ctx, ..self }
+    }
+}

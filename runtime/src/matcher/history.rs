@@ -1,0 +1,116 @@
+//! The Earley rows of a matcher, stored so that forking is cheap and
+//! rollback costs no more than what it removes.
+//!
+//! Rows are grouped into segments of [`SEGMENT_ROWS`]. Full segments are
+//! frozen behind an `Arc` and shared by forks; only the last, open segment is
+//! copied. Rolling back into a frozen segment copies that one segment.
+
+use std::sync::Arc;
+
+use super::item::Item;
+
+/// Rows per segment.
+const SEGMENT_ROWS: usize = 64;
+
+/// Per-row flag: the input so far is a complete sentence.
+pub(super) const CAN_TERMINATE: u8 = 1;
+
+#[derive(Clone, Debug, Default)]
+struct Segment {
+    items: Vec<Item>,
+    /// Per row: the offset of its first item.
+    starts: Vec<u32>,
+    /// Per row: flags.
+    flags: Vec<u8>,
+}
+
+impl Segment {
+    fn rows(&self) -> usize {
+        self.starts.len()
+    }
+
+    fn row(&self, row: usize) -> &[Item] {
+        let start = self.starts[row] as usize;
+        let end = self
+            .starts
+            .get(row + 1)
+            .map_or(self.items.len(), |&end| end as usize);
+        &self.items[start..end]
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        if rows < self.rows() {
+            self.items.truncate(self.starts[rows] as usize);
+            self.starts.truncate(rows);
+            self.flags.truncate(rows);
+        }
+    }
+}
+
+/// The rows of a matcher, row 0 first.
+#[derive(Clone, Debug, Default)]
+pub(super) struct History {
+    frozen: Vec<Arc<Segment>>,
+    open: Segment,
+}
+
+impl History {
+    /// The number of rows.
+    pub(super) fn rows(&self) -> usize {
+        self.frozen.len() * SEGMENT_ROWS + self.open.rows()
+    }
+
+    fn segment(&self, row: usize) -> (&Segment, usize) {
+        let index = row / SEGMENT_ROWS;
+        let segment = self.frozen.get(index).map_or(&self.open, |s| &**s);
+        (segment, row % SEGMENT_ROWS)
+    }
+
+    /// The items of `row`.
+    pub(super) fn row(&self, row: usize) -> &[Item] {
+        let (segment, row) = self.segment(row);
+        segment.row(row)
+    }
+
+    /// The flags of `row`.
+    pub(super) fn flags(&self, row: usize) -> u8 {
+        let (segment, row) = self.segment(row);
+        segment.flags[row]
+    }
+
+    /// The items of the last row.
+    pub(super) fn last(&self) -> &[Item] {
+        self.row(self.rows() - 1)
+    }
+
+    /// Appends a row.
+    pub(super) fn push(&mut self, items: &[Item], flags: u8) {
+        if self.open.rows() == SEGMENT_ROWS {
+            let full = std::mem::take(&mut self.open);
+            self.frozen.push(Arc::new(full));
+        }
+        let start = u32::try_from(self.open.items.len()).expect("segment items fit in u32");
+        self.open.starts.push(start);
+        self.open.flags.push(flags);
+        self.open.items.extend_from_slice(items);
+    }
+
+    /// Keeps the first `rows` rows.
+    pub(super) fn truncate(&mut self, rows: usize) {
+        let frozen_rows = self.frozen.len() * SEGMENT_ROWS;
+        if rows >= frozen_rows {
+            self.open.truncate(rows - frozen_rows);
+            return;
+        }
+        let index = rows / SEGMENT_ROWS;
+        let mut open = Segment::clone(&self.frozen[index]);
+        open.truncate(rows - index * SEGMENT_ROWS);
+        self.frozen.truncate(index);
+        self.open = open;
+    }
+
+    /// The total number of items, for tests and statistics.
+    pub(super) fn items(&self) -> usize {
+        self.frozen.iter().map(|s| s.items.len()).sum::<usize>() + self.open.items.len()
+    }
+}

@@ -1,0 +1,385 @@
+//! The [`Matcher`]: one sequence's position in a grammar.
+//!
+//! It is an Earley parser over the grammar's rule automata, one row per
+//! input symbol (a byte of text, or a token matched by id). Items are
+//! (automaton node, origin row) pairs with a little extra state for counted
+//! repetitions, tag dispatch and lookahead; see the book's chapter on the
+//! runtime for the full picture.
+
+mod earley;
+mod expected;
+mod history;
+mod item;
+mod lookahead;
+
+use std::fmt;
+use std::sync::Arc;
+
+use self::earley::{Scratch, Symbol};
+use self::history::{CAN_TERMINATE, History};
+use self::lookahead::Lookahead;
+use crate::TokenId;
+use crate::grammar::Grammar;
+
+pub use self::expected::Expected;
+
+/// The longest string [`Matcher::forced_bytes`] looks ahead.
+const FORCED_LIMIT: usize = 1 << 16;
+
+/// Where a sequence is in a grammar: accepts input, says what may come next,
+/// rolls back.
+///
+/// Every `accept_*` call is one *step*; [`Matcher::rollback`] undoes whole
+/// steps (an inference server makes one step per token). A rejected step
+/// leaves the matcher exactly as it was.
+///
+/// ```
+/// # use std::sync::Arc;
+/// # use xg_runtime::{Grammar, Matcher};
+/// # fn demo(grammar: Arc<Grammar>) {
+/// let mut matcher = Matcher::new(grammar);
+/// matcher.accept_str("{\"a\": ").unwrap();
+/// assert!(matcher.accept_str("]").is_err()); // state unchanged
+/// matcher.rollback(1).unwrap();
+/// # }
+/// ```
+pub struct Matcher {
+    grammar: Arc<Grammar>,
+    history: History,
+    lookahead: Lookahead,
+    /// Per step: the number of rows before it.
+    steps: Vec<u32>,
+    terminated: bool,
+    scratch: Scratch,
+}
+
+impl Clone for Matcher {
+    fn clone(&self) -> Self {
+        Self {
+            grammar: Arc::clone(&self.grammar),
+            history: self.history.clone(),
+            lookahead: self.lookahead.clone(),
+            steps: self.steps.clone(),
+            terminated: self.terminated,
+            scratch: Scratch::default(),
+        }
+    }
+}
+
+impl fmt::Debug for Matcher {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Matcher")
+            .field("position", &self.position())
+            .field("steps", &self.steps.len())
+            .field("terminated", &self.terminated)
+            .finish_non_exhaustive()
+    }
+}
+
+/// What was offered when a step was rejected.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Found {
+    /// A byte of text.
+    Byte(u8),
+    /// A token matched by id.
+    Token(TokenId),
+    /// The end of the output.
+    End,
+}
+
+/// A rejected step: where, what was offered, and what the grammar allowed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Rejection {
+    position: usize,
+    found: Found,
+    expected: Expected,
+    terminated: bool,
+}
+
+impl Rejection {
+    /// The number of symbols (bytes, and tokens matched by id) accepted
+    /// before the one that was refused: for text, the byte offset.
+    pub fn position(&self) -> usize {
+        self.position
+    }
+
+    /// What was refused.
+    pub fn found(&self) -> Found {
+        self.found
+    }
+
+    /// What the grammar allowed at that position.
+    pub fn expected(&self) -> &Expected {
+        &self.expected
+    }
+}
+
+impl fmt::Display for Rejection {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let found = match self.found {
+            Found::Byte(byte) => expected::literal_byte(byte),
+            Found::Token(token) => format!("token {token}"),
+            Found::End => "the end of the output".to_owned(),
+        };
+        if self.terminated {
+            return write!(
+                f,
+                "at {}: {found} after the output has ended",
+                self.position
+            );
+        }
+        write!(
+            f,
+            "at {}: unexpected {found}; expected {}",
+            self.position, self.expected
+        )
+    }
+}
+
+impl std::error::Error for Rejection {}
+
+/// A rollback asked for more steps than were taken.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct RollbackError {
+    requested: usize,
+    available: usize,
+}
+
+impl fmt::Display for RollbackError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(
+            f,
+            "cannot roll back {} steps: only {} were taken",
+            self.requested, self.available
+        )
+    }
+}
+
+impl std::error::Error for RollbackError {}
+
+/// Sizes of a matcher's state, for tests and tuning.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct Stats {
+    /// Earley rows (one per accepted symbol, plus the first).
+    pub rows: usize,
+    /// Earley items over all rows.
+    pub items: usize,
+}
+
+impl Matcher {
+    /// A matcher at the start of `grammar`.
+    pub fn new(grammar: Arc<Grammar>) -> Self {
+        let mut matcher = Self {
+            grammar,
+            history: History::default(),
+            lookahead: Lookahead::default(),
+            steps: Vec::new(),
+            terminated: false,
+            scratch: Scratch::default(),
+        };
+        // Row 0 holds the entry item, which no settling removes.
+        let viable = matcher.push(None);
+        debug_assert!(viable);
+        matcher
+    }
+
+    /// The grammar this matcher follows.
+    pub fn grammar(&self) -> &Arc<Grammar> {
+        &self.grammar
+    }
+
+    /// Builds and appends the row after `symbol`; false (and nothing
+    /// changed) if no derivation survives it.
+    fn push(&mut self, symbol: Option<Symbol>) -> bool {
+        let rows = self.history.rows();
+        let settled = earley::build(
+            &self.grammar,
+            &self.history,
+            &mut self.lookahead,
+            &mut self.scratch,
+            symbol,
+        );
+        if settled.viable {
+            let flags = if settled.can_terminate {
+                CAN_TERMINATE
+            } else {
+                0
+            };
+            self.history.push(self.scratch.items(), flags);
+        } else {
+            self.lookahead.truncate(rows);
+        }
+        settled.viable
+    }
+
+    fn truncate(&mut self, rows: usize) {
+        self.history.truncate(rows);
+        self.lookahead.truncate(rows);
+    }
+
+    fn accept(&mut self, symbols: impl Iterator<Item = Symbol>) -> Result<(), Rejection> {
+        let start = self.history.rows();
+        if self.terminated {
+            let found = symbols.map(found).next().unwrap_or(Found::End);
+            return Err(self.rejection(found));
+        }
+        for symbol in symbols {
+            if !self.push(Some(symbol)) {
+                let rejection = self.rejection(found(symbol));
+                self.truncate(start);
+                return Err(rejection);
+            }
+        }
+        self.steps
+            .push(u32::try_from(start).expect("rows fit in u32"));
+        Ok(())
+    }
+
+    /// Accepts `bytes` as one step, or rejects them and changes nothing.
+    pub fn accept_bytes(&mut self, bytes: &[u8]) -> Result<(), Rejection> {
+        self.accept(bytes.iter().map(|&b| Symbol::Byte(b)))
+    }
+
+    /// Accepts `text` as one step, or rejects it and changes nothing.
+    pub fn accept_str(&mut self, text: &str) -> Result<(), Rejection> {
+        self.accept_bytes(text.as_bytes())
+    }
+
+    /// Accepts one token matched by its id rather than its text — what
+    /// `Token(…)`, `ExcludeToken(…)` and token dispatch match — as one step.
+    pub fn accept_token_id(&mut self, token: TokenId) -> Result<(), Rejection> {
+        self.accept(std::iter::once(Symbol::Token(token)))
+    }
+
+    /// Ends the output (the model produced its end-of-sequence token), as one
+    /// step; rejected unless [`Matcher::can_terminate`].
+    pub fn terminate(&mut self) -> Result<(), Rejection> {
+        if self.terminated || !self.can_terminate() {
+            return Err(self.rejection(Found::End));
+        }
+        self.steps
+            .push(u32::try_from(self.history.rows()).expect("rows fit in u32"));
+        self.terminated = true;
+        Ok(())
+    }
+
+    /// Whether the output has ended ([`Matcher::terminate`] was accepted).
+    pub fn is_terminated(&self) -> bool {
+        self.terminated
+    }
+
+    /// Whether the output so far is a complete match of the grammar, so the
+    /// model may end it here.
+    pub fn can_terminate(&self) -> bool {
+        !self.terminated && self.history.flags(self.history.rows() - 1) & CAN_TERMINATE != 0
+    }
+
+    /// Undoes the last `steps` steps. Costs what they added, not the length
+    /// of the history.
+    pub fn rollback(&mut self, steps: usize) -> Result<(), RollbackError> {
+        let taken = self.steps.len();
+        if steps > taken {
+            return Err(RollbackError {
+                requested: steps,
+                available: taken,
+            });
+        }
+        if steps == 0 {
+            return Ok(());
+        }
+        let rows = self.steps[taken - steps] as usize;
+        self.steps.truncate(taken - steps);
+        self.terminated = false;
+        self.truncate(rows);
+        Ok(())
+    }
+
+    /// Back to the start of the grammar.
+    pub fn reset(&mut self) {
+        self.steps.clear();
+        self.terminated = false;
+        self.truncate(1);
+    }
+
+    /// An independent copy of this matcher, for tree or speculative
+    /// decoding. Cheap: the rows of the history are shared, not copied.
+    #[must_use]
+    pub fn fork(&self) -> Self {
+        self.clone()
+    }
+
+    /// The number of steps that can be rolled back.
+    pub fn steps(&self) -> usize {
+        self.steps.len()
+    }
+
+    /// The number of symbols accepted so far (bytes, and tokens matched by id).
+    pub fn position(&self) -> usize {
+        self.history.rows() - 1
+    }
+
+    /// What the grammar allows next.
+    pub fn expected(&self) -> Expected {
+        Expected::of(&self.grammar, self.history.last(), self.can_terminate())
+    }
+
+    fn rejection(&self, found: Found) -> Rejection {
+        Rejection {
+            position: self.position(),
+            found,
+            expected: self.expected(),
+            terminated: self.terminated,
+        }
+    }
+
+    /// The longest byte string the grammar forces next: every continuation
+    /// of the output starts with it (jump-forward decoding). Empty when the
+    /// output may end here or more than one byte may follow.
+    pub fn forced_bytes(&self) -> Vec<u8> {
+        let mut probe = self.fork();
+        let mut forced = Vec::new();
+        while forced.len() < FORCED_LIMIT && !probe.terminated && !probe.can_terminate() {
+            let expected = probe.expected();
+            if expected.allows_text() || expected.allows_tokens() {
+                break;
+            }
+            let mut only = None;
+            let mut viable = 0;
+            for byte in expected.bytes() {
+                // Without lookahead every byte an item can scan is viable.
+                if !self.grammar.has_lookahead() || probe.push(Some(Symbol::Byte(byte))) {
+                    if self.grammar.has_lookahead() {
+                        probe.truncate(probe.history.rows() - 1);
+                    }
+                    viable += 1;
+                    only = Some(byte);
+                    if viable > 1 {
+                        break;
+                    }
+                }
+            }
+            match only {
+                Some(byte) if viable == 1 && probe.push(Some(Symbol::Byte(byte))) => {
+                    forced.push(byte);
+                }
+                _ => break,
+            }
+        }
+        forced
+    }
+
+    /// Sizes of the state.
+    pub fn stats(&self) -> Stats {
+        Stats {
+            rows: self.history.rows(),
+            items: self.history.items(),
+        }
+    }
+}
+
+fn found(symbol: Symbol) -> Found {
+    match symbol {
+        Symbol::Byte(byte) => Found::Byte(byte),
+        Symbol::Token(token) => Found::Token(token),
+    }
+}

@@ -1,0 +1,277 @@
+//! The runtime matcher agrees with the reference recognizer: after every
+//! byte of sampled sentences, near-misses and random walks, on whether the
+//! byte is accepted, whether the output may end, and what bytes are forced.
+//! Rollback and fork end in the same state as replaying the surviving input.
+
+mod common;
+
+use std::sync::Arc;
+
+use common::{CORPUS, Rng, compile, library, random_grammar, runtime_grammar, sample};
+use proptest::prelude::*;
+use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
+use xg_compiler::ir::{self};
+use xg_runtime::{Grammar, Matcher};
+
+fn viable(ir: &ir::Grammar, text: &[u8]) -> bool {
+    recognizes(ir, &Symbol::text(text), Mode::Prefix)
+}
+
+fn complete(ir: &ir::Grammar, text: &[u8]) -> bool {
+    recognizes(ir, &Symbol::text(text), Mode::Complete)
+}
+
+/// Feeds `text` byte by byte, comparing with the reference after each byte.
+fn follow(
+    ir: &ir::Grammar,
+    grammar: &Arc<Grammar>,
+    text: &[u8],
+    rng: &mut Rng,
+) -> Result<(), TestCaseError> {
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    let shown = String::from_utf8_lossy(text);
+    for end in 0..=text.len() {
+        let prefix = &text[..end];
+        if end > 0 {
+            let accepted = matcher.accept_bytes(&text[end - 1..end]).is_ok();
+            prop_assert_eq!(
+                accepted,
+                viable(ir, prefix),
+                "byte {} of {:?}",
+                end - 1,
+                shown
+            );
+            if !accepted {
+                return Ok(());
+            }
+        }
+        prop_assert_eq!(
+            matcher.can_terminate(),
+            complete(ir, prefix),
+            "can_terminate after {} bytes of {:?}",
+            end,
+            shown
+        );
+        check_forced(ir, &matcher, prefix, rng)?;
+    }
+    Ok(())
+}
+
+/// Forced bytes: none where the output may end; otherwise the input extended
+/// by them is viable, and other first bytes are not.
+fn check_forced(
+    ir: &ir::Grammar,
+    matcher: &Matcher,
+    prefix: &[u8],
+    rng: &mut Rng,
+) -> Result<(), TestCaseError> {
+    let forced = matcher.forced_bytes();
+    let Some(&first) = forced.first() else {
+        return Ok(());
+    };
+    prop_assert!(!matcher.can_terminate());
+    let mut extended = prefix.to_vec();
+    extended.extend_from_slice(&forced);
+    prop_assert!(
+        viable(ir, &extended),
+        "forced {:?} after {:?}",
+        forced,
+        prefix
+    );
+    let mut others: Vec<u8> = b"ab{}\"0 <>,:=xyz\xC3".to_vec();
+    others.push(u8::try_from(rng.below(256)).expect("byte"));
+    for other in others.into_iter().filter(|&b| b != first) {
+        let mut alternative = prefix.to_vec();
+        alternative.push(other);
+        prop_assert!(
+            !viable(ir, &alternative),
+            "{:?} forced after {:?}, but {:?} is viable",
+            forced,
+            prefix,
+            char::from(other)
+        );
+    }
+    Ok(())
+}
+
+/// A walk that mostly takes bytes the matcher says are allowed.
+fn walk(grammar: &Arc<Grammar>, rng: &mut Rng) -> Vec<u8> {
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    let mut text = Vec::new();
+    for _ in 0..rng.below(24) {
+        let allowed: Vec<u8> = matcher.expected().bytes().collect();
+        let byte = if allowed.is_empty() || rng.below(8) == 0 {
+            b"ab<>{}0:x\xC3\xA9"[rng.below(11)]
+        } else {
+            allowed[rng.below(allowed.len())]
+        };
+        text.push(byte);
+        if matcher.accept_bytes(&[byte]).is_err() {
+            break;
+        }
+    }
+    text
+}
+
+/// A walk of up to `length` bytes that the matcher accepts.
+fn valid_walk(grammar: &Arc<Grammar>, rng: &mut Rng, length: usize) -> Vec<u8> {
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    let mut text = Vec::new();
+    'walk: while text.len() < length {
+        let expected = matcher.expected();
+        let mut candidates: Vec<u8> = expected.bytes().collect();
+        if expected.allows_text() {
+            candidates.extend_from_slice(b"ab<>{}0:x ");
+        }
+        for _ in 0..16 {
+            let Some(&byte) = candidates.get(rng.below(candidates.len().max(1))) else {
+                break 'walk;
+            };
+            if matcher.accept_bytes(&[byte]).is_ok() {
+                text.push(byte);
+                continue 'walk;
+            }
+        }
+        break;
+    }
+    text
+}
+
+fn check_matcher(source: &str, seed: u64) -> Result<(), TestCaseError> {
+    let ir = compile(source);
+    let grammar = runtime_grammar(source);
+    let mut rng = Rng::new(seed);
+    for round in 0..6 {
+        let text = if round % 2 == 0 {
+            sample(&ir, &mut rng)
+        } else {
+            walk(&grammar, &mut rng)
+        };
+        follow(&ir, &grammar, &text, &mut rng)?;
+    }
+    Ok(())
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(48))]
+
+    #[test]
+    fn matcher_agrees_with_the_reference(index in 0..CORPUS.len(), seed in any::<u64>()) {
+        check_matcher(CORPUS[index], seed)?;
+    }
+
+    #[test]
+    fn matcher_agrees_with_the_reference_on_the_library(index in 0..3usize, seed in any::<u64>()) {
+        check_matcher(&library()[index], seed)?;
+    }
+
+    #[test]
+    fn matcher_agrees_with_the_reference_on_random_grammars(source in random_grammar(), seed in any::<u64>()) {
+        check_matcher(&source, seed)?;
+    }
+}
+
+/// Everything observable about a matcher's state, to compare two of them.
+fn observe(
+    matcher: &Matcher,
+) -> (
+    xg_runtime::Stats,
+    bool,
+    xg_runtime::Expected,
+    Vec<u8>,
+    usize,
+) {
+    (
+        matcher.stats(),
+        matcher.can_terminate(),
+        matcher.expected(),
+        matcher.forced_bytes(),
+        matcher.steps(),
+    )
+}
+
+#[derive(Clone, Debug)]
+enum Op {
+    /// Accept the next `n` bytes of the target text.
+    Accept(usize),
+    /// Accept a byte that is probably wrong.
+    Junk(u8),
+    Rollback(usize),
+    /// Continue on a fork; the original must not change.
+    Fork,
+    Reset,
+}
+
+fn op() -> impl Strategy<Value = Op> {
+    prop_oneof![
+        4 => (1..24usize).prop_map(Op::Accept),
+        1 => any::<u8>().prop_map(Op::Junk),
+        2 => (0..5usize).prop_map(Op::Rollback),
+        1 => Just(Op::Fork),
+        1 => Just(Op::Reset),
+    ]
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Any interleaving of accepts, rejections, rollbacks, forks and resets
+    /// ends in the state of replaying the surviving steps.
+    #[test]
+    fn rollback_and_fork_equal_replay(
+        index in 0..CORPUS.len() + 1,
+        seed in any::<u64>(),
+        ops in prop::collection::vec(op(), 1..60),
+    ) {
+        let source = CORPUS.get(index).map_or_else(|| library()[0].clone(), |s| (*s).to_owned());
+        let grammar = runtime_grammar(&source);
+        let mut rng = Rng::new(seed);
+        // Long enough to cross the history's segments of 64 rows.
+        let target = valid_walk(&grammar, &mut rng, 160);
+        let mut matcher = Matcher::new(Arc::clone(&grammar));
+        let mut surviving: Vec<Vec<u8>> = Vec::new();
+        for op in ops {
+            let at: usize = surviving.iter().map(Vec::len).sum();
+            match op {
+                Op::Accept(_) | Op::Junk(_) => {
+                    let chunk = match op {
+                        Op::Junk(b) => vec![b],
+                        Op::Accept(n) => target[at.min(target.len())..(at + n).min(target.len())].to_vec(),
+                        _ => unreachable!(),
+                    };
+                    let before = observe(&matcher);
+                    match matcher.accept_bytes(&chunk) {
+                        Ok(()) => surviving.push(chunk),
+                        Err(_) => prop_assert_eq!(observe(&matcher), before),
+                    }
+                }
+                Op::Rollback(n) => {
+                    if n <= surviving.len() {
+                        matcher.rollback(n).unwrap();
+                        surviving.truncate(surviving.len() - n);
+                    } else {
+                        prop_assert!(matcher.rollback(n).is_err());
+                    }
+                }
+                Op::Fork => {
+                    let original = matcher.clone();
+                    let before = observe(&original);
+                    let mut fork = matcher.fork();
+                    let _ = fork.accept_bytes(&target[at.min(target.len())..]);
+                    fork.reset();
+                    prop_assert_eq!(observe(&original), before);
+                    matcher = matcher.fork();
+                }
+                Op::Reset => {
+                    matcher.reset();
+                    surviving.clear();
+                }
+            }
+        }
+        let mut replay = Matcher::new(grammar);
+        for chunk in &surviving {
+            replay.accept_bytes(chunk).unwrap();
+        }
+        prop_assert_eq!(observe(&matcher), observe(&replay));
+    }
+}
