@@ -45,7 +45,7 @@ pub mod tree;
 
 pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};
 pub use self::source::{FileId, ImportTarget, Sources, Span};
-pub use self::stdlib::{EXAMPLES, paths as std_paths};
+pub use self::stdlib::{EXAMPLES, get as std_text, paths as std_paths};
 
 /// The Rust examples of the README and the book, compiled and run as doctests.
 #[cfg(doctest)]

@@ -106,3 +106,55 @@ fn inspect_lists_rules_and_draws_one() {
     let missing = xg(&["inspect", "--dot", "nope", path]);
     assert_eq!(missing.status.code(), Some(1));
 }
+
+#[test]
+fn match_accepts_and_locates_failures() {
+    let grammar = temp_grammar(
+        "pairs.xg",
+        "root ::= \"{\" pair (\",\" \"\\n\"? pair)* \"}\"\npair ::= key \":\" [0-9]+\nkey ::= [a-z]+\n",
+    );
+    let grammar = grammar.to_str().unwrap();
+    let ok = xg(&["match", grammar, "--text", "{ab:1,cd:2}"]);
+    assert!(
+        ok.status.success(),
+        "{}",
+        String::from_utf8_lossy(&ok.stderr)
+    );
+
+    let bad = xg(&[
+        "match",
+        grammar,
+        "--text",
+        "{ab:1,\ncd:x}",
+        "--color",
+        "never",
+    ]);
+    assert_eq!(bad.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&bad.stderr);
+    assert!(stderr.contains("at 2:4 (byte 10)"), "{stderr}");
+    assert!(
+        stderr.contains("unexpected \"x\"; expected [0-9]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("2 │ cd:x}"), "{stderr}");
+
+    let input = temp_grammar("output.txt", "{ab:1");
+    let short = xg(&["match", grammar, "--file", input.to_str().unwrap()]);
+    assert_eq!(short.status.code(), Some(1));
+    let stderr = String::from_utf8_lossy(&short.stderr);
+    assert!(stderr.contains("ends too early"), "{stderr}");
+    assert!(stderr.contains("(byte 5)"), "{stderr}");
+
+    // Another entry rule.
+    let key = xg(&["match", grammar, "--rule", "key", "--text", "abc"]);
+    assert!(
+        key.status.success(),
+        "{}",
+        String::from_utf8_lossy(&key.stderr)
+    );
+
+    // A grammar that does not compile is an error, not a mismatch.
+    let broken = temp_grammar("broken.xg", "root ::= missing\n");
+    let output = xg(&["match", broken.to_str().unwrap(), "--text", "x"]);
+    assert_eq!(output.status.code(), Some(2));
+}

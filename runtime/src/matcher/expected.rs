@@ -134,11 +134,11 @@ impl fmt::Display for Expected {
                 hi = bytes[k];
             }
             k += 1;
-            parts.push(if lo == hi {
-                literal_byte(lo)
+            if hi - lo <= 1 {
+                parts.extend((lo..=hi).map(literal_byte));
             } else {
-                format!("[{}-{}]", class_byte(lo), class_byte(hi))
-            });
+                parts.push(format!("[{}-{}]", class_byte(lo), class_byte(hi)));
+            }
         }
         if self.text {
             parts.push("free text".to_owned());

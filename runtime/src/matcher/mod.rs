@@ -121,18 +121,14 @@ impl fmt::Display for Rejection {
             Found::Token(token) => format!("token {token}"),
             Found::End => "the end of the output".to_owned(),
         };
-        if self.terminated {
-            return write!(
-                f,
-                "at {}: {found} after the output has ended",
-                self.position
-            );
+        // `{:#}` leaves out the position, for callers that show it themselves.
+        if !f.alternate() {
+            write!(f, "at {}: ", self.position)?;
         }
-        write!(
-            f,
-            "at {}: unexpected {found}; expected {}",
-            self.position, self.expected
-        )
+        if self.terminated {
+            return write!(f, "{found} after the output has ended");
+        }
+        write!(f, "unexpected {found}; expected {}", self.expected)
     }
 }
 

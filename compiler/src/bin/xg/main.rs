@@ -3,16 +3,20 @@
 //! - `xg` (no arguments): the main job on the embedded example grammars.
 //! - `xg check FILE…`: check grammars and print diagnostics.
 //! - `xg fmt FILE…`: print grammars in canonical form.
+//! - `xg inspect FILE`: show a grammar's automata.
+//! - `xg match GRAMMAR (--text TEXT | --file FILE)`: validate an output.
 
 mod inspect;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
 use std::process::ExitCode;
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use xg_compiler::{Diagnostics, EXAMPLES, FileId, Sources, pipeline, syntax};
+use xg_compiler::{Diagnostic, Diagnostics, EXAMPLES, FileId, Sources, Span, pipeline, syntax};
+use xg_runtime::{Grammar, Matcher};
 
 /// xg: a structured-generation engine for LLM inference.
 #[derive(Parser)]
@@ -50,6 +54,22 @@ enum Command {
         /// Print this rule's automaton in Graphviz dot format instead.
         #[arg(long, value_name = "RULE")]
         dot: Option<String>,
+    },
+    /// Match a text (a model's output) against a grammar: exit 0 if the
+    /// whole text is accepted and the grammar can end there, 1 with the place
+    /// and what was expected if not.
+    Match {
+        /// The `.xg` grammar.
+        grammar: PathBuf,
+        /// The entry rule.
+        #[arg(long, default_value = "root")]
+        rule: String,
+        /// The text to match.
+        #[arg(long, required_unless_present = "file", conflicts_with = "file")]
+        text: Option<String>,
+        /// A file whose bytes to match.
+        #[arg(long)]
+        file: Option<PathBuf>,
     },
     /// Print grammars in canonical form.
     Fmt {
@@ -95,6 +115,12 @@ fn main() -> ExitCode {
             root,
             format,
         }) => check(&files, &root, format, color),
+        Some(Command::Match {
+            grammar,
+            rule,
+            text,
+            file,
+        }) => match_input(&grammar, &rule, text, file.as_deref(), color),
         Some(Command::Fmt {
             files,
             write,
@@ -182,6 +208,70 @@ fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bo
     Ok(true)
 }
 
+/// `xg match`: true if the input matches. A grammar that does not compile
+/// is an error (exit 2), not a mismatch.
+fn match_input(
+    path: &Path,
+    rule: &str,
+    text: Option<String>,
+    file: Option<&Path>,
+    color: bool,
+) -> Result<bool> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let grammar_file = sources
+        .load(path, &mut diagnostics)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let compiled = pipeline::compile(&mut sources, grammar_file, rule, &mut diagnostics);
+    if diagnostics.has_errors() {
+        eprint!("{}", diagnostics.render(&sources, color));
+    }
+    let compiled = compiled.with_context(|| format!("`{}` does not compile", path.display()))?;
+    let grammar = Grammar::new(compiled.tables).context("the compiled tables are invalid")?;
+    let (name, input) = match (text, file) {
+        (Some(text), _) => ("<text>".to_owned(), text.into_bytes()),
+        (None, Some(file)) => (
+            file.display().to_string(),
+            std::fs::read(file).with_context(|| format!("cannot read `{}`", file.display()))?,
+        ),
+        (None, None) => anyhow::bail!("give the input with --text or --file"),
+    };
+    let mut matcher = Matcher::new(Arc::new(grammar));
+    let failure = match matcher.accept_bytes(&input) {
+        Err(rejection) => Some((rejection.position(), format!("{rejection:#}"))),
+        Ok(()) => matcher.terminate().err().map(|rejection| {
+            let message = format!(
+                "the input ends too early; expected {}",
+                rejection.expected()
+            );
+            (input.len(), message)
+        }),
+    };
+    let Some((offset, message)) = failure else {
+        eprintln!("ok: {} bytes match `{rule}`", input.len());
+        return Ok(true);
+    };
+    // Offsets are in bytes of the input; the excerpt shows it as UTF-8.
+    let shown = String::from_utf8_lossy(&input[..offset]).len();
+    let input_file = sources.add(name, String::from_utf8_lossy(&input), None);
+    let (line, column) = sources.line_column(input_file, shown);
+    // Underline the refused character, unless it is a line break or the end.
+    let rest = &sources.text(input_file)[shown..];
+    let end = match rest.chars().next() {
+        Some(c) if c != '\n' && c != '\r' => shown + c.len_utf8(),
+        _ => shown,
+    };
+    let mut report = Diagnostics::new();
+    report.push(Diagnostic::error(
+        "no-match",
+        format!("the input does not match `{rule}` at {line}:{column} (byte {offset})"),
+        Span::new(input_file, shown, end),
+        message,
+    ));
+    eprint!("{}", report.render(&sources, color));
+    Ok(false)
+}
+
 /// `xg fmt`: true if every file parsed (and, with `--check`, was canonical).
 fn fmt(files: &[PathBuf], write: bool, check: bool, color: bool) -> Result<bool> {
     let mut all_ok = true;
@@ -258,6 +348,43 @@ fn demo() -> bool {
         println!("\n`xg fmt {name}`:\n");
         print!("{formatted}");
     }
-    println!("\nNext: `xg check FILE.xg` and `xg fmt FILE.xg` on your own grammars.");
+    println!("\nMatching outputs (what `xg match` does):\n");
+    for (name, text, outputs) in [
+        (
+            "examples/arithmetic.xg",
+            EXAMPLES[0].1,
+            &["(1+2)*-3.5", "1+*2"][..],
+        ),
+        (
+            "std/json.xg",
+            xg_compiler::std_text("std/json.xg").unwrap_or_default(),
+            &["{\"tools\": [\"search\", 3, true]}", "{\"a\": [1, 2}"][..],
+        ),
+    ] {
+        let mut sources = Sources::new();
+        let file = sources.add(name, text, None);
+        let mut diagnostics = Diagnostics::new();
+        let Some(compiled) = pipeline::compile(&mut sources, file, "root", &mut diagnostics) else {
+            println!("  {name}: does not compile");
+            all_ok = false;
+            continue;
+        };
+        let Ok(grammar) = Grammar::new(compiled.tables) else {
+            println!("  {name}: invalid tables");
+            all_ok = false;
+            continue;
+        };
+        let grammar = Arc::new(grammar);
+        for output in outputs {
+            let mut matcher = Matcher::new(Arc::clone(&grammar));
+            let verdict = match matcher.accept_str(output) {
+                Ok(()) if matcher.can_terminate() => "matches".to_owned(),
+                Ok(()) => format!("incomplete; next: {}", matcher.expected()),
+                Err(rejection) => format!("rejected {rejection}"),
+            };
+            println!("  {name}: {output:?} {verdict}");
+        }
+    }
+    println!("\nNext: `xg check`, `xg fmt`, `xg inspect` and `xg match` on your own grammars.");
     all_ok
 }

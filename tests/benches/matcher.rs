@@ -1,0 +1,117 @@
+//! Throughput of the runtime matcher: bytes per second through `std/json.xg`
+//! and the arithmetic example, fed whole and byte by byte (one step per
+//! byte, as a server feeding single-byte tokens would).
+//!
+//! `cargo bench -p xg-tests --bench matcher` prints one line per case: the
+//! median of several runs, in MB/s, with Earley items per byte.
+
+#![allow(
+    clippy::cast_precision_loss,
+    reason = "byte and item counts of a benchmark are far below 2^52"
+)]
+
+use std::fmt::Write;
+use std::hint::black_box;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use xg_compiler::{Diagnostics, Sources, pipeline};
+use xg_runtime::{Grammar, Matcher};
+
+fn grammar(name: &str, text: &str) -> Arc<Grammar> {
+    let mut sources = Sources::new();
+    let file = sources.add(name, text, None);
+    let mut diagnostics = Diagnostics::new();
+    let compiled = pipeline::compile(&mut sources, file, "root", &mut diagnostics)
+        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+    Arc::new(Grammar::new(compiled.tables).expect("valid tables"))
+}
+
+/// A JSON document of about `size` bytes: records with strings, numbers,
+/// booleans, nested objects and arrays.
+fn json_document(size: usize) -> String {
+    let mut out = String::from("[");
+    let mut k = 0u64;
+    while out.len() < size {
+        if k > 0 {
+            out.push_str(", ");
+        }
+        let _ = write!(
+            out,
+            "{{\"id\": {k}, \"name\": \"item number {k}\", \"price\": {}.{:02}, \"tags\": [\"a\", \"b{}\"], \
+             \"active\": {}, \"owner\": {{\"first\": \"Ada\", \"last\": \"Lovelace\", \"age\": {}}}, \"note\": null}}",
+            k * 7 % 1000,
+            k % 100,
+            k % 13,
+            k.is_multiple_of(2),
+            20 + k % 60
+        );
+        k += 1;
+    }
+    out.push(']');
+    out
+}
+
+fn arithmetic(size: usize) -> String {
+    let mut out = String::from("1");
+    let mut k = 0u64;
+    while out.len() < size {
+        let _ = write!(out, "+({k}*{}-{}.5)/3", k % 17, k % 5);
+        k += 1;
+    }
+    out
+}
+
+/// Median seconds of `run` over enough repetitions to fill about a second.
+fn measure(mut run: impl FnMut()) -> f64 {
+    let mut times = Vec::new();
+    let started = Instant::now();
+    while times.len() < 5 || (started.elapsed() < Duration::from_secs(1) && times.len() < 50) {
+        let t = Instant::now();
+        run();
+        times.push(t.elapsed().as_secs_f64());
+    }
+    times.sort_by(f64::total_cmp);
+    times[times.len() / 2]
+}
+
+fn bench(label: &str, grammar: &Arc<Grammar>, input: &str) {
+    let whole = measure(|| {
+        let mut matcher = Matcher::new(Arc::clone(grammar));
+        matcher.accept_str(black_box(input)).expect("input matches");
+        assert!(matcher.can_terminate());
+    });
+    let stepwise = measure(|| {
+        let mut matcher = Matcher::new(Arc::clone(grammar));
+        for byte in black_box(input).as_bytes() {
+            matcher
+                .accept_bytes(std::slice::from_ref(byte))
+                .expect("input matches");
+        }
+    });
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    matcher.accept_str(input).expect("input matches");
+    let stats = matcher.stats();
+    let mb = input.len() as f64 / 1e6;
+    println!(
+        "{label:<28} {:>8} bytes  whole {:>7.2} MB/s  byte-steps {:>7.2} MB/s  {:>5.1} items/byte",
+        input.len(),
+        mb / whole,
+        mb / stepwise,
+        stats.items as f64 / input.len() as f64
+    );
+}
+
+fn main() {
+    let json = grammar(
+        "std/json.xg",
+        xg_compiler::std_text("std/json.xg").expect("std json"),
+    );
+    let arithmetic_grammar = grammar("arithmetic.xg", xg_compiler::EXAMPLES[0].1);
+    bench("json (std/json.xg)", &json, &json_document(64 * 1024));
+    bench(
+        "arithmetic (left recursive)",
+        &arithmetic_grammar,
+        &arithmetic(16 * 1024),
+    );
+}
