@@ -129,11 +129,51 @@ fn out_of_range_indices_are_refused() {
 }
 
 proptest! {
-    /// Validation never panics, whatever a record holds.
+    /// Validation never panics, whatever a record holds; tables it lets
+    /// through run in the matcher without panicking, however odd they are.
     #[test]
-    fn validation_never_panics(array in 0..6usize, index in 0..8usize, field in 0..12usize, value in any::<u32>()) {
+    fn validation_never_panics(
+        array in 0..6usize,
+        index in 0..8usize,
+        field in 0..12usize,
+        value in any::<u32>(),
+        small in any::<bool>(),
+        input in prop::collection::vec(any::<u8>(), 0..24),
+    ) {
         let mut tables = compile(&grammars()[3]).tables;
+        // Small values are often valid indices: odd tables that pass.
+        let value = if small { value % 64 } else { value };
         corrupt(&mut tables, array, index, field, value);
-        let _ = tables.validate();
+        if let Ok(grammar) = xg_runtime::Grammar::new(tables) {
+            let mut matcher = xg_runtime::Matcher::new(std::sync::Arc::new(grammar));
+            for byte in input {
+                let _ = matcher.forced_bytes();
+                let _ = matcher.accept_bytes(&[byte]);
+            }
+            let _ = matcher.can_terminate();
+        }
+    }
+}
+
+#[test]
+fn the_runtime_refuses_edges_between_automata() {
+    let tables = compile(&grammars()[3]).tables;
+    assert!(xg_runtime::Grammar::new(tables.clone()).is_ok());
+    let mut leaving = tables.clone();
+    let last = u32::try_from(leaving.nodes.len() - 1).unwrap();
+    let edge = leaving
+        .edges
+        .iter_mut()
+        .find(|e| e.target != last)
+        .expect("an edge");
+    edge.target = last;
+    let error = xg_runtime::Grammar::new(leaving).unwrap_err().to_string();
+    assert!(error.contains("leaves its automaton"), "{error}");
+    let mut shared = tables;
+    if shared.rules.len() > 1 && shared.rules[1].kind == RuleRecord::AUTOMATON {
+        shared.rules[1].body = shared.rules[0].body;
+        shared.rules[1].node_count = 1;
+        let error = xg_runtime::Grammar::new(shared).unwrap_err().to_string();
+        assert!(error.contains("two automata"), "{error}");
     }
 }

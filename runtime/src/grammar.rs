@@ -42,19 +42,35 @@ impl Grammar {
         let mut node_rule = vec![RuleRecord::NONE; nodes];
         let mut node_in_lookahead = vec![false; nodes];
         let mut has_lookahead = false;
+        // Each automaton owns its node range alone, and its edges stay in it.
+        let mut claim = |rule: u32, start: u32, count: u32, lookahead: bool| {
+            let range = start..start + count;
+            for node in range.clone() {
+                if node_rule[node as usize] != RuleRecord::NONE {
+                    return Err(TablesError::new(format!("node {node} is in two automata")));
+                }
+                node_rule[node as usize] = rule;
+                node_in_lookahead[node as usize] = lookahead;
+                let record = &tables.nodes[node as usize];
+                let first = record.first_edge as usize;
+                let edges = &tables.edges[first..first + record.edge_count as usize];
+                if let Some(edge) = edges.iter().find(|e| !range.contains(&e.target)) {
+                    return Err(TablesError::new(format!(
+                        "an edge of node {node} leaves its automaton for node {}",
+                        edge.target
+                    )));
+                }
+            }
+            Ok(())
+        };
         for (i, rule) in tables.rules.iter().enumerate() {
             let rule_id = u32::try_from(i).expect("validated tables index in u32");
             if rule.kind == RuleRecord::AUTOMATON {
-                for node in rule.body..rule.body + rule.node_count {
-                    node_rule[node as usize] = rule_id;
-                }
+                claim(rule_id, rule.body, rule.node_count, false)?;
             }
             if rule.lookahead != RuleRecord::NONE {
                 has_lookahead = true;
-                for node in rule.lookahead..rule.lookahead + rule.lookahead_node_count {
-                    node_rule[node as usize] = rule_id;
-                    node_in_lookahead[node as usize] = true;
-                }
+                claim(rule_id, rule.lookahead, rule.lookahead_node_count, true)?;
             }
         }
         let node_waits = tables
