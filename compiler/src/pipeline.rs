@@ -5,11 +5,13 @@
 //!          ──ir::lower──▶ ir::Grammar ──normalize──▶ ir::Grammar
 //!          ──fsm::build──▶ fsm::Grammar ──hash──▶ hashes, canonical nodes
 //!          ──tables::build──▶ runtime tables                            (compile)
+//!          ──xg_runtime::Grammar::new──▶ runtime grammar                 (grammar)
 //! ```
 
+use xg_runtime::Grammar;
 use xg_runtime::tables::Tables;
 
-use crate::diagnostic::Diagnostics;
+use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
 use crate::source::{FileId, Sources};
 use crate::{fsm, hash, ir, normalize, resolve, tables, tree};
@@ -58,4 +60,29 @@ pub fn compile(
         hashes,
         tables,
     })
+}
+
+/// Compiles `entry` with entry rule `root` into a runtime [`Grammar`], ready
+/// for [`xg_runtime::Matcher`]s. `None` if there were errors.
+pub fn grammar(
+    sources: &mut Sources,
+    entry: FileId,
+    root: &str,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
+    let compiled = compile(sources, entry, root, diagnostics)?;
+    match Grammar::new(compiled.tables) {
+        Ok(grammar) => Some(grammar),
+        Err(error) => {
+            // The compiler's own tables always validate; say so if not.
+            let span = crate::Span::new(entry, 0, 0);
+            diagnostics.push(Diagnostic::error(
+                "internal-error",
+                format!("the compiler produced {error}"),
+                span,
+                "while compiling this grammar",
+            ));
+            None
+        }
+    }
 }

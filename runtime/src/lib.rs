@@ -10,6 +10,10 @@
 //! - [`RuleId`] names a rule of a compiled grammar.
 //! - [`TokenId`] names a token of a vocabulary.
 //! - [`tables`]: the flat grammar tables the matcher executes.
+//! - [`Grammar`]: validated tables, immutable and shared by every matcher.
+//! - [`Matcher`]: one output's position in a grammar — accept, reject with
+//!   the reason, roll back, fork, forced bytes (an Earley parser over the
+//!   rule automata, with lookahead and tag dispatch).
 //!
 //! ```
 //! use xg_runtime::RuleId;

@@ -22,9 +22,9 @@ fn grammar(name: &str, text: &str) -> Arc<Grammar> {
     let mut sources = Sources::new();
     let file = sources.add(name, text, None);
     let mut diagnostics = Diagnostics::new();
-    let compiled = pipeline::compile(&mut sources, file, "root", &mut diagnostics)
+    let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
         .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
-    Arc::new(Grammar::new(compiled.tables).expect("valid tables"))
+    Arc::new(grammar)
 }
 
 /// A JSON document of about `size` bytes: records with strings, numbers,

@@ -371,7 +371,7 @@ pub fn runtime_grammar(text: &str) -> Arc<xg_runtime::Grammar> {
     let mut sources = Sources::new();
     let file = sources.add("test.xg", text, None);
     let mut diagnostics = Diagnostics::new();
-    let compiled = pipeline::compile(&mut sources, file, "root", &mut diagnostics)
+    let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
         .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
-    Arc::new(xg_runtime::Grammar::new(compiled.tables).expect("compiled tables are valid"))
+    Arc::new(grammar)
 }

@@ -16,7 +16,7 @@ use std::sync::Arc;
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
 use xg_compiler::{Diagnostic, Diagnostics, EXAMPLES, FileId, Sources, Span, pipeline, syntax};
-use xg_runtime::{Grammar, Matcher};
+use xg_runtime::Matcher;
 
 /// xg: a structured-generation engine for LLM inference.
 #[derive(Parser)]
@@ -222,12 +222,11 @@ fn match_input(
     let grammar_file = sources
         .load(path, &mut diagnostics)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let compiled = pipeline::compile(&mut sources, grammar_file, rule, &mut diagnostics);
+    let grammar = pipeline::grammar(&mut sources, grammar_file, rule, &mut diagnostics);
     if diagnostics.has_errors() {
         eprint!("{}", diagnostics.render(&sources, color));
     }
-    let compiled = compiled.with_context(|| format!("`{}` does not compile", path.display()))?;
-    let grammar = Grammar::new(compiled.tables).context("the compiled tables are invalid")?;
+    let grammar = grammar.with_context(|| format!("`{}` does not compile", path.display()))?;
     let (name, input) = match (text, file) {
         (Some(text), _) => ("<text>".to_owned(), text.into_bytes()),
         (None, Some(file)) => (
@@ -364,13 +363,8 @@ fn demo() -> bool {
         let mut sources = Sources::new();
         let file = sources.add(name, text, None);
         let mut diagnostics = Diagnostics::new();
-        let Some(compiled) = pipeline::compile(&mut sources, file, "root", &mut diagnostics) else {
+        let Some(grammar) = pipeline::grammar(&mut sources, file, "root", &mut diagnostics) else {
             println!("  {name}: does not compile");
-            all_ok = false;
-            continue;
-        };
-        let Ok(grammar) = Grammar::new(compiled.tables) else {
-            println!("  {name}: invalid tables");
             all_ok = false;
             continue;
         };
