@@ -275,3 +275,47 @@ proptest! {
         prop_assert_eq!(observe(&matcher), observe(&replay));
     }
 }
+
+/// Grammars that match tokens by id.
+const TOKEN_GRAMMARS: &[&str] = &[
+    r#"root ::= Token(7) [a-b]+ ExcludeToken(7, 8) | "x" Token(9, 10)*"#,
+    r#"root ::= TokenTagDispatch((9, arm), (10, b), excludes=(11))
+       arm ::= "a" Token(7) | "ab"
+       b ::= "b""#,
+    r#"root ::= TokenTagDispatch((9, arm), loop_after_dispatch=false) "x"?
+       arm ::= [ab]+ Token(8)"#,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Inputs mixing bytes and tokens matched by id agree with the reference
+    /// after every symbol.
+    #[test]
+    fn tokens_agree_with_the_reference(
+        index in 0..TOKEN_GRAMMARS.len() + 1,
+        symbols in prop::collection::vec(0..14usize, 0..12),
+    ) {
+        let source = TOKEN_GRAMMARS.get(index).map_or_else(|| library()[2].clone(), |s| (*s).to_owned());
+        let ir = compile(&source);
+        let mut matcher = Matcher::new(runtime_grammar(&source));
+        let tokens = [7, 8, 9, 10, 11, 128_008, 128_009, 128_010];
+        let mut input = Vec::new();
+        for symbol in symbols {
+            let symbol = match symbol.checked_sub(tokens.len()) {
+                None => Symbol::Token(xg_runtime::TokenId::new(tokens[symbol]).unwrap()),
+                Some(byte) => Symbol::Byte(b"abx<{ "[byte]),
+            };
+            input.push(symbol);
+            let accepted = match symbol {
+                Symbol::Byte(b) => matcher.accept_bytes(&[b]).is_ok(),
+                Symbol::Token(t) => matcher.accept_token_id(t).is_ok(),
+            };
+            prop_assert_eq!(accepted, recognizes(&ir, &input, Mode::Prefix), "{:?}", input);
+            if !accepted {
+                break;
+            }
+            prop_assert_eq!(matcher.can_terminate(), recognizes(&ir, &input, Mode::Complete), "{:?}", input);
+        }
+    }
+}
