@@ -26,13 +26,20 @@ pub(super) enum Symbol {
     Token(TokenId),
 }
 
+/// Rows up to this many items find duplicates by scanning; larger ones use a
+/// hash set (most rows are small, and scanning a few items beats hashing).
+const SCAN_LIMIT: usize = 24;
+
 /// Buffers reused from row to row.
 #[derive(Debug, Default)]
 pub(super) struct Scratch {
     items: Vec<Item>,
+    /// The items, once there are more than [`SCAN_LIMIT`].
     seen: FxHashSet<Item>,
     /// Completions made in this row: (rule, origin, pred, ctx).
-    completed: FxHashSet<(u32, u32, u32, u32)>,
+    completed: Vec<(u32, u32, u32, u32)>,
+    /// The completions, once there are more than [`SCAN_LIMIT`].
+    completed_set: FxHashSet<(u32, u32, u32, u32)>,
     /// Completions of empty matches in this row: (rule, pred, ctx).
     empty: Vec<(u32, u32, u32)>,
 }
@@ -59,6 +66,7 @@ pub(super) fn build(
     scratch.items.clear();
     scratch.seen.clear();
     scratch.completed.clear();
+    scratch.completed_set.clear();
     scratch.empty.clear();
     let row = u32::try_from(history.rows()).expect("rows fit in u32");
     let mut builder = Builder {
@@ -96,7 +104,7 @@ impl Scratch {
 
 impl Builder<'_> {
     fn add(&mut self, item: Item) {
-        if self.scratch.seen.insert(item) {
+        if insert(&self.scratch.items, &mut self.scratch.seen, item) {
             self.scratch.items.push(item);
         }
     }
@@ -311,13 +319,12 @@ impl Builder<'_> {
             }
             ctx = self.lookahead.guarded(ctx, thread);
         }
-        if !self
-            .scratch
-            .completed
-            .insert((rule, child.origin, child.pred, ctx))
-        {
+        let completion = (rule, child.origin, child.pred, ctx);
+        let scratch = &mut *self.scratch;
+        if !insert(&scratch.completed, &mut scratch.completed_set, completion) {
             return;
         }
+        scratch.completed.push(completion);
         if child.origin == self.row {
             self.scratch.empty.push((rule, child.pred, ctx));
             let mut k = 0;
@@ -382,6 +389,18 @@ impl Builder<'_> {
             _ => {}
         }
     }
+}
+
+/// Whether `value` is new to `list` (whose members `set` mirrors once the
+/// list is past [`SCAN_LIMIT`]); the caller pushes it.
+fn insert<T: Copy + Eq + std::hash::Hash>(list: &[T], set: &mut FxHashSet<T>, value: T) -> bool {
+    if list.len() < SCAN_LIMIT {
+        return !list.contains(&value);
+    }
+    if set.is_empty() {
+        set.extend(list.iter().copied());
+    }
+    set.insert(value)
 }
 
 impl Item {
