@@ -22,6 +22,11 @@ pub struct Grammar {
     /// Per dispatch (tag dispatches only): its free-text scanner.
     scanners: Vec<Option<Scanner>>,
     has_lookahead: bool,
+    /// Whether any rule matches tokens by id.
+    uses_tokens: bool,
+    /// Every token id the grammar names (sorted): ids it does not name are
+    /// all alike to it.
+    named_tokens: Vec<u32>,
 }
 
 impl fmt::Debug for Grammar {
@@ -98,6 +103,25 @@ impl Grammar {
             let scanner = Scanner::new(&patterns).map_err(TablesError::new)?;
             scanners[rule.body as usize] = Some(scanner);
         }
+        let uses_tokens = tables.edges.iter().any(|e| e.kind == EdgeRecord::TOKENS)
+            || tables
+                .rules
+                .iter()
+                .any(|r| r.kind == RuleRecord::TOKEN_DISPATCH);
+        let mut named_tokens = tables.token_pool.clone();
+        for rule in &tables.rules {
+            if rule.kind == RuleRecord::TOKEN_DISPATCH {
+                let dispatch = tables.dispatches[rule.body as usize];
+                let first = dispatch.first_pattern as usize;
+                named_tokens.extend(
+                    tables.patterns[first..first + dispatch.pattern_count as usize]
+                        .iter()
+                        .map(|p| p.offset),
+                );
+            }
+        }
+        named_tokens.sort_unstable();
+        named_tokens.dedup();
         Ok(Self {
             tables,
             node_rule,
@@ -105,6 +129,8 @@ impl Grammar {
             node_waits,
             scanners,
             has_lookahead,
+            uses_tokens,
+            named_tokens,
         })
     }
 
@@ -173,6 +199,28 @@ impl Grammar {
     /// The `index`-th pattern of `dispatch`.
     pub(crate) fn pattern(&self, global: u32) -> &PatternRecord {
         &self.tables.patterns[global as usize]
+    }
+
+    pub(crate) fn uses_tokens(&self) -> bool {
+        self.uses_tokens
+    }
+
+    /// Whether the grammar names `token` anywhere.
+    pub(crate) fn names_token(&self, token: u32) -> bool {
+        self.named_tokens.binary_search(&token).is_ok()
+    }
+
+    /// A token id the grammar does not name: it stands for all of them.
+    pub(crate) fn unnamed_token(&self) -> u32 {
+        // The first gap in the sorted names.
+        let mut candidate = 0;
+        for &named in &self.named_tokens {
+            if named != candidate {
+                break;
+            }
+            candidate += 1;
+        }
+        candidate
     }
 
     pub(crate) fn token_set_contains(&self, set: u32, token: u32) -> bool {

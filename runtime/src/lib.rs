@@ -31,9 +31,10 @@ mod id;
 mod matcher;
 mod scanner;
 pub mod tables;
+mod trie;
 mod vocab;
 
 pub use self::grammar::Grammar;
 pub use self::id::{IdError, RuleId, TokenId};
-pub use self::matcher::{Expected, Found, Matcher, Rejection, RollbackError, Stats};
+pub use self::matcher::{Expected, Found, MaskError, Matcher, Rejection, RollbackError, Stats};
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

@@ -15,9 +15,12 @@
 
 use std::fmt;
 
+use std::sync::OnceLock;
+
 use serde_json::Value;
 
 use crate::TokenId;
+use crate::trie::TokenTrie;
 
 /// How a tokenizer writes its tokens' bytes.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -78,6 +81,8 @@ pub struct Vocabulary {
     stop: Vec<TokenId>,
     kind: TokenizerKind,
     fingerprint: u64,
+    /// Built on first use (masks need it; loading alone does not).
+    trie: OnceLock<TokenTrie>,
 }
 
 /// A token before the vocabulary is assembled.
@@ -202,6 +207,7 @@ impl Vocabulary {
             stop: Vec::new(),
             kind,
             fingerprint: 0,
+            trie: OnceLock::new(),
         };
         for entry in entries {
             let kind = match entry {
@@ -238,6 +244,7 @@ impl Vocabulary {
         }
         self.stop.sort_unstable();
         self.stop.dedup();
+        self.trie = OnceLock::new();
         self.fingerprint = self.compute_fingerprint();
         Ok(self)
     }
@@ -258,6 +265,7 @@ impl Vocabulary {
         let end = *self.offsets.last().expect("offsets start with 0");
         self.kinds.resize(size, TokenKind::Absent);
         self.offsets.resize(size + 1, end);
+        self.trie = OnceLock::new();
         self.fingerprint = self.compute_fingerprint();
         Ok(self)
     }
@@ -297,6 +305,16 @@ impl Vocabulary {
     /// Whether `id` is a stop token.
     pub fn is_stop(&self, id: TokenId) -> bool {
         self.stop.binary_search(&id).is_ok()
+    }
+
+    /// The number of 32-bit words of a token mask: bit `i % 32` of word
+    /// `i / 32` stands for token `i`.
+    pub fn mask_words(&self) -> usize {
+        self.len().div_ceil(32)
+    }
+
+    pub(crate) fn trie(&self) -> &TokenTrie {
+        self.trie.get_or_init(|| TokenTrie::new(self))
     }
 
     /// How the tokenizer writes bytes.

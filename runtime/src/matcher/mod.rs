@@ -11,6 +11,7 @@ mod expected;
 mod history;
 mod item;
 mod lookahead;
+mod tokens;
 
 use std::fmt;
 use std::sync::Arc;
@@ -20,8 +21,10 @@ use self::history::{CAN_TERMINATE, History};
 use self::lookahead::Lookahead;
 use crate::TokenId;
 use crate::grammar::Grammar;
+use crate::vocab::Vocabulary;
 
 pub use self::expected::Expected;
+pub use self::tokens::MaskError;
 
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
 const FORCED_LIMIT: usize = 1 << 16;
@@ -45,6 +48,7 @@ const FORCED_LIMIT: usize = 1 << 16;
 /// ```
 pub struct Matcher {
     grammar: Arc<Grammar>,
+    vocabulary: Option<Arc<Vocabulary>>,
     history: History,
     lookahead: Lookahead,
     /// Per step: the number of rows before it.
@@ -57,6 +61,7 @@ impl Clone for Matcher {
     fn clone(&self) -> Self {
         Self {
             grammar: Arc::clone(&self.grammar),
+            vocabulary: self.vocabulary.clone(),
             history: self.history.clone(),
             lookahead: self.lookahead.clone(),
             steps: self.steps.clone(),
@@ -163,10 +168,23 @@ pub struct Stats {
 }
 
 impl Matcher {
-    /// A matcher at the start of `grammar`.
+    /// A matcher at the start of `grammar`, for text and tokens matched by
+    /// id.
     pub fn new(grammar: Arc<Grammar>) -> Self {
+        Self::build(grammar, None)
+    }
+
+    /// A matcher at the start of `grammar` that also takes a model's tokens
+    /// ([`Matcher::accept_token`]) and computes token masks
+    /// ([`Matcher::fill_next_token_bitmask`]) for `vocabulary`.
+    pub fn with_vocabulary(grammar: Arc<Grammar>, vocabulary: Arc<Vocabulary>) -> Self {
+        Self::build(grammar, Some(vocabulary))
+    }
+
+    fn build(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
         let mut matcher = Self {
             grammar,
+            vocabulary,
             history: History::default(),
             lookahead: Lookahead::default(),
             steps: Vec::new(),
@@ -177,6 +195,11 @@ impl Matcher {
         let viable = matcher.push(None);
         debug_assert!(viable);
         matcher
+    }
+
+    /// The vocabulary of the model this matcher takes tokens of, if any.
+    pub fn vocabulary(&self) -> Option<&Arc<Vocabulary>> {
+        self.vocabulary.as_ref()
     }
 
     /// The grammar this matcher follows.

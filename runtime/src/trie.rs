@@ -1,0 +1,115 @@
+//! The token trie: every text token's bytes in one prefix tree, laid out in
+//! depth-first order so a walk is a loop over an array.
+//!
+//! A walk pushes a node's byte into the matcher and goes on to the next node
+//! (its first child); when the matcher refuses the byte it jumps to the
+//! node's `end`, skipping the whole subtree — every token with that prefix —
+//! at once. Shared prefixes are matched once.
+
+use crate::TokenId;
+use crate::vocab::{TokenKind, Vocabulary};
+
+/// A vocabulary's text tokens as a prefix tree in depth-first order.
+#[derive(Clone, Debug)]
+pub(crate) struct TokenTrie {
+    /// Per node: the byte on the edge into it.
+    bytes: Vec<u8>,
+    /// Per node: its depth (1 for children of the root).
+    depths: Vec<u32>,
+    /// Per node: one past the last node of its subtree.
+    ends: Vec<u32>,
+    /// Per node: where its tokens start in `tokens` (`tokens_start[n + 1]`
+    /// ends them).
+    tokens_start: Vec<u32>,
+    /// The tokens whose bytes end at each node, node after node.
+    tokens: Vec<TokenId>,
+    /// Text tokens with no bytes at all.
+    empty: Vec<TokenId>,
+}
+
+impl TokenTrie {
+    pub(crate) fn new(vocabulary: &Vocabulary) -> Self {
+        let mut ids: Vec<TokenId> = (0..vocabulary.len())
+            .filter_map(|i| TokenId::new(i).ok())
+            .filter(|&id| vocabulary.kind_of(id) == TokenKind::Text)
+            .collect();
+        ids.sort_by(|&a, &b| vocabulary.bytes(a).cmp(vocabulary.bytes(b)));
+        let mut trie = Self {
+            bytes: Vec::new(),
+            depths: Vec::new(),
+            ends: Vec::new(),
+            tokens_start: vec![0],
+            tokens: Vec::new(),
+            empty: Vec::new(),
+        };
+        // The path from the root to the last node added.
+        let mut path: Vec<u8> = Vec::new();
+        for id in ids {
+            let bytes = vocabulary.bytes(id);
+            if bytes.is_empty() {
+                trie.empty.push(id);
+                continue;
+            }
+            let shared = path.iter().zip(bytes).take_while(|(a, b)| a == b).count();
+            if shared == bytes.len() && shared == path.len() {
+                // Same bytes as the previous token: same node.
+                trie.tokens.push(id);
+                *trie.tokens_start.last_mut().expect("starts with 0") += 1;
+                continue;
+            }
+            path.truncate(shared);
+            for &byte in &bytes[shared..] {
+                path.push(byte);
+                trie.bytes.push(byte);
+                trie.depths
+                    .push(u32::try_from(path.len()).expect("token length fits in u32"));
+                let start = *trie.tokens_start.last().expect("starts with 0");
+                trie.tokens_start.push(start);
+            }
+            trie.tokens.push(id);
+            *trie.tokens_start.last_mut().expect("starts with 0") += 1;
+        }
+        // A node's subtree ends at the next node no deeper than it.
+        let count = trie.bytes.len();
+        trie.ends = vec![u32::try_from(count).expect("trie fits in u32"); count];
+        let mut open: Vec<usize> = Vec::new();
+        for node in 0..count {
+            while let Some(&top) = open.last() {
+                if trie.depths[top] < trie.depths[node] {
+                    break;
+                }
+                trie.ends[top] = u32::try_from(node).expect("trie fits in u32");
+                open.pop();
+            }
+            open.push(node);
+        }
+        trie
+    }
+
+    /// The number of nodes.
+    pub(crate) fn len(&self) -> usize {
+        self.bytes.len()
+    }
+
+    pub(crate) fn byte(&self, node: usize) -> u8 {
+        self.bytes[node]
+    }
+
+    pub(crate) fn depth(&self, node: usize) -> usize {
+        self.depths[node] as usize
+    }
+
+    pub(crate) fn end(&self, node: usize) -> usize {
+        self.ends[node] as usize
+    }
+
+    /// The tokens whose bytes end at `node`.
+    pub(crate) fn tokens(&self, node: usize) -> &[TokenId] {
+        &self.tokens[self.tokens_start[node] as usize..self.tokens_start[node + 1] as usize]
+    }
+
+    /// Text tokens with no bytes.
+    pub(crate) fn empty(&self) -> &[TokenId] {
+        &self.empty
+    }
+}
