@@ -22,7 +22,8 @@
 //!   dispatch's free region accepts bytes and tokens other than its triggers
 //!   and excluded tokens.
 
-use std::collections::BTreeSet;
+use std::cell::RefCell;
+use std::collections::{BTreeSet, HashMap};
 
 use xg_runtime::TokenId;
 
@@ -92,6 +93,10 @@ struct Recognizer<'a> {
     table: Vec<Vec<Outcome>>,
     /// Which rules can match some string (for "open" to mean "can finish").
     productive: Vec<bool>,
+    /// Outcomes of repetitions (by address and position) under the current
+    /// table; emptied whenever the table changes. Nested repetitions would
+    /// otherwise be evaluated again and again.
+    repeats: RefCell<HashMap<(*const Expr, usize), Outcome>>,
 }
 
 impl<'a> Recognizer<'a> {
@@ -103,6 +108,7 @@ impl<'a> Recognizer<'a> {
             mode,
             table: vec![vec![Outcome::default(); positions]; grammar.rules.len()],
             productive: vec![false; grammar.rules.len()],
+            repeats: RefCell::default(),
         };
         recognizer.solve_productive();
         recognizer
@@ -162,6 +168,7 @@ impl<'a> Recognizer<'a> {
                     let outcome = self.rule_at(rule, position);
                     if outcome != self.table[rule][position] {
                         self.table[rule][position] = outcome;
+                        self.repeats.borrow_mut().clear();
                         changed = true;
                     }
                 }
@@ -240,7 +247,19 @@ impl<'a> Recognizer<'a> {
                 }
                 outcome
             }
-            Expr::Repeat { expr, min, max } => self.repeat(expr, *min, *max, i),
+            Expr::Repeat {
+                expr: inner,
+                min,
+                max,
+            } => {
+                let key = (std::ptr::from_ref(expr), i);
+                if let Some(outcome) = self.repeats.borrow().get(&key) {
+                    return outcome.clone();
+                }
+                let outcome = self.repeat(inner, *min, *max, i);
+                self.repeats.borrow_mut().insert(key, outcome.clone());
+                outcome
+            }
             Expr::Ref(id) => self.table[id.as_usize()][i].clone(),
             Expr::RepeatRule { rule, min, max } => self.repeat(&Expr::Ref(*rule), *min, *max, i),
             Expr::Dispatch(dispatch) => self.dispatch(dispatch, i),
