@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{CORPUS, Rng, compile, fsm_as_ir, library, random_grammar, sample};
+use common::{CORPUS, compile, fsm_as_ir, library, random_grammar, same_language};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize::{self, REPETITION_THRESHOLD};
@@ -14,23 +14,19 @@ use xg_compiler::{fsm, ir};
 fn check_automata(source: &str, seed: u64) -> Result<(), TestCaseError> {
     let original = compile(source);
     let automata = fsm::build(&normalize::normalize(original.clone()));
-    let rewritten = fsm_as_ir(&automata);
-    let mut rng = Rng::new(seed);
-    for _ in 0..6 {
-        let text = sample(&original, &mut rng);
-        let input = Symbol::text(&text);
-        for mode in [Mode::Complete, Mode::Prefix] {
-            prop_assert_eq!(
-                recognizes(&original, &input, mode),
-                recognizes(&rewritten, &input, mode),
-                "{:?} on {:?} ({:?})",
-                source,
-                String::from_utf8_lossy(&text),
-                mode
-            );
-        }
-    }
-    Ok(())
+    same_language(&original, &fsm_as_ir(&automata), source, seed, 6)
+}
+
+/// The nodes of all automata (a dispatch counts as one).
+fn node_count(grammar: &fsm::Grammar) -> usize {
+    grammar
+        .rules
+        .iter()
+        .map(|rule| match &rule.body {
+            fsm::Body::Automaton(fsm) => fsm.nodes.len(),
+            _ => 1,
+        })
+        .sum()
 }
 
 proptest! {
@@ -76,14 +72,7 @@ fn automata_are_minimal_and_deterministic() {
 fn huge_repetitions_stay_small_and_exact() {
     let source = "root ::= [a-z]{0,100000}";
     let grammar = fsm::build(&normalize::normalize(compile(source)));
-    let nodes: usize = grammar
-        .rules
-        .iter()
-        .map(|rule| match &rule.body {
-            fsm::Body::Automaton(fsm) => fsm.nodes.len(),
-            _ => 1,
-        })
-        .sum();
+    let nodes = node_count(&grammar);
     assert!(nodes <= 4 * REPETITION_THRESHOLD as usize, "{nodes} nodes");
     let counted = root_fsm(&grammar)
         .nodes
@@ -145,14 +134,7 @@ fn nested_repetitions_do_not_explode() {
     // 8^6 copies if expanded naively.
     let source = r#"root ::= (((((("ab" [0-9]){8}){8}){8}){8}){8}){8}"#;
     let grammar = fsm::build(&normalize::normalize(compile(source)));
-    let nodes: usize = grammar
-        .rules
-        .iter()
-        .map(|rule| match &rule.body {
-            fsm::Body::Automaton(fsm) => fsm.nodes.len(),
-            _ => 1,
-        })
-        .sum();
+    let nodes = node_count(&grammar);
     assert!(nodes < 5_000, "{nodes} nodes");
     let rewritten = fsm_as_ir(&grammar);
     assert!(recognizes(

@@ -4,7 +4,7 @@
 
 mod common;
 
-use common::{Rng, compile, sample};
+use common::{compile, same_language};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize::{self, REPETITION_THRESHOLD};
@@ -38,22 +38,7 @@ const CORPUS: &[&str] = &[
 fn check_same_language(source: &str, seed: u64) -> Result<(), TestCaseError> {
     let original = compile(source);
     let normalized = normalize::normalize(original.clone());
-    let mut rng = Rng::new(seed);
-    for _ in 0..8 {
-        let text = sample(&original, &mut rng);
-        let input = Symbol::text(&text);
-        for mode in [Mode::Complete, Mode::Prefix] {
-            prop_assert_eq!(
-                recognizes(&original, &input, mode),
-                recognizes(&normalized, &input, mode),
-                "{:?} on {:?} ({:?})",
-                source,
-                String::from_utf8_lossy(&text),
-                mode
-            );
-        }
-    }
-    Ok(())
+    same_language(&original, &normalized, source, seed, 8)
 }
 
 proptest! {

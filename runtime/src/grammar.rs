@@ -205,6 +205,11 @@ impl Grammar {
         self.uses_tokens
     }
 
+    /// Every token id the grammar names, sorted.
+    pub(crate) fn named_tokens(&self) -> &[u32] {
+        &self.named_tokens
+    }
+
     /// Whether the grammar names `token` anywhere.
     pub(crate) fn names_token(&self, token: u32) -> bool {
         self.named_tokens.binary_search(&token).is_ok()

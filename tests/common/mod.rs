@@ -34,6 +34,34 @@ pub fn compile(text: &str) -> ir::Grammar {
     grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
 }
 
+/// Whether `a` and `b` agree, complete and prefix, on `rounds` strings
+/// sampled from `a` (sentences and near-misses).
+pub fn same_language(
+    a: &ir::Grammar,
+    b: &ir::Grammar,
+    source: &str,
+    seed: u64,
+    rounds: usize,
+) -> Result<(), TestCaseError> {
+    use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
+    let mut rng = Rng::new(seed);
+    for _ in 0..rounds {
+        let text = sample(a, &mut rng);
+        let input = Symbol::text(&text);
+        for mode in [Mode::Complete, Mode::Prefix] {
+            prop_assert_eq!(
+                recognizes(a, &input, mode),
+                recognizes(b, &input, mode),
+                "{:?} on {:?} ({:?})",
+                source,
+                String::from_utf8_lossy(&text),
+                mode
+            );
+        }
+    }
+    Ok(())
+}
+
 /// A small deterministic random source (xorshift), seeded by the test.
 pub struct Rng(u64);
 

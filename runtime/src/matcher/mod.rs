@@ -231,6 +231,16 @@ impl Matcher {
         settled.viable
     }
 
+    /// Whether the row after `symbol` is viable; the matcher is unchanged.
+    fn viable(&mut self, symbol: Symbol) -> bool {
+        let rows = self.history.rows();
+        let viable = self.push(Some(symbol));
+        if viable {
+            self.truncate(rows);
+        }
+        viable
+    }
+
     fn truncate(&mut self, rows: usize) {
         self.history.truncate(rows);
         self.lookahead.truncate(rows);
@@ -366,10 +376,7 @@ impl Matcher {
             let mut viable = 0;
             for byte in expected.bytes() {
                 // Without lookahead every byte an item can scan is viable.
-                if !self.grammar.has_lookahead() || probe.push(Some(Symbol::Byte(byte))) {
-                    if self.grammar.has_lookahead() {
-                        probe.truncate(probe.history.rows() - 1);
-                    }
+                if !self.grammar.has_lookahead() || probe.viable(Symbol::Byte(byte)) {
                     viable += 1;
                     only = Some(byte);
                     if viable > 1 {

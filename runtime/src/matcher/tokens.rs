@@ -45,16 +45,6 @@ fn set(mask: &mut [u32], id: TokenId) {
 }
 
 impl Matcher {
-    /// Whether the row after `symbol` is viable; the matcher is unchanged.
-    fn viable(&mut self, symbol: Symbol) -> bool {
-        let rows = self.history.rows();
-        let viable = self.push(Some(symbol));
-        if viable {
-            self.truncate(rows);
-        }
-        viable
-    }
-
     /// Whether the grammar takes `id` by id here.
     fn takes_by_id(&mut self, id: TokenId) -> bool {
         self.grammar.uses_tokens() && self.viable(Symbol::Token(id))
@@ -104,22 +94,31 @@ impl Matcher {
             }
         }
         // By id: only where the row takes tokens. Ids the grammar never
-        // names are all alike, so one stands for them all.
+        // names are all alike, so one stands for them all; named ones are
+        // tried one by one.
         if self.grammar.uses_tokens() && self.expected().allows_tokens() {
+            let by_id = |vocabulary: &crate::Vocabulary, id: TokenId| {
+                vocabulary.kind_of(id) != TokenKind::Absent && !vocabulary.is_stop(id)
+            };
             let unnamed = TokenId::new(self.grammar.unnamed_token() as usize)
                 .is_ok_and(|id| self.viable(Symbol::Token(id)));
-            for index in 0..vocabulary.len() {
-                let id = TokenId::new(index).expect("vocabulary ids fit");
-                let kind = vocabulary.kind_of(id);
-                if kind == TokenKind::Absent || vocabulary.is_stop(id) {
-                    continue;
+            if unnamed {
+                for index in 0..vocabulary.len() {
+                    let id = TokenId::new(index).expect("vocabulary ids fit");
+                    if by_id(&vocabulary, id) && !self.grammar.names_token(id.as_u32()) {
+                        set(mask, id);
+                    }
                 }
-                let allowed = if self.grammar.names_token(id.as_u32()) {
-                    self.viable(Symbol::Token(id))
-                } else {
-                    unnamed
+            }
+            let grammar = std::sync::Arc::clone(&self.grammar);
+            for &named in grammar.named_tokens() {
+                let Ok(id) = TokenId::new(named as usize) else {
+                    continue;
                 };
-                if allowed {
+                if id.as_usize() < vocabulary.len()
+                    && by_id(&vocabulary, id)
+                    && self.viable(Symbol::Token(id))
+                {
                     set(mask, id);
                 }
             }
