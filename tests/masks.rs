@@ -6,9 +6,11 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{CORPUS, REAL_TOKENIZERS, Rng, library, real_tokenizer, runtime_grammar};
+use common::{
+    CORPUS, REAL_TOKENIZERS, Rng, library, random_grammar, real_tokenizer, runtime_grammar,
+};
 use proptest::prelude::*;
-use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+use xg_runtime::{Grammar, MaskError, Matcher, TokenId, Vocabulary};
 
 fn token(id: usize) -> TokenId {
     TokenId::new(id).unwrap()
@@ -115,6 +117,38 @@ proptest! {
     }
 }
 
+/// One small vocabulary for every case of a property, so its mask cache is
+/// shared across grammars the way a server's is; `evicting` is bounded so
+/// tightly that entries are dropped all the time.
+fn shared_vocabulary(evicting: bool) -> Arc<Vocabulary> {
+    static ROOMY: std::sync::OnceLock<Arc<Vocabulary>> = std::sync::OnceLock::new();
+    static TIGHT: std::sync::OnceLock<Arc<Vocabulary>> = std::sync::OnceLock::new();
+    let (cell, limit) = if evicting {
+        (&TIGHT, 2048)
+    } else {
+        (&ROOMY, 1 << 30)
+    };
+    Arc::clone(
+        cell.get_or_init(|| {
+            Arc::new(Arc::unwrap_or_clone(small_vocabulary()).with_cache_limit(limit))
+        }),
+    )
+}
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(64))]
+
+    /// Random grammars share one mask cache (entries built for one grammar
+    /// serve the next wherever rules have the same structure).
+    #[test]
+    fn masks_are_exact_on_random_grammars(source in random_grammar(), seed in any::<u64>(), evicting in any::<bool>()) {
+        let grammar = runtime_grammar(&source);
+        let vocabulary = shared_vocabulary(evicting);
+        let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+        walk(&grammar, &vocabulary, |_| all.clone(), &mut Rng::new(seed), 10)?;
+    }
+}
+
 /// Real vocabularies: a sample of ids per step in debug builds, all of them
 /// in release.
 #[test]
@@ -177,4 +211,117 @@ fn mask_errors_and_tokens_without_a_vocabulary() {
     assert!(mask.iter().all(|&w| w == 0));
     let mut bare = Matcher::new(grammar);
     assert!(bare.accept_token(token(97)).is_err());
+}
+
+#[test]
+fn equal_rules_share_entries_across_grammars() {
+    // Recursive rules, so that inlining leaves them rules of their own.
+    let vocabulary = Arc::new(Arc::unwrap_or_clone(small_vocabulary()).with_cache_limit(1 << 30));
+    let first = runtime_grammar(
+        "root ::= \"[\" item (\",\" item)* \"]\"\nitem ::= [a-z]+ | \"<a>\" | \"(\" item \")\"",
+    );
+    let second = runtime_grammar(
+        "entry ::= \"(\" word \")\"\nroot ::= entry | \"[\" w (\",\" w)* \"]\"\nw ::= [a-z]+ | \"<a>\" | \"(\" w \")\"\nword ::= \"x\"",
+    );
+    let mut mask = vec![0; vocabulary.mask_words()];
+    let mut matcher = Matcher::with_vocabulary(first, Arc::clone(&vocabulary));
+    matcher.accept_str("[").unwrap();
+    matcher.fill_next_token_bitmask(&mut mask).unwrap();
+    let built = matcher.last_mask_stats().built;
+    assert!(built > 0, "{:?}", matcher.last_mask_stats());
+    let before = vocabulary.mask_cache().stats();
+    let mut other = Matcher::with_vocabulary(second, Arc::clone(&vocabulary));
+    other.accept_str("[").unwrap();
+    let mut other_mask = vec![0; vocabulary.mask_words()];
+    other.fill_next_token_bitmask(&mut other_mask).unwrap();
+    let stats = other.last_mask_stats();
+    assert_eq!(stats.built, 0, "{stats:?}");
+    assert!(stats.hits + stats.partial_hits > 0, "{stats:?}");
+    assert_eq!(vocabulary.mask_cache().stats().misses, before.misses);
+    assert_eq!(mask, other_mask);
+}
+
+#[test]
+fn a_mask_over_budget_is_a_clear_error_and_changes_nothing() {
+    // Ambiguous: every byte costs many items.
+    let grammar = runtime_grammar("root ::= root root | \"a\" | \"ab\"");
+    let fresh = || {
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), small_vocabulary());
+        matcher.accept_str(&"a".repeat(40)).unwrap();
+        matcher
+    };
+    let words = small_vocabulary().mask_words();
+    let mut expected = vec![0; words];
+    let mut matcher = fresh();
+    matcher.fill_next_token_bitmask(&mut expected).unwrap();
+    let cost = matcher.last_mask_stats().items;
+    assert!(cost > 1, "{:?}", matcher.last_mask_stats());
+    let mut matcher = fresh();
+    let before = matcher.stats();
+    matcher.set_mask_budget(cost - 1);
+    let mut mask = vec![u32::MAX; words];
+    let error = matcher.fill_next_token_bitmask(&mut mask).unwrap_err();
+    assert_eq!(error, MaskError::BudgetExceeded { budget: cost - 1 });
+    assert!(
+        error
+            .to_string()
+            .contains(&format!("budget of {}", cost - 1)),
+        "{error}"
+    );
+    assert!(mask.iter().all(|&w| w == 0));
+    assert_eq!(matcher.stats(), before);
+    matcher.set_mask_budget(cost);
+    matcher.fill_next_token_bitmask(&mut mask).unwrap();
+    assert_eq!(mask, expected);
+}
+
+#[test]
+fn batch_masks_equal_single_masks() {
+    let vocabulary = small_vocabulary();
+    let words = vocabulary.mask_words();
+    let mut matchers: Vec<Matcher> = library()
+        .iter()
+        .chain(
+            CORPUS
+                .iter()
+                .map(|s| (*s).to_owned())
+                .collect::<Vec<_>>()
+                .iter(),
+        )
+        .map(|source| Matcher::with_vocabulary(runtime_grammar(source), Arc::clone(&vocabulary)))
+        .collect();
+    let mut expected = vec![0; words * matchers.len()];
+    for (matcher, row) in matchers.iter_mut().zip(expected.chunks_mut(words)) {
+        matcher.fill_next_token_bitmask(row).unwrap();
+    }
+    let mut batch = vec![0; words * matchers.len()];
+    let mut refs: Vec<&mut Matcher> = matchers.iter_mut().collect();
+    let results = Matcher::fill_next_token_bitmasks(&mut refs, &mut batch);
+    assert_eq!(results.len(), refs.len());
+    assert!(results.iter().all(Result::is_ok));
+    assert_eq!(batch, expected);
+    // Rows too narrow: every matcher says so.
+    let mut narrow = vec![0; refs.len()];
+    let results = Matcher::fill_next_token_bitmasks(&mut refs, &mut narrow);
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Err(MaskError::BufferTooSmall { .. })))
+    );
+}
+
+#[test]
+fn equal_rules_in_different_contexts_keep_their_contexts() {
+    // `a` and `b` have one structure (one cache entry) but different
+    // followers; both are in the first row.
+    let grammar = runtime_grammar(
+        "root ::= a \":\" | b \",\"\na ::= [x-z]+ | \"(\" a \")\"\nb ::= [x-z]+ | \"(\" b \")\"",
+    );
+    let tokens = ["x", "x:", "x,", "x;", "(x),", "(x):", ":", ","];
+    let vocabulary = Arc::new(Vocabulary::from_byte_strings(&tokens, &[]).unwrap());
+    let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let allowed_ids = check_mask(&mut matcher, &ids).unwrap();
+    let texts: Vec<&str> = allowed_ids.iter().map(|id| tokens[id.as_usize()]).collect();
+    assert_eq!(texts, ["x", "x:", "x,", "(x),", "(x):"]);
 }

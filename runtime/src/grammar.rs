@@ -2,8 +2,13 @@
 
 use std::fmt;
 
+use std::sync::atomic::{AtomicU64, Ordering};
+
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
+
+/// The id of the next grammar built.
+static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 
 /// A compiled grammar, ready for matching.
 ///
@@ -19,9 +24,17 @@ pub struct Grammar {
     node_in_lookahead: Vec<bool>,
     /// Per node: whether it has rule or repeat edges (can wait for a rule).
     node_waits: Vec<bool>,
+    /// Per node: whether it has byte edges (an item there scans text).
+    node_scans: Vec<bool>,
+    /// Identifies the grammar among those of this process (mask-cache
+    /// combinations are per grammar).
+    id: u64,
     /// Per dispatch (tag dispatches only): its free-text scanner.
     scanners: Vec<Option<Scanner>>,
     has_lookahead: bool,
+    /// Whether token masks may use the mask cache: no lookahead, and rule
+    /// hashes that agree with the rules' structure.
+    cacheable: bool,
     /// Whether any rule matches tokens by id.
     uses_tokens: bool,
     /// Every token id the grammar names (sorted): ids it does not name are
@@ -78,16 +91,10 @@ impl Grammar {
                 claim(rule_id, rule.lookahead, rule.lookahead_node_count, true)?;
             }
         }
-        let node_waits = tables
-            .nodes
-            .iter()
-            .map(|node| {
-                let first = node.first_edge as usize;
-                tables.edges[first..first + node.edge_count as usize]
-                    .iter()
-                    .any(|e| e.kind == EdgeRecord::RULE || e.kind == EdgeRecord::REPEAT)
-            })
-            .collect();
+        let node_waits = nodes_with_edges(&tables, |kind| {
+            kind == EdgeRecord::RULE || kind == EdgeRecord::REPEAT
+        });
+        let node_scans = nodes_with_edges(&tables, |kind| kind == EdgeRecord::BYTES);
         let mut scanners = vec![None; tables.dispatches.len()];
         for rule in &tables.rules {
             if rule.kind != RuleRecord::DISPATCH {
@@ -122,11 +129,15 @@ impl Grammar {
         }
         named_tokens.sort_unstable();
         named_tokens.dedup();
+        let cacheable = !has_lookahead && hashes_agree(&tables);
         Ok(Self {
+            cacheable,
             tables,
             node_rule,
             node_in_lookahead,
             node_waits,
+            node_scans,
+            id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             scanners,
             has_lookahead,
             uses_tokens,
@@ -184,6 +195,21 @@ impl Grammar {
         self.node_waits[node as usize]
     }
 
+    /// Whether an item at `node` scans bytes.
+    pub(crate) fn scans(&self, node: u32) -> bool {
+        self.node_scans[node as usize]
+    }
+
+    /// The grammar's id among those of this process.
+    pub(crate) fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// Whether token masks may use the shared mask cache.
+    pub(crate) fn is_cacheable(&self) -> bool {
+        self.cacheable
+    }
+
     pub(crate) fn has_lookahead(&self) -> bool {
         self.has_lookahead
     }
@@ -233,4 +259,100 @@ impl Grammar {
         let ids = &self.tables.token_pool[set.offset as usize..(set.offset + set.len) as usize];
         ids.binary_search(&token).is_ok() != (set.negated == 1)
     }
+}
+
+/// Per node: whether it has an edge of a kind `wanted` picks.
+fn nodes_with_edges(tables: &Tables, wanted: impl Fn(u32) -> bool) -> Vec<bool> {
+    tables
+        .nodes
+        .iter()
+        .map(|node| {
+            let first = node.first_edge as usize;
+            tables.edges[first..first + node.edge_count as usize]
+                .iter()
+                .any(|e| wanted(e.kind))
+        })
+        .collect()
+}
+
+/// Whether rules with equal structural hashes have equal structure here:
+/// the same automaton, node for node, calling rules with equal hashes (or
+/// the same dispatch). The mask cache shares entries by hash, so tables
+/// written by hand or damaged must not pass off one rule as another; such
+/// grammars compute masks without the cache.
+fn hashes_agree(tables: &Tables) -> bool {
+    let mut first: rustc_hash::FxHashMap<u64, Vec<u64>> = rustc_hash::FxHashMap::default();
+    for rule in &tables.rules {
+        let shape = shape(tables, rule);
+        match first.get(&rule.hash) {
+            Some(seen) if *seen != shape => return false,
+            Some(_) => {}
+            None => {
+                first.insert(rule.hash, shape);
+            }
+        }
+    }
+    true
+}
+
+/// A rule's structure as numbers: node by node, finality and edges, with
+/// targets relative to the rule and callees by hash.
+fn shape(tables: &Tables, rule: &RuleRecord) -> Vec<u64> {
+    let callee = |id: u32| tables.rules[id as usize].hash;
+    let mut shape = vec![u64::from(rule.kind), rule.lookahead_hash];
+    let automaton = |start: u32, count: u32, shape: &mut Vec<u64>| {
+        shape.push(u64::from(count));
+        for node in &tables.nodes[start as usize..(start + count) as usize] {
+            shape.push(u64::from(node.is_final));
+            let first = node.first_edge as usize;
+            for edge in &tables.edges[first..first + node.edge_count as usize] {
+                let label = match edge.kind {
+                    EdgeRecord::RULE | EdgeRecord::REPEAT => callee(edge.a),
+                    EdgeRecord::TOKENS => {
+                        let set = tables.token_sets[edge.a as usize];
+                        shape.push(u64::from(set.negated));
+                        shape.extend(
+                            tables.token_pool[set.offset as usize..(set.offset + set.len) as usize]
+                                .iter()
+                                .map(|&t| u64::from(t)),
+                        );
+                        u64::from(set.len)
+                    }
+                    _ => u64::from(edge.a),
+                };
+                shape.extend([
+                    u64::from(edge.kind),
+                    label,
+                    u64::from(edge.b),
+                    u64::from(edge.c),
+                    u64::from(edge.target - start),
+                ]);
+            }
+        }
+    };
+    match rule.kind {
+        RuleRecord::AUTOMATON => automaton(rule.body, rule.node_count, &mut shape),
+        _ => {
+            let dispatch = tables.dispatches[rule.body as usize];
+            shape.extend([u64::from(dispatch.repeat), u64::from(dispatch.stop_at_end)]);
+            let first = dispatch.first_pattern as usize;
+            for pattern in &tables.patterns[first..first + dispatch.pattern_count as usize] {
+                shape.extend([u64::from(pattern.kind), u64::from(pattern.len)]);
+                if pattern.arm != RuleRecord::NONE {
+                    shape.push(callee(pattern.arm));
+                }
+                if rule.kind == RuleRecord::DISPATCH {
+                    let bytes = &tables.byte_pool
+                        [pattern.offset as usize..(pattern.offset + pattern.len) as usize];
+                    shape.extend(bytes.iter().map(|&b| u64::from(b)));
+                } else {
+                    shape.push(u64::from(pattern.offset));
+                }
+            }
+        }
+    }
+    if rule.lookahead != RuleRecord::NONE {
+        automaton(rule.lookahead, rule.lookahead_node_count, &mut shape);
+    }
+    shape
 }

@@ -26,6 +26,8 @@
 //! ```
 #![deny(missing_docs)]
 
+mod byteset;
+mod cache;
 mod grammar;
 mod id;
 mod matcher;
@@ -34,7 +36,11 @@ pub mod tables;
 mod trie;
 mod vocab;
 
+pub use self::cache::{CacheStats, MaskCache};
 pub use self::grammar::Grammar;
 pub use self::id::{IdError, RuleId, TokenId};
-pub use self::matcher::{Expected, Found, MaskError, Matcher, Rejection, RollbackError, Stats};
+pub use self::matcher::{
+    DEFAULT_MASK_BUDGET, Expected, Found, MaskError, MaskStats, Matcher, Rejection, RollbackError,
+    Stats,
+};
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

@@ -1,10 +1,15 @@
-//! The token trie: every text token's bytes in one prefix tree, laid out in
+//! The token trie: the bytes of every token that can match text (text
+//! tokens that are not stop tokens) in one prefix tree, laid out in
 //! depth-first order so a walk is a loop over an array.
 //!
 //! A walk pushes a node's byte into the matcher and goes on to the next node
 //! (its first child); when the matcher refuses the byte it jumps to the
 //! node's `end`, skipping the whole subtree — every token with that prefix —
 //! at once. Shared prefixes are matched once.
+//!
+//! Tokens are numbered by *rank*, their place in depth-first order (which
+//! is the order of their bytes): a subtree's tokens are one range of ranks,
+//! and the mask cache stores uncertain tokens as such ranges.
 
 use crate::TokenId;
 use crate::vocab::{TokenKind, Vocabulary};
@@ -25,13 +30,15 @@ pub(crate) struct TokenTrie {
     tokens: Vec<TokenId>,
     /// Text tokens with no bytes at all.
     empty: Vec<TokenId>,
+    /// Every token in the trie, as a bitset in mask layout.
+    universe: Vec<u32>,
 }
 
 impl TokenTrie {
     pub(crate) fn new(vocabulary: &Vocabulary) -> Self {
         let mut ids: Vec<TokenId> = (0..vocabulary.len())
             .filter_map(|i| TokenId::new(i).ok())
-            .filter(|&id| vocabulary.kind_of(id) == TokenKind::Text)
+            .filter(|&id| vocabulary.kind_of(id) == TokenKind::Text && !vocabulary.is_stop(id))
             .collect();
         ids.sort_by(|&a, &b| vocabulary.bytes(a).cmp(vocabulary.bytes(b)));
         let mut trie = Self {
@@ -41,6 +48,7 @@ impl TokenTrie {
             tokens_start: vec![0],
             tokens: Vec::new(),
             empty: Vec::new(),
+            universe: vec![0; vocabulary.mask_words()],
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -68,6 +76,9 @@ impl TokenTrie {
             }
             trie.tokens.push(id);
             *trie.tokens_start.last_mut().expect("starts with 0") += 1;
+        }
+        for id in &trie.tokens {
+            trie.universe[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
         }
         // A node's subtree ends at the next node no deeper than it.
         let count = trie.bytes.len();
@@ -111,5 +122,20 @@ impl TokenTrie {
     /// Text tokens with no bytes.
     pub(crate) fn empty(&self) -> &[TokenId] {
         &self.empty
+    }
+
+    /// The tokens of the trie by rank.
+    pub(crate) fn ranked(&self) -> &[TokenId] {
+        &self.tokens
+    }
+
+    /// The ranks of the tokens in `node`'s subtree.
+    pub(crate) fn subtree_ranks(&self, node: usize) -> (u32, u32) {
+        (self.tokens_start[node], self.tokens_start[self.end(node)])
+    }
+
+    /// Every token in the trie, as a bitset in mask layout.
+    pub(crate) fn universe(&self) -> &[u32] {
+        &self.universe
     }
 }

@@ -15,11 +15,12 @@
 
 use std::fmt;
 
-use std::sync::OnceLock;
+use std::sync::{Arc, OnceLock};
 
 use serde_json::Value;
 
 use crate::TokenId;
+use crate::cache::MaskCache;
 use crate::trie::TokenTrie;
 
 /// How a tokenizer writes its tokens' bytes.
@@ -83,6 +84,9 @@ pub struct Vocabulary {
     fingerprint: u64,
     /// Built on first use (masks need it; loading alone does not).
     trie: OnceLock<TokenTrie>,
+    /// Mask-cache entries of every grammar used with this vocabulary;
+    /// clones of the vocabulary share it.
+    cache: Arc<MaskCache>,
 }
 
 /// A token before the vocabulary is assembled.
@@ -208,6 +212,7 @@ impl Vocabulary {
             kind,
             fingerprint: 0,
             trie: OnceLock::new(),
+            cache: Arc::default(),
         };
         for entry in entries {
             let kind = match entry {
@@ -244,8 +249,7 @@ impl Vocabulary {
         }
         self.stop.sort_unstable();
         self.stop.dedup();
-        self.trie = OnceLock::new();
-        self.fingerprint = self.compute_fingerprint();
+        self.reset_derived();
         Ok(self)
     }
 
@@ -265,9 +269,30 @@ impl Vocabulary {
         let end = *self.offsets.last().expect("offsets start with 0");
         self.kinds.resize(size, TokenKind::Absent);
         self.offsets.resize(size + 1, end);
-        self.trie = OnceLock::new();
-        self.fingerprint = self.compute_fingerprint();
+        self.reset_derived();
         Ok(self)
+    }
+
+    /// Bounds the mask cache to about `bytes` (1 GiB by default); the
+    /// least recently used entries are dropped beyond it.
+    #[must_use]
+    pub fn with_cache_limit(mut self, bytes: usize) -> Self {
+        self.cache = Arc::new(MaskCache::new(bytes));
+        self
+    }
+
+    /// The tokens, stop set or size changed: what was derived from them
+    /// is stale.
+    fn reset_derived(&mut self) {
+        self.trie = OnceLock::new();
+        self.cache = Arc::new(MaskCache::new(self.cache.limit()));
+        self.fingerprint = self.compute_fingerprint();
+    }
+
+    /// The cache of token-mask entries shared by every grammar and matcher
+    /// used with this vocabulary: its counters show what was reused.
+    pub fn mask_cache(&self) -> &MaskCache {
+        &self.cache
     }
 
     /// The number of token ids (the width of a token mask).

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashSet;
 
 use super::history::History;
-use super::item::{Item, Kind};
+use super::item::{Item, Kind, WILD};
 use super::lookahead::{Lookahead, Settled};
 use crate::TokenId;
 use crate::grammar::Grammar;
@@ -24,6 +24,19 @@ pub(super) enum Symbol {
     Byte(u8),
     /// A token matched by id.
     Token(TokenId),
+}
+
+/// What a row starts from.
+#[derive(Clone, Copy, Debug)]
+pub(super) enum Start {
+    /// Row 0 of a matcher: the grammar's entry.
+    Entry,
+    /// Row 1 of a seeded matcher: one item, on its own.
+    Seed(Item),
+    /// Row 1 of a context matcher: the rule has matched from row 0.
+    Complete(u32),
+    /// The row after the last one and a symbol.
+    Scan(Symbol),
 }
 
 /// Rows up to this many items find duplicates by scanning; larger ones use a
@@ -54,14 +67,14 @@ struct Builder<'a> {
     row: u32,
 }
 
-/// Builds the row after `history`'s last row and `symbol` (or row 0 when
-/// `symbol` is `None`) into `scratch`, and settles its lookahead threads.
+/// Builds the row after `history`'s last row from `start` into `scratch`,
+/// and settles its lookahead threads.
 pub(super) fn build(
     grammar: &Grammar,
     history: &History,
     lookahead: &mut Lookahead,
     scratch: &mut Scratch,
-    symbol: Option<Symbol>,
+    start: Start,
 ) -> Settled {
     scratch.items.clear();
     scratch.seen.clear();
@@ -76,16 +89,28 @@ pub(super) fn build(
         scratch,
         row,
     };
-    match symbol {
-        None => builder.add(Item {
+    match start {
+        Start::Entry => builder.add(Item {
             kind: Kind::Top,
-            a: 0,
+            a: grammar.root(),
             aux: 0,
             origin: 0,
             pred: 0,
             ctx: 0,
         }),
-        Some(symbol) => {
+        Start::Seed(item) => builder.add(item),
+        Start::Complete(rule) => builder.complete(
+            rule,
+            Item {
+                kind: Kind::Ended,
+                a: rule,
+                aux: 0,
+                origin: 0,
+                pred: 0,
+                ctx: 0,
+            },
+        ),
+        Start::Scan(symbol) => {
             for &item in history.last() {
                 builder.scan(item, symbol);
             }
@@ -149,6 +174,7 @@ impl Builder<'_> {
                     _ => {}
                 }
             }
+            Kind::Any if matches!(symbol, Symbol::Byte(_)) => self.add(item),
             Kind::TokenFree => match symbol {
                 Symbol::Byte(_) => self.add(item),
                 Symbol::Token(token) => {
@@ -170,7 +196,13 @@ impl Builder<'_> {
                     }
                 }
             },
-            Kind::Repeat | Kind::Arm | Kind::TokenArm | Kind::Ended | Kind::Top | Kind::Done => {}
+            Kind::Repeat
+            | Kind::Arm
+            | Kind::TokenArm
+            | Kind::Ended
+            | Kind::Top
+            | Kind::Done
+            | Kind::Any => {}
         }
     }
 
@@ -244,12 +276,12 @@ impl Builder<'_> {
                     builder.after_arm(item, ctx);
                 });
             }
-            Kind::Top => {
-                self.call(grammar.root(), 0, |builder, ctx| {
-                    builder.add(item.with(Kind::Done, 0, 0).with_ctx(ctx));
+            Kind::Top if item.aux == 0 => {
+                self.call(item.a, 0, |builder, ctx| {
+                    builder.add(item.with(Kind::Done, item.a, 0).with_ctx(ctx));
                 });
             }
-            Kind::Done => {}
+            Kind::Top | Kind::Done | Kind::Any => {}
         }
     }
 
@@ -383,8 +415,11 @@ impl Builder<'_> {
             Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => {
                 self.after_arm(parent, ctx);
             }
-            Kind::Top if rule == grammar.root() => {
-                self.add(parent.with(Kind::Done, 0, 0).with_ctx(ctx));
+            Kind::Top if rule == parent.a && parent.aux == WILD => {
+                self.add(parent.with(Kind::Any, 0, 0).with_ctx(ctx));
+            }
+            Kind::Top if rule == parent.a => {
+                self.add(parent.with(Kind::Done, rule, 0).with_ctx(ctx));
             }
             _ => {}
         }

@@ -4,6 +4,7 @@
 use std::fmt;
 
 use super::item::{Item, Kind};
+use crate::byteset::ByteSet;
 use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
 
@@ -13,8 +14,8 @@ const MAX_RULES: usize = 4;
 /// What the grammar allows at a position.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct Expected {
-    /// Bytes some automaton edge takes, as a 256-bit set.
-    bytes: [u64; 4],
+    /// Bytes some automaton edge takes.
+    bytes: ByteSet,
     /// Free text of a tag or token dispatch (almost any byte).
     text: bool,
     /// A token matched by id.
@@ -38,9 +39,10 @@ impl Expected {
                     for edge in grammar.edges(item.a) {
                         match edge.kind {
                             EdgeRecord::BYTES => {
-                                for byte in edge.a..=edge.b {
-                                    expected.bytes[byte as usize / 64] |= 1 << (byte % 64);
-                                }
+                                expected.bytes.insert_range(
+                                    u8::try_from(edge.a).expect("validated byte"),
+                                    u8::try_from(edge.b).expect("validated byte"),
+                                );
                                 scans = true;
                             }
                             EdgeRecord::TOKENS => {
@@ -76,7 +78,7 @@ impl Expected {
 
     /// The bytes automaton edges take here (free text not included).
     pub fn bytes(&self) -> impl Iterator<Item = u8> + '_ {
-        (0..=255u8).filter(|&b| self.bytes[usize::from(b) / 64] & (1 << (b % 64)) != 0)
+        self.bytes.iter()
     }
 
     /// Whether free text of a dispatch may continue here.

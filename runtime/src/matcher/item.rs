@@ -18,11 +18,23 @@ pub(super) enum Kind {
     TokenArm,
     /// Rule `a` has matched from `origin` to here.
     Ended,
-    /// Row 0's entry: waits for the root rule.
+    /// Row 0's entry: waits for rule `a` (the root), and predicts it
+    /// unless `aux` is [`SENTINEL`] (a seeded matcher's row 0) or [`WILD`]
+    /// (a context matcher's row 0: [`Kind::Any`] follows `a`).
     Top,
-    /// The root rule has matched from the start to here.
+    /// Rule `a` of the [`Kind::Top`] item has matched from the start to here.
     Done,
+    /// Any text: what follows a rule where a context matcher does not
+    /// track the grammar (after a counted repetition).
+    Any,
 }
+
+/// [`Kind::Top`]'s `aux` in a seeded matcher: it only marks where the seed
+/// item's rule ends.
+pub(super) const SENTINEL: u32 = 1;
+
+/// [`Kind::Top`]'s `aux` in a context matcher: any text may follow rule `a`.
+pub(super) const WILD: u32 = 2;
 
 /// An Earley item: a position in a rule, where the rule's match began
 /// (`origin`, a row index), and the lookahead context it lives in.

@@ -11,20 +11,22 @@ mod expected;
 mod history;
 mod item;
 mod lookahead;
+mod mask;
 mod tokens;
 
 use std::fmt;
 use std::sync::Arc;
 
-use self::earley::{Scratch, Symbol};
+use self::earley::{Scratch, Start, Symbol};
 use self::history::{CAN_TERMINATE, History};
+use self::item::{Item, Kind, SENTINEL};
 use self::lookahead::Lookahead;
 use crate::TokenId;
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
 
 pub use self::expected::Expected;
-pub use self::tokens::MaskError;
+pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
 const FORCED_LIMIT: usize = 1 << 16;
@@ -55,6 +57,12 @@ pub struct Matcher {
     steps: Vec<u32>,
     terminated: bool,
     scratch: Scratch,
+    /// Earley items built so far: the measure of work for budgets.
+    work: u64,
+    /// The most Earley items one token mask may build.
+    mask_budget: u64,
+    /// What the last token mask cost.
+    mask_stats: MaskStats,
 }
 
 impl Clone for Matcher {
@@ -67,6 +75,9 @@ impl Clone for Matcher {
             steps: self.steps.clone(),
             terminated: self.terminated,
             scratch: Scratch::default(),
+            work: 0,
+            mask_budget: self.mask_budget,
+            mask_stats: MaskStats::default(),
         }
     }
 }
@@ -190,9 +201,12 @@ impl Matcher {
             steps: Vec::new(),
             terminated: false,
             scratch: Scratch::default(),
+            work: 0,
+            mask_budget: DEFAULT_MASK_BUDGET,
+            mask_stats: MaskStats::default(),
         };
         // Row 0 holds the entry item, which no settling removes.
-        let viable = matcher.push(None);
+        let viable = matcher.push(Start::Entry);
         debug_assert!(viable);
         matcher
     }
@@ -207,17 +221,61 @@ impl Matcher {
         &self.grammar
     }
 
-    /// Builds and appends the row after `symbol`; false (and nothing
+    /// A matcher whose only item is `seed` (at origin 0, in the main
+    /// context): where `seed`'s rule ends, the row can terminate. Mask-cache
+    /// entries are built with it.
+    fn seeded(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>, seed: Item) -> Self {
+        let mut matcher = Self::build(grammar, vocabulary);
+        let rule = match seed.kind {
+            Kind::Node => matcher.grammar.node_rule(seed.a),
+            _ => seed.a,
+        };
+        let sentinel = Item {
+            kind: Kind::Top,
+            a: rule,
+            aux: SENTINEL,
+            origin: 0,
+            pred: 0,
+            ctx: 0,
+        };
+        matcher.truncate(0);
+        matcher.history.push(&[sentinel], 0);
+        let seed = Item {
+            origin: 0,
+            pred: 0,
+            ctx: 0,
+            ..seed
+        };
+        let viable = matcher.push(Start::Seed(seed));
+        debug_assert!(viable);
+        matcher
+    }
+
+    /// A matcher at the point where `rule` has just matched, in every
+    /// context the grammar calls it from: row 0 holds every item that
+    /// waits for `rule` or, transitively, for a rule that can end with it
+    /// (`waiting`); row 1 completes `rule`. What it accepts next is what
+    /// the grammar can put after `rule` (context expansion). `None` if
+    /// nothing can follow `rule`.
+    fn context(grammar: Arc<Grammar>, waiting: &[Item], rule: u32) -> Option<Self> {
+        let mut matcher = Self::build(grammar, None);
+        matcher.truncate(0);
+        matcher.history.push(waiting, 0);
+        matcher.push(Start::Complete(rule)).then_some(matcher)
+    }
+
+    /// Builds and appends the row from `start`; false (and nothing
     /// changed) if no derivation survives it.
-    fn push(&mut self, symbol: Option<Symbol>) -> bool {
+    fn push(&mut self, start: Start) -> bool {
         let rows = self.history.rows();
         let settled = earley::build(
             &self.grammar,
             &self.history,
             &mut self.lookahead,
             &mut self.scratch,
-            symbol,
+            start,
         );
+        self.work += self.scratch.items().len() as u64;
         if settled.viable {
             let flags = if settled.can_terminate {
                 CAN_TERMINATE
@@ -234,7 +292,7 @@ impl Matcher {
     /// Whether the row after `symbol` is viable; the matcher is unchanged.
     fn viable(&mut self, symbol: Symbol) -> bool {
         let rows = self.history.rows();
-        let viable = self.push(Some(symbol));
+        let viable = self.push(Start::Scan(symbol));
         if viable {
             self.truncate(rows);
         }
@@ -253,7 +311,7 @@ impl Matcher {
             return Err(self.rejection(found));
         }
         for symbol in symbols {
-            if !self.push(Some(symbol)) {
+            if !self.push(Start::Scan(symbol)) {
                 let rejection = self.rejection(found(symbol));
                 self.truncate(start);
                 return Err(rejection);
@@ -385,7 +443,7 @@ impl Matcher {
                 }
             }
             match only {
-                Some(byte) if viable == 1 && probe.push(Some(Symbol::Byte(byte))) => {
+                Some(byte) if viable == 1 && probe.push(Start::Scan(Symbol::Byte(byte))) => {
                     forced.push(byte);
                 }
                 _ => break,

@@ -1,0 +1,27 @@
+//! [`ByteSet`]: a set of bytes as 256 bits.
+
+/// A set of bytes.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub(crate) struct ByteSet([u64; 4]);
+
+impl ByteSet {
+    pub(crate) fn insert(&mut self, byte: u8) {
+        self.0[usize::from(byte) / 64] |= 1 << (byte % 64);
+    }
+
+    /// Adds `lo..=hi`.
+    pub(crate) fn insert_range(&mut self, lo: u8, hi: u8) {
+        for byte in lo..=hi {
+            self.insert(byte);
+        }
+    }
+
+    pub(crate) fn contains(self, byte: u8) -> bool {
+        self.0[usize::from(byte) / 64] & (1 << (byte % 64)) != 0
+    }
+
+    /// The bytes in increasing order.
+    pub(crate) fn iter(self) -> impl Iterator<Item = u8> {
+        (0..=255u8).filter(move |&b| self.contains(b))
+    }
+}

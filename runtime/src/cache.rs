@@ -1,0 +1,403 @@
+//! The token-mask cache: per scanning item, which tokens it accepts, rejects,
+//! or leaves uncertain — built on first use and shared by every grammar of
+//! one vocabulary.
+//!
+//! # Overview
+//!
+//! - A [`Classified`] entry is what one item (an automaton node, or a tag
+//!   dispatch's free text in one scanner state) does with every token on
+//!   its own: *accepted* (the token's bytes stay inside the item's rule),
+//!   *rejected* (they die inside it), or *uncertain* (the rule can end
+//!   inside the token, so what follows the rule decides). Entries are keyed
+//!   by (rule structure hash, state within the rule), so equal rules of
+//!   different grammars share them.
+//! - A [`Combined`] entry is one grammar's row of items: the union of their
+//!   accepted tokens, and the uncertain tokens that survive *context
+//!   expansion* — the rest of the token, after the rule's end, must be a
+//!   start of what the grammar can put after that rule. What is left is
+//!   checked against the full state at each step.
+//! - [`MaskCache`] holds both, thread-safe, bounded in bytes (least
+//!   recently used first out), with counters.
+//!
+//! Entries are vocabulary-specific, so the cache lives in the
+//! [`Vocabulary`](crate::Vocabulary).
+
+use std::collections::hash_map::Entry::Vacant;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, PoisonError};
+
+use rustc_hash::FxHashMap;
+
+/// The default bound on a cache's size: 1 GiB.
+pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
+
+/// Bytes counted for each entry beyond its arrays.
+const SLOT_OVERHEAD: usize = 64;
+
+/// What a cache entry is for: an item's state, up to renaming.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Key {
+    /// The structural hash of the item's rule.
+    pub rule_hash: u64,
+    /// Which kind of item: [`Key::NODE`], [`Key::FREE`] or [`Key::TOKEN_FREE`].
+    pub kind: u32,
+    /// Node: its canonical index within the rule; free text: the scanner state.
+    pub state: u32,
+}
+
+impl Key {
+    /// At an automaton node.
+    pub(crate) const NODE: u32 = 0;
+    /// In a tag dispatch's free text.
+    pub(crate) const FREE: u32 = 1;
+    /// In a token dispatch's free region.
+    pub(crate) const TOKEN_FREE: u32 = 2;
+}
+
+/// A set of tokens in the smallest of three forms.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum TokenSet {
+    /// The ids in the set, sorted.
+    Ids(Box<[u32]>),
+    /// The ids of the vocabulary's text tokens *not* in the set, sorted.
+    Complement(Box<[u32]>),
+    /// A bitset in mask layout.
+    Bits(Box<[u32]>),
+}
+
+impl TokenSet {
+    /// The set whose bitset is `bits`, among the text tokens `universe`
+    /// (a bitset of the same width).
+    pub(crate) fn new(bits: Vec<u32>, universe: &[u32]) -> Self {
+        let count: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
+        let total: usize = universe.iter().map(|w| w.count_ones() as usize).sum();
+        let ids = |words: &mut dyn Iterator<Item = u32>| -> Box<[u32]> {
+            let mut ids = Vec::new();
+            for (w, mut word) in words.enumerate() {
+                while word != 0 {
+                    let bit = word.trailing_zeros();
+                    ids.push(u32::try_from(w * 32).expect("ids fit in u32") + bit);
+                    word &= word - 1;
+                }
+            }
+            ids.into()
+        };
+        let smallest = count.min(total - count).min(bits.len());
+        if smallest == count {
+            Self::Ids(ids(&mut bits.iter().copied()))
+        } else if smallest == total - count {
+            Self::Complement(ids(&mut universe.iter().zip(&bits).map(|(u, b)| u & !b)))
+        } else {
+            Self::Bits(bits.into())
+        }
+    }
+
+    /// Adds the set to `mask`; `scratch` is a buffer of the mask's width.
+    pub(crate) fn add_to(&self, mask: &mut [u32], universe: &[u32], scratch: &mut Vec<u32>) {
+        match self {
+            Self::Ids(ids) => {
+                for &id in ids {
+                    mask[id as usize / 32] |= 1 << (id % 32);
+                }
+            }
+            Self::Bits(bits) => {
+                for (word, bits) in mask.iter_mut().zip(bits.iter()) {
+                    *word |= bits;
+                }
+            }
+            Self::Complement(ids) => {
+                scratch.clear();
+                scratch.extend_from_slice(universe);
+                for &id in ids {
+                    scratch[id as usize / 32] &= !(1 << (id % 32));
+                }
+                for (word, bits) in mask.iter_mut().zip(scratch.iter()) {
+                    *word |= bits;
+                }
+            }
+        }
+    }
+
+    fn bytes(&self) -> usize {
+        let (Self::Ids(words) | Self::Complement(words) | Self::Bits(words)) = self;
+        words.len() * 4
+    }
+}
+
+/// Uncertain tokens that share where the item's rule can end inside them:
+/// the trie ranks `start..end` (tokens in the trie's depth-first order).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Group {
+    pub start: u32,
+    pub end: u32,
+    /// Bit `j`: the rule can end after the tokens' first `j` bytes
+    /// (1 ≤ j < 63); bit 63: at 63 bytes or more.
+    pub ends: u64,
+}
+
+/// What one item does with every token, on its own.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Classified {
+    /// Tokens whose bytes stay inside the item's rule.
+    pub accepted: TokenSet,
+    /// Tokens whose bytes run past the rule's end.
+    pub groups: Box<[Group]>,
+}
+
+impl Classified {
+    fn bytes(&self) -> usize {
+        self.accepted.bytes() + self.groups.len() * 16
+    }
+}
+
+/// The entries of one row's items combined, in one grammar: the tokens
+/// some item accepts, and the tokens to check against the full state.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct Combined {
+    pub accepted: TokenSet,
+    /// Trie ranks, sorted.
+    pub uncertain: Box<[u32]>,
+}
+
+impl Combined {
+    fn bytes(&self) -> usize {
+        self.accepted.bytes() + self.uncertain.len() * 4
+    }
+}
+
+/// How an entry or combination was found.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Lookup {
+    /// It was cached.
+    Hit,
+    /// It was built now.
+    Built,
+}
+
+/// Counters and sizes of a [`MaskCache`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct CacheStats {
+    /// Row combinations found: the step used them as they were.
+    pub hits: u64,
+    /// Row combinations built from entries that were all cached (entries
+    /// of other rows or other grammars reused).
+    pub partial_hits: u64,
+    /// Item entries built by walking the token trie.
+    pub misses: u64,
+    /// Entries and combinations removed to stay within the size bound.
+    pub evictions: u64,
+    /// Item entries held now.
+    pub entries: usize,
+    /// Row combinations held now.
+    pub combinations: usize,
+    /// Bytes held now (approximate: the entries' arrays).
+    pub bytes: usize,
+}
+
+struct Slot<T> {
+    value: Arc<T>,
+    bytes: usize,
+    last_used: u64,
+}
+
+/// A grammar's row combination: the grammar's id and the sorted keys and
+/// rules of the row's items.
+type CombinationKey = (u64, Box<[(Key, u32)]>);
+
+#[derive(Default)]
+struct Pool {
+    entries: FxHashMap<Key, Slot<Classified>>,
+    combinations: FxHashMap<CombinationKey, Slot<Combined>>,
+    bytes: usize,
+    clock: u64,
+}
+
+impl Pool {
+    fn tick(&mut self) -> u64 {
+        self.clock += 1;
+        self.clock
+    }
+}
+
+/// The mask cache shared by every grammar and matcher of one vocabulary.
+///
+/// It holds two kinds of entries: per item (shared across grammars by rule
+/// structure) and per row combination of items (per grammar: the union of
+/// the items' accepted tokens and the uncertain tokens left once each
+/// item's rule is followed by what the grammar can put after it).
+/// Thread-safe: matchers on many threads look entries up at once (a lock
+/// is held only to find or insert, never while an entry is built).
+pub struct MaskCache {
+    pool: Mutex<Pool>,
+    limit: usize,
+    hits: AtomicU64,
+    partial_hits: AtomicU64,
+    misses: AtomicU64,
+    evictions: AtomicU64,
+}
+
+impl std::fmt::Debug for MaskCache {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("MaskCache")
+            .field("limit", &self.limit)
+            .field("stats", &self.stats())
+            .finish_non_exhaustive()
+    }
+}
+
+impl MaskCache {
+    /// An empty cache holding at most about `limit` bytes.
+    pub fn new(limit: usize) -> Self {
+        Self {
+            pool: Mutex::default(),
+            limit,
+            hits: AtomicU64::new(0),
+            partial_hits: AtomicU64::new(0),
+            misses: AtomicU64::new(0),
+            evictions: AtomicU64::new(0),
+        }
+    }
+
+    /// The bound on the cache's size, in bytes.
+    pub fn limit(&self) -> usize {
+        self.limit
+    }
+
+    /// The cache's counters and size.
+    pub fn stats(&self) -> CacheStats {
+        let pool = self.lock();
+        CacheStats {
+            hits: self.hits.load(Ordering::Relaxed),
+            partial_hits: self.partial_hits.load(Ordering::Relaxed),
+            misses: self.misses.load(Ordering::Relaxed),
+            evictions: self.evictions.load(Ordering::Relaxed),
+            entries: pool.entries.len(),
+            combinations: pool.combinations.len(),
+            bytes: pool.bytes,
+        }
+    }
+
+    /// Empties the cache (the counters stay).
+    pub fn clear(&self) {
+        let mut pool = self.lock();
+        pool.entries.clear();
+        pool.combinations.clear();
+        pool.bytes = 0;
+    }
+
+    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
+        // A panic elsewhere cannot leave the pool inconsistent: every
+        // change is made under one lock and completes.
+        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The combination of grammar `grammar`'s row whose items have entry
+    /// keys and rules `keys` (sorted, distinct), built with `build` if it
+    /// is not cached.
+    pub(crate) fn combination<E>(
+        &self,
+        grammar: u64,
+        keys: &[(Key, u32)],
+        build: impl FnOnce() -> Result<(Combined, bool), E>,
+    ) -> Result<(Arc<Combined>, Lookup), E> {
+        let key: CombinationKey = (grammar, keys.into());
+        {
+            let mut pool = self.lock();
+            let now = pool.tick();
+            if let Some(slot) = pool.combinations.get_mut(&key) {
+                slot.last_used = now;
+                self.hits.fetch_add(1, Ordering::Relaxed);
+                return Ok((Arc::clone(&slot.value), Lookup::Hit));
+            }
+        }
+        let (combined, reused) = build()?;
+        if reused {
+            self.partial_hits.fetch_add(1, Ordering::Relaxed);
+        }
+        let combined = Arc::new(combined);
+        let bytes = combined.bytes() + keys.len() * 16 + SLOT_OVERHEAD;
+        let mut pool = self.lock();
+        let now = pool.tick();
+        if let Vacant(vacant) = pool.combinations.entry(key) {
+            vacant.insert(Slot {
+                value: Arc::clone(&combined),
+                bytes,
+                last_used: now,
+            });
+            pool.bytes += bytes;
+            self.evict(&mut pool);
+        }
+        Ok((combined, Lookup::Built))
+    }
+
+    /// The entry for `key`, built with `build` if it is not cached.
+    pub(crate) fn entry<E>(
+        &self,
+        key: Key,
+        build: impl FnOnce() -> Result<Classified, E>,
+    ) -> Result<(Arc<Classified>, Lookup), E> {
+        {
+            let mut pool = self.lock();
+            let now = pool.tick();
+            if let Some(slot) = pool.entries.get_mut(&key) {
+                slot.last_used = now;
+                return Ok((Arc::clone(&slot.value), Lookup::Hit));
+            }
+        }
+        let classified = Arc::new(build()?);
+        self.misses.fetch_add(1, Ordering::Relaxed);
+        let bytes = classified.bytes() + SLOT_OVERHEAD;
+        let mut pool = self.lock();
+        let now = pool.tick();
+        if let Vacant(vacant) = pool.entries.entry(key) {
+            vacant.insert(Slot {
+                value: Arc::clone(&classified),
+                bytes,
+                last_used: now,
+            });
+            pool.bytes += bytes;
+            self.evict(&mut pool);
+        }
+        Ok((classified, Lookup::Built))
+    }
+
+    /// Past the bound, removes the least recently used entries and
+    /// combinations until the pool is back to three quarters of it.
+    fn evict(&self, pool: &mut Pool) {
+        if pool.bytes <= self.limit {
+            return;
+        }
+        let target = self.limit / 4 * 3;
+        let mut order: Vec<(u64, Option<Key>, Option<CombinationKey>)> = pool
+            .entries
+            .iter()
+            .map(|(key, slot)| (slot.last_used, Some(*key), None))
+            .chain(
+                pool.combinations
+                    .iter()
+                    .map(|(key, slot)| (slot.last_used, None, Some(key.clone()))),
+            )
+            .collect();
+        order.sort_unstable_by_key(|(used, _, _)| *used);
+        for (_, entry, combination) in order {
+            if pool.bytes <= target {
+                break;
+            }
+            let freed = match (entry, combination) {
+                (Some(key), _) => pool.entries.remove(&key).map(|slot| slot.bytes),
+                (_, Some(key)) => pool.combinations.remove(&key).map(|slot| slot.bytes),
+                _ => None,
+            };
+            if let Some(bytes) = freed {
+                pool.bytes -= bytes;
+                self.evictions.fetch_add(1, Ordering::Relaxed);
+            }
+        }
+    }
+}
+
+impl Default for MaskCache {
+    fn default() -> Self {
+        Self::new(DEFAULT_CACHE_BYTES)
+    }
+}

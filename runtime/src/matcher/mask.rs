@@ -1,0 +1,635 @@
+//! Token masks: the set of tokens the grammar allows next, exactly.
+//!
+//! The rule for each token is the one [`Matcher::accept_token`] follows
+//! (stop tokens where the output can end, special tokens by id, text tokens
+//! by id or by bytes, padding never), so a token is in the mask exactly
+//! when accepting it succeeds.
+//!
+//! Text tokens are decided through the vocabulary's [mask
+//! cache](crate::MaskCache), in three steps:
+//!
+//! 1. Each item of the current row that scans bytes has an entry: the
+//!    tokens it accepts on its own, and the few it leaves uncertain. An
+//!    entry is built the first time such an item is seen — in any grammar
+//!    with a rule of the same structure — by walking the token trie with a
+//!    matcher *seeded* with that item alone.
+//! 2. The mask is the union of the entries' accepted tokens.
+//! 3. The uncertain tokens that are not in it yet are checked against the
+//!    full state: their bytes are pushed in trie order, sharing prefixes,
+//!    and popped again.
+//!
+//! A token rejected by every item is never looked at. Grammars with
+//! lookahead assertions skip the cache and walk the whole trie with the
+//! full state (a lookahead makes an item's fate depend on text beyond its
+//! rule).
+
+use std::fmt;
+use std::sync::Arc;
+
+use super::Matcher;
+use super::earley::{Start, Symbol};
+use super::item::{Item, Kind, WILD};
+use crate::TokenId;
+use crate::cache::{Classified, Combined, Group, Key, Lookup, TokenSet};
+use crate::grammar::Grammar;
+use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+use crate::vocab::{TokenKind, Vocabulary};
+
+/// The default bound on the Earley items one mask may build (see
+/// [`Matcher::set_mask_budget`]): about a second of work.
+pub const DEFAULT_MASK_BUDGET: u64 = 50_000_000;
+
+/// Why no mask was computed.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum MaskError {
+    /// The mask buffer is smaller than the vocabulary.
+    BufferTooSmall {
+        /// Words of 32 bits the vocabulary needs.
+        needed: usize,
+        /// Words the buffer has.
+        given: usize,
+    },
+    /// Computing the mask would build more Earley items than the matcher's
+    /// budget allows: the grammar is too costly here.
+    BudgetExceeded {
+        /// The budget, in Earley items.
+        budget: u64,
+    },
+}
+
+impl fmt::Display for MaskError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::BufferTooSmall { needed, given } => write!(
+                f,
+                "the token mask needs {needed} words of 32 bits, the buffer has {given}"
+            ),
+            Self::BudgetExceeded { budget } => write!(
+                f,
+                "computing the token mask needs more than the budget of {budget} Earley items"
+            ),
+        }
+    }
+}
+
+impl std::error::Error for MaskError {}
+
+/// What computing one token mask cost, for tracing and tuning.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct MaskStats {
+    /// Whether the mask cache was used (grammars with lookahead walk the
+    /// whole trie instead).
+    pub cached: bool,
+    /// Distinct items of the row that scan text: one cache entry each.
+    pub entries: u32,
+    /// 1 if the row's combination of entries was cached.
+    pub hits: u32,
+    /// 1 if the combination was built now from entries that were all
+    /// cached (reused from other rows or other grammars).
+    pub partial_hits: u32,
+    /// Entries built now by walking the token trie.
+    pub built: u32,
+    /// Uncertain tokens checked against the full state.
+    pub uncertain: u32,
+    /// Bytes pushed into the full state (trie nodes visited).
+    pub bytes_pushed: u64,
+    /// Earley items built, entries included: what the budget bounds.
+    pub items: u64,
+}
+
+fn set(mask: &mut [u32], id: TokenId) {
+    mask[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+}
+
+fn is_set(mask: &[u32], id: TokenId) -> bool {
+    mask[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0
+}
+
+impl Matcher {
+    /// Bounds the work of one token mask to `items` Earley items (entries
+    /// built for the cache included). Past it,
+    /// [`Matcher::fill_next_token_bitmask`] fails with
+    /// [`MaskError::BudgetExceeded`] instead of stalling.
+    pub fn set_mask_budget(&mut self, items: u64) {
+        self.mask_budget = items;
+    }
+
+    /// The bound on the Earley items one token mask may build.
+    pub fn mask_budget(&self) -> u64 {
+        self.mask_budget
+    }
+
+    /// What the last token mask cost.
+    pub fn last_mask_stats(&self) -> MaskStats {
+        self.mask_stats
+    }
+
+    /// Fills `mask` with the tokens allowed next: bit `i % 32` of word
+    /// `i / 32` is set exactly when [`Matcher::accept_token`] would accept
+    /// token `i`. The matcher is unchanged. On error the mask is all zero.
+    pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) -> Result<(), MaskError> {
+        let start = self.work;
+        self.mask_stats = MaskStats::default();
+        let filled = self.fill(mask, start);
+        self.mask_stats.items = self.work - start;
+        if filled.is_err() {
+            mask.fill(0);
+        }
+        filled
+    }
+
+    /// Fills one mask row per matcher, in parallel across cores: `masks`
+    /// holds the rows one after another, each `masks.len() /
+    /// matchers.len()` words wide. Returns each matcher's result, in order.
+    pub fn fill_next_token_bitmasks(
+        matchers: &mut [&mut Matcher],
+        masks: &mut [u32],
+    ) -> Vec<Result<(), MaskError>> {
+        use rayon::prelude::*;
+        let width = masks.len().checked_div(matchers.len()).unwrap_or(0);
+        if width == 0 {
+            return matchers
+                .par_iter_mut()
+                .map(|matcher| matcher.fill_next_token_bitmask(&mut []))
+                .collect();
+        }
+        matchers
+            .par_iter_mut()
+            .zip(masks.par_chunks_mut(width))
+            .map(|(matcher, row)| matcher.fill_next_token_bitmask(row))
+            .collect()
+    }
+
+    fn fill(&mut self, mask: &mut [u32], start: u64) -> Result<(), MaskError> {
+        let Some(vocabulary) = self.vocabulary.clone() else {
+            mask.fill(0);
+            return Ok(());
+        };
+        let needed = vocabulary.mask_words();
+        if mask.len() < needed {
+            return Err(MaskError::BufferTooSmall {
+                needed,
+                given: mask.len(),
+            });
+        }
+        mask.fill(0);
+        if self.terminated {
+            return Ok(());
+        }
+        if self.can_terminate() {
+            for &id in vocabulary.stop_tokens() {
+                set(mask, id);
+            }
+        }
+        self.fill_by_id(mask, &vocabulary);
+        let trie = vocabulary.trie();
+        for &id in trie.empty() {
+            set(mask, id);
+        }
+        if self.grammar.is_cacheable() {
+            self.mask_stats.cached = true;
+            self.fill_cached(mask, &vocabulary, start)
+        } else {
+            self.walk_trie(mask, &vocabulary, start)
+        }
+    }
+
+    /// Tokens the grammar takes by id here. Ids it never names are all
+    /// alike, so one stands for them all; named ones are tried one by one.
+    fn fill_by_id(&mut self, mask: &mut [u32], vocabulary: &Vocabulary) {
+        if !self.grammar.uses_tokens() || !self.expected().allows_tokens() {
+            return;
+        }
+        let by_id =
+            |id: TokenId| vocabulary.kind_of(id) != TokenKind::Absent && !vocabulary.is_stop(id);
+        let unnamed = TokenId::new(self.grammar.unnamed_token() as usize)
+            .is_ok_and(|id| self.viable(Symbol::Token(id)));
+        if unnamed {
+            for index in 0..vocabulary.len() {
+                let id = TokenId::new(index).expect("vocabulary ids fit");
+                if by_id(id) && !self.grammar.names_token(id.as_u32()) {
+                    set(mask, id);
+                }
+            }
+        }
+        let grammar = Arc::clone(&self.grammar);
+        for &named in grammar.named_tokens() {
+            let Ok(id) = TokenId::new(named as usize) else {
+                continue;
+            };
+            if id.as_usize() < vocabulary.len() && by_id(id) && self.viable(Symbol::Token(id)) {
+                set(mask, id);
+            }
+        }
+    }
+
+    fn over_budget(&self, start: u64) -> Result<(), MaskError> {
+        if self.work - start > self.mask_budget {
+            return Err(MaskError::BudgetExceeded {
+                budget: self.mask_budget,
+            });
+        }
+        Ok(())
+    }
+
+    /// Text tokens through the mask cache.
+    fn fill_cached(
+        &mut self,
+        mask: &mut [u32],
+        vocabulary: &Arc<Vocabulary>,
+        start: u64,
+    ) -> Result<(), MaskError> {
+        let grammar = Arc::clone(&self.grammar);
+        // Equal rules share entries, but not contexts: a combination is
+        // keyed by entry and rule.
+        let mut seeds: Vec<(Key, u32, Item)> = self
+            .history
+            .last()
+            .iter()
+            .filter_map(|&item| {
+                let key = cache_key(&grammar, item)?;
+                Some((key, seed_rule(&grammar, item), item))
+            })
+            .collect();
+        seeds.sort_unstable_by_key(|&(key, rule, _)| (key, rule));
+        seeds.dedup_by_key(|&mut (key, rule, _)| (key, rule));
+        self.mask_stats.entries = u32::try_from(seeds.len()).expect("row items fit in u32");
+        let keys: Vec<(Key, u32)> = seeds.iter().map(|&(key, rule, _)| (key, rule)).collect();
+        let budget = self.mask_budget;
+        let mut work = 0;
+        let mut built = 0;
+        let found = vocabulary
+            .mask_cache()
+            .combination(grammar.id(), &keys, || {
+                combine(&grammar, vocabulary, &seeds, budget, &mut work, &mut built)
+            });
+        self.work += work;
+        self.mask_stats.built = built;
+        let (combined, lookup) = found?;
+        match lookup {
+            Lookup::Hit => self.mask_stats.hits = 1,
+            Lookup::Built if built == 0 => self.mask_stats.partial_hits = 1,
+            Lookup::Built => {}
+        }
+        let trie = vocabulary.trie();
+        let mut scratch = Vec::new();
+        combined
+            .accepted
+            .add_to(mask, trie.universe(), &mut scratch);
+        self.check_uncertain(mask, vocabulary, &combined.uncertain, start)
+    }
+
+    /// Checks the tokens of `ranks` (sorted) that are not in `mask` yet
+    /// against the full state, in trie order so that shared prefixes are
+    /// pushed once.
+    fn check_uncertain(
+        &mut self,
+        mask: &mut [u32],
+        vocabulary: &Vocabulary,
+        ranks: &[u32],
+        start: u64,
+    ) -> Result<(), MaskError> {
+        let ranked = vocabulary.trie().ranked();
+        let base = self.history.rows();
+        let mut walk = PrefixWalk::default();
+        for &rank in ranks {
+            let id = ranked[rank as usize];
+            if is_set(mask, id) {
+                continue;
+            }
+            self.mask_stats.uncertain += 1;
+            let (viable, pushed) = walk.accepts(self, base, vocabulary.bytes(id));
+            self.mask_stats.bytes_pushed += pushed;
+            if viable {
+                set(mask, id);
+            }
+            if let Err(error) = self.over_budget(start) {
+                self.truncate(base);
+                return Err(error);
+            }
+        }
+        self.truncate(base);
+        Ok(())
+    }
+
+    /// Text tokens by walking the whole trie with the full state.
+    fn walk_trie(
+        &mut self,
+        mask: &mut [u32],
+        vocabulary: &Vocabulary,
+        start: u64,
+    ) -> Result<(), MaskError> {
+        let trie = vocabulary.trie();
+        let base = self.history.rows();
+        let mut node = 0;
+        while node < trie.len() {
+            // Back up to this node's parent.
+            self.truncate(base + trie.depth(node) - 1);
+            self.mask_stats.bytes_pushed += 1;
+            if self.push(Start::Scan(Symbol::Byte(trie.byte(node)))) {
+                for &id in trie.tokens(node) {
+                    set(mask, id);
+                }
+                node += 1;
+            } else {
+                node = trie.end(node);
+            }
+            if let Err(error) = self.over_budget(start) {
+                self.truncate(base);
+                return Err(error);
+            }
+        }
+        self.truncate(base);
+        Ok(())
+    }
+}
+
+/// The cache key of an item that scans text; `None` for items that scan
+/// none.
+fn cache_key(grammar: &Grammar, item: Item) -> Option<Key> {
+    let (rule, kind, state) = match item.kind {
+        Kind::Node if grammar.scans(item.a) => {
+            let rule = grammar.node_rule(item.a);
+            (rule, Key::NODE, item.a - grammar.rule(rule).body)
+        }
+        Kind::Free => (item.a, Key::FREE, item.aux),
+        Kind::TokenFree => (item.a, Key::TOKEN_FREE, 0),
+        _ => return None,
+    };
+    Some(Key {
+        rule_hash: grammar.rule(rule).hash,
+        kind,
+        state,
+    })
+}
+
+/// Byte strings fed to a matcher in sorted order, each pushed after the
+/// longest prefix it shares with the one before, and popped as needed.
+#[derive(Default)]
+struct PrefixWalk {
+    /// The bytes pushed past the base row.
+    path: Vec<u8>,
+    /// A byte refused right after `path`.
+    refused: Option<u8>,
+}
+
+impl PrefixWalk {
+    /// Whether `matcher` (at row `base` plus the path) takes `bytes` from
+    /// `base`, and how many bytes that pushed.
+    fn accepts(&mut self, matcher: &mut Matcher, base: usize, bytes: &[u8]) -> (bool, u64) {
+        let shared = self
+            .path
+            .iter()
+            .zip(bytes)
+            .take_while(|(a, b)| a == b)
+            .count();
+        if shared < self.path.len() {
+            matcher.truncate(base + shared);
+            self.path.truncate(shared);
+            self.refused = None;
+        }
+        if self.refused.is_some() && bytes.get(shared) == self.refused.as_ref() {
+            return (false, 0);
+        }
+        let mut pushed = 0;
+        for &byte in &bytes[shared..] {
+            pushed += 1;
+            if matcher.push(Start::Scan(Symbol::Byte(byte))) {
+                self.path.push(byte);
+                self.refused = None;
+            } else {
+                self.refused = Some(byte);
+                return (false, pushed);
+            }
+        }
+        (true, pushed)
+    }
+}
+
+/// The combination of a row's items (`seeds`, one per key and rule): their entries,
+/// built where missing (counted in `built`), the union of their accepted
+/// tokens, and the uncertain tokens that survive context expansion. Also
+/// says whether every entry was cached. Adds the Earley items built to
+/// `work`, and stops past `budget` of them.
+fn combine(
+    grammar: &Arc<Grammar>,
+    vocabulary: &Vocabulary,
+    seeds: &[(Key, u32, Item)],
+    budget: u64,
+    work: &mut u64,
+    built: &mut u32,
+) -> Result<(Combined, bool), MaskError> {
+    let trie = vocabulary.trie();
+    let mut entries = Vec::with_capacity(seeds.len());
+    let mut accepted = vec![0; vocabulary.mask_words()];
+    let mut scratch = Vec::new();
+    for &(key, rule, item) in seeds {
+        let remaining = budget.saturating_sub(*work);
+        let (entry, lookup) = vocabulary
+            .mask_cache()
+            .entry(key, || classify(grammar, vocabulary, item, remaining, work))?;
+        if lookup == Lookup::Built {
+            *built += 1;
+        }
+        entry
+            .accepted
+            .add_to(&mut accepted, trie.universe(), &mut scratch);
+        entries.push((rule, entry));
+    }
+    // Per item: the rest of each uncertain token after each place the
+    // item's rule can end in it, checked against what can follow the rule.
+    let ranked = trie.ranked();
+    let mut uncertain = vec![false; ranked.len()];
+    for &(rule, ref entry) in &entries {
+        let mut rests: Vec<(&[u8], u32)> = Vec::new();
+        for group in &entry.groups {
+            for rank in group.start..group.end {
+                let id = ranked[rank as usize];
+                if is_set(&accepted, id) || uncertain[rank as usize] {
+                    continue;
+                }
+                let bytes = vocabulary.bytes(id);
+                let mut ends = group.ends;
+                while ends != 0 {
+                    let end = ends.trailing_zeros() as usize;
+                    ends &= ends - 1;
+                    if end == 63 || end >= bytes.len() {
+                        // Too far in to follow: left to the full check.
+                        uncertain[rank as usize] = true;
+                    } else {
+                        rests.push((&bytes[end..], rank));
+                    }
+                }
+            }
+        }
+        if rests.is_empty() {
+            continue;
+        }
+        rests.sort_unstable();
+        let waiting = waiting_items(grammar, rule);
+        let Some(mut context) = Matcher::context(Arc::clone(grammar), &waiting, rule) else {
+            continue;
+        };
+        let base = context.history.rows();
+        let mut walk = PrefixWalk::default();
+        for (rest, rank) in rests {
+            if !uncertain[rank as usize] && walk.accepts(&mut context, base, rest).0 {
+                uncertain[rank as usize] = true;
+            }
+            if *work + context.work > budget {
+                *work += context.work;
+                return Err(MaskError::BudgetExceeded { budget });
+            }
+        }
+        *work += context.work;
+    }
+    let uncertain: Vec<u32> = (0..ranked.len())
+        .filter(|&rank| uncertain[rank])
+        .map(|rank| u32::try_from(rank).expect("trie ranks fit in u32"))
+        .collect();
+    let reused = *built == 0;
+    let combined = Combined {
+        accepted: TokenSet::new(accepted, trie.universe()),
+        uncertain: uncertain.into(),
+    };
+    Ok((combined, reused))
+}
+
+/// The rule whose end is the end of `seed`'s entry.
+fn seed_rule(grammar: &Grammar, seed: Item) -> u32 {
+    match seed.kind {
+        Kind::Node => grammar.node_rule(seed.a),
+        _ => seed.a,
+    }
+}
+
+/// Every item that waits for `rule`, or for a rule that can end with it,
+/// anywhere in the grammar: row 0 of the context matcher of `rule`.
+fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
+    let tables = grammar.tables();
+    let item = |kind, a, aux| Item {
+        kind,
+        a,
+        aux,
+        origin: 0,
+        pred: 0,
+        ctx: 0,
+    };
+    // Per rule: the items that wait for it.
+    let mut waiting: Vec<Vec<Item>> = vec![Vec::new(); tables.rules.len()];
+    for (r, record) in tables.rules.iter().enumerate() {
+        let owner = u32::try_from(r).expect("rule ids fit in u32");
+        if record.kind == RuleRecord::AUTOMATON {
+            for node in record.body..record.body + record.node_count {
+                for edge in grammar.edges(node) {
+                    match edge.kind {
+                        EdgeRecord::RULE => {
+                            waiting[edge.a as usize].push(item(Kind::Node, node, 0));
+                        }
+                        EdgeRecord::REPEAT => {
+                            waiting[edge.a as usize].push(item(Kind::Top, edge.a, WILD));
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            continue;
+        }
+        let dispatch = grammar.dispatch(record);
+        let kind = if record.kind == RuleRecord::DISPATCH {
+            Kind::Arm
+        } else {
+            Kind::TokenArm
+        };
+        for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
+            let pattern = grammar.pattern(p);
+            if pattern.kind == PatternRecord::TRIGGER {
+                waiting[pattern.arm as usize].push(item(kind, owner, p));
+            }
+        }
+    }
+    let mut row = Vec::new();
+    let mut seen = vec![false; tables.rules.len()];
+    let mut work = vec![rule];
+    seen[rule as usize] = true;
+    while let Some(r) = work.pop() {
+        if r == grammar.root() {
+            row.push(item(Kind::Top, r, 0));
+        }
+        for &waiter in &waiting[r as usize] {
+            if !row.contains(&waiter) {
+                row.push(waiter);
+            }
+            // The waiter's own rule can end after `r`: its callers wait too.
+            let owner = match waiter.kind {
+                Kind::Node => grammar.node_rule(waiter.a),
+                Kind::Arm | Kind::TokenArm => waiter.a,
+                _ => continue,
+            };
+            if !seen[owner as usize] {
+                seen[owner as usize] = true;
+                work.push(owner);
+            }
+        }
+    }
+    row
+}
+
+/// What `seed` alone does with every token: walks the token trie with a
+/// matcher seeded with it. A token whose bytes stay viable is accepted; one
+/// that dies after the seed's rule could have ended is uncertain, grouped
+/// with the places it could end; the rest are rejected. Adds the Earley
+/// items built to `work`, and stops past `budget` of them.
+fn classify(
+    grammar: &Arc<Grammar>,
+    vocabulary: &Vocabulary,
+    seed: Item,
+    budget: u64,
+    work: &mut u64,
+) -> Result<Classified, MaskError> {
+    let trie = vocabulary.trie();
+    let mut matcher = Matcher::seeded(Arc::clone(grammar), None, seed);
+    let base = matcher.history.rows();
+    let mut accepted = vec![0; vocabulary.mask_words()];
+    // Per depth on the current path: the places (bit j: after j bytes) the
+    // rule can end up to there.
+    let mut ends = vec![0u64];
+    let mut groups: Vec<Group> = Vec::new();
+    let mut node = 0;
+    while node < trie.len() {
+        let depth = trie.depth(node);
+        matcher.truncate(base + depth - 1);
+        ends.truncate(depth);
+        if matcher.push(Start::Scan(Symbol::Byte(trie.byte(node)))) {
+            for &id in trie.tokens(node) {
+                set(&mut accepted, id);
+            }
+            let here = if matcher.can_terminate() {
+                1 << depth.min(63)
+            } else {
+                0
+            };
+            ends.push(ends[depth - 1] | here);
+            node += 1;
+        } else {
+            let (start, end) = trie.subtree_ranks(node);
+            let ends = ends[depth - 1];
+            if ends != 0 && start < end {
+                match groups.last_mut() {
+                    Some(last) if last.end == start && last.ends == ends => last.end = end,
+                    _ => groups.push(Group { start, end, ends }),
+                }
+            }
+            node = trie.end(node);
+        }
+        if matcher.work > budget {
+            *work += matcher.work;
+            return Err(MaskError::BudgetExceeded { budget });
+        }
+    }
+    *work += matcher.work;
+    Ok(Classified {
+        accepted: TokenSet::new(accepted, trie.universe()),
+        groups: groups.into(),
+    })
+}

@@ -1,0 +1,165 @@
+//! Token-mask speed on real vocabularies: per-step mask time (mean, p50,
+//! p99, max), time to first mask with an empty and with a warm cache, and
+//! the counters that explain them (cache hits, entries built, uncertain
+//! tokens checked, bytes pushed).
+//!
+//! `cargo bench -p xg-tests --bench masks` walks JSON documents token by
+//! token through `std/json.xg`: the valid instances of the MaskBench files
+//! in `$XG_MASKBENCH` (default `../shared/maskbench`, if present; compact
+//! JSON), or generated documents. Each step fills the mask, then accepts
+//! the document's next token.
+
+#![allow(
+    clippy::cast_precision_loss,
+    reason = "times and counts of a benchmark are far below 2^52"
+)]
+
+#[path = "../common/mod.rs"]
+mod common;
+
+use std::path::PathBuf;
+use std::sync::Arc;
+use std::time::Instant;
+
+use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+
+/// The most MaskBench files read.
+const FILES: usize = 120;
+
+fn documents() -> Vec<String> {
+    let dir = std::env::var_os("XG_MASKBENCH").map_or_else(
+        || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/maskbench"),
+        PathBuf::from,
+    );
+    let mut paths: Vec<PathBuf> = std::fs::read_dir(&dir)
+        .map(|entries| entries.filter_map(|e| Some(e.ok()?.path())).collect())
+        .unwrap_or_default();
+    paths.sort();
+    let mut documents = Vec::new();
+    for path in paths.iter().take(FILES) {
+        let Ok(text) = std::fs::read_to_string(path) else {
+            continue;
+        };
+        let Ok(file) = serde_json::from_str::<serde_json::Value>(&text) else {
+            continue;
+        };
+        for test in file["tests"].as_array().into_iter().flatten() {
+            if test["valid"] == true {
+                documents.push(serde_json::to_string(&test["data"]).expect("JSON value"));
+            }
+        }
+    }
+    if documents.is_empty() {
+        eprintln!(
+            "no MaskBench files in {}: generated documents",
+            dir.display()
+        );
+        for k in 0..40 {
+            documents.push(format!(
+                "{{\"id\":{k},\"name\":\"item {k} — ünïcode\",\"tags\":[\"a\",\"b{k}\"],\"price\":{}.5,\"owner\":{{\"first\":\"Ada\",\"active\":true,\"note\":null}}}}",
+                k * 7
+            ));
+        }
+    } else {
+        eprintln!("{} valid instances from {}", documents.len(), dir.display());
+    }
+    documents
+}
+
+/// The value below which `per_mille`/1000 of `sorted` lie.
+fn percentile(sorted: &[f64], per_mille: usize) -> f64 {
+    sorted[(sorted.len() - 1) * per_mille / 1000]
+}
+
+fn report(label: &str, times: &mut [f64]) {
+    times.sort_by(f64::total_cmp);
+    let mean = times.iter().sum::<f64>() / times.len() as f64;
+    println!(
+        "{label:<34} n={:<7} mean {:>8.1} µs  p50 {:>8.1}  p99 {:>8.1}  max {:>9.1}",
+        times.len(),
+        mean,
+        percentile(times, 500),
+        percentile(times, 990),
+        times[times.len() - 1]
+    );
+}
+
+fn run(name: &str, vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u32>]) {
+    let mut steps = Vec::new();
+    let mut first_masks = Vec::new();
+    let mut uncertain = 0u64;
+    let mut pushed = 0u64;
+    let mut mask = vec![0; vocabulary.mask_words()];
+    let started = Instant::now();
+    let cold = {
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
+        let t = Instant::now();
+        matcher.fill_next_token_bitmask(&mut mask).expect("mask");
+        t.elapsed().as_secs_f64() * 1e6
+    };
+    for ids in tokens {
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
+        for (k, &id) in ids.iter().enumerate() {
+            let t = Instant::now();
+            matcher.fill_next_token_bitmask(&mut mask).expect("mask");
+            let micros = t.elapsed().as_secs_f64() * 1e6;
+            if k == 0 {
+                first_masks.push(micros);
+            }
+            steps.push(micros);
+            let stats = matcher.last_mask_stats();
+            uncertain += u64::from(stats.uncertain);
+            pushed += stats.bytes_pushed;
+            let id = TokenId::new(id as usize).expect("token id");
+            assert!(
+                mask[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0,
+                "the mask refused the document's token {id}"
+            );
+            matcher.accept_token(id).expect("the document's token");
+        }
+        assert!(matcher.can_terminate());
+    }
+    let elapsed = started.elapsed().as_secs_f64();
+    let cache = vocabulary.mask_cache().stats();
+    println!(
+        "{name}: {} documents, {} tokens in {elapsed:.1} s; first mask with an empty cache {cold:.0} µs",
+        tokens.len(),
+        steps.len()
+    );
+    report("  mask per step", &mut steps);
+    report("  first mask (warm cache)", &mut first_masks);
+    println!(
+        "  per step: {:.1} uncertain tokens checked, {:.1} bytes pushed\n  cache: {} row hits, {} rows from cached entries, {} entries built; holds {} entries, {} rows, {:.1} MiB",
+        uncertain as f64 / steps.len() as f64,
+        pushed as f64 / steps.len() as f64,
+        cache.hits,
+        cache.partial_hits,
+        cache.misses,
+        cache.entries,
+        cache.combinations,
+        cache.bytes as f64 / f64::from(1 << 20)
+    );
+}
+
+fn main() {
+    let documents = documents();
+    let grammar = common::runtime_grammar(xg_compiler::std_text("std/json.xg").expect("std json"));
+    for tokenizer in &common::REAL_TOKENIZERS[..3] {
+        let (json, config) = common::real_tokenizer(tokenizer);
+        let vocabulary = Arc::new(
+            Vocabulary::from_tokenizer_json(&json, Some(&config)).expect("real vocabulary"),
+        );
+        let encoder = tokenizers::Tokenizer::from_bytes(&json).expect("tokenizer");
+        let tokens: Vec<Vec<u32>> = documents
+            .iter()
+            .map(|text| {
+                encoder
+                    .encode(text.as_str(), false)
+                    .expect("encoding")
+                    .get_ids()
+                    .to_vec()
+            })
+            .collect();
+        run(tokenizer.name, &vocabulary, &grammar, &tokens);
+    }
+}
