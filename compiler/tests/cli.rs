@@ -158,3 +158,75 @@ fn match_accepts_and_locates_failures() {
     let output = xg(&["match", broken.to_str().unwrap(), "--text", "x"]);
     assert_eq!(output.status.code(), Some(2));
 }
+
+/// A tiny Hugging Face tokenizer: a BPE model over a few pieces, with an
+/// end-of-sequence token.
+fn temp_tokenizer() -> PathBuf {
+    let tokenizer = serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [{
+            "id": 9, "content": "</s>", "single_word": false, "lstrip": false,
+            "rstrip": false, "normalized": false, "special": true
+        }],
+        "normalizer": null,
+        "pre_tokenizer": null,
+        "post_processor": null,
+        "decoder": null,
+        "model": {
+            "type": "BPE", "dropout": null, "unk_token": null,
+            "continuing_subword_prefix": null, "end_of_word_suffix": null,
+            "fuse_unk": false, "byte_fallback": false,
+            "vocab": {"{": 0, "}": 1, "a": 2, "b": 3, ":": 4, "1": 5, "ab": 6, "ab:": 7, ",": 8},
+            "merges": ["a b", "ab :"]
+        }
+    });
+    let config = serde_json::json!({"eos_token": "</s>"});
+    let path = temp_grammar("tokenizer.json", &tokenizer.to_string());
+    temp_grammar("tokenizer_config.json", &config.to_string());
+    path
+}
+
+#[test]
+fn trace_shows_each_token_and_its_mask() {
+    let grammar = temp_grammar(
+        "trace.xg",
+        "root ::= \"{\" pair (\",\" pair)* \"}\"\npair ::= [a-z]+ \":\" [0-9]+\n",
+    );
+    let tokenizer = temp_tokenizer();
+    let args = |text: &'static str| {
+        vec![
+            "trace".to_owned(),
+            grammar.to_str().unwrap().to_owned(),
+            "--tokenizer".to_owned(),
+            tokenizer.to_str().unwrap().to_owned(),
+            "--text".to_owned(),
+            text.to_owned(),
+        ]
+    };
+    let run = |text| {
+        let args = args(text);
+        xg(&args.iter().map(String::as_str).collect::<Vec<_>>())
+    };
+    let ok = run("{ab:1,a:1}");
+    let stdout = String::from_utf8_lossy(&ok.stdout);
+    assert!(ok.status.success(), "{stdout}");
+    assert!(stdout.contains("1 stop tokens"), "{stdout}");
+    // `ab:` is one token; after `{`, the letters and `ab`, `ab:` are allowed.
+    assert!(stdout.contains("\"ab:\""), "{stdout}");
+    assert!(
+        stdout
+            .lines()
+            .any(|l| l.contains("\"ab:\"") && l.contains(" 4  yes")),
+        "{stdout}"
+    );
+    assert!(stdout.contains("(end of output)"), "{stdout}");
+    let bad = run("{ab:}");
+    let stdout = String::from_utf8_lossy(&bad.stdout);
+    assert_eq!(bad.status.code(), Some(1), "{stdout}");
+    assert!(stdout.contains("refuses token 1 \"}\""), "{stdout}");
+    let short = run("{ab:1");
+    assert_eq!(short.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&short.stdout).contains("cannot end here"));
+}

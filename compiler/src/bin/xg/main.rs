@@ -5,8 +5,11 @@
 //! - `xg fmt FILE…`: print grammars in canonical form.
 //! - `xg inspect FILE`: show a grammar's automata.
 //! - `xg match GRAMMAR (--text TEXT | --file FILE)`: validate an output.
+//! - `xg trace GRAMMAR --tokenizer TOKENIZER.json (--text TEXT | --file FILE)`:
+//!   the output token by token, with each step's mask.
 
 mod inspect;
+mod trace;
 
 use std::io::IsTerminal;
 use std::path::{Path, PathBuf};
@@ -71,6 +74,34 @@ enum Command {
         #[arg(long)]
         file: Option<PathBuf>,
     },
+    /// Trace a text through a grammar token by token: tokenize it with
+    /// the model's tokenizer and print, per step, the token, how many tokens
+    /// the mask allowed, whether the token was among them, the time and the
+    /// mask cache's work. Exit 0 if every token was allowed and the output
+    /// can end there, 1 if not.
+    Trace {
+        /// The `.xg` grammar.
+        grammar: PathBuf,
+        /// The entry rule.
+        #[arg(long, default_value = "root")]
+        rule: String,
+        /// The model's Hugging Face `tokenizer.json`.
+        #[arg(long)]
+        tokenizer: PathBuf,
+        /// The model's `tokenizer_config.json`, for its end-of-sequence
+        /// token (default: the one next to the tokenizer, if any).
+        #[arg(long, value_name = "FILE")]
+        tokenizer_config: Option<PathBuf>,
+        /// More stop token ids (a generation config's end-of-sequence list).
+        #[arg(long, value_name = "ID", value_delimiter = ',')]
+        stop: Vec<u32>,
+        /// The text to trace.
+        #[arg(long, required_unless_present = "file", conflicts_with = "file")]
+        text: Option<String>,
+        /// A file whose text to trace.
+        #[arg(long)]
+        file: Option<PathBuf>,
+    },
     /// Print grammars in canonical form.
     Fmt {
         /// The `.xg` files to format.
@@ -121,6 +152,27 @@ fn main() -> ExitCode {
             text,
             file,
         }) => match_input(&grammar, &rule, text, file.as_deref(), color),
+        Some(Command::Trace {
+            grammar,
+            rule,
+            tokenizer,
+            tokenizer_config,
+            stop,
+            text,
+            file,
+        }) => compile(&grammar, &rule, color).and_then(|compiled| {
+            let input = match (text, file.as_deref()) {
+                (Some(text), _) => trace::Input::Text(text),
+                (None, Some(file)) => trace::Input::File(file),
+                (None, None) => anyhow::bail!("give the input with --text or --file"),
+            };
+            let model = trace::Model {
+                tokenizer: &tokenizer,
+                config: tokenizer_config.as_deref(),
+                stop: &stop,
+            };
+            trace::trace(compiled, &model, input)
+        }),
         Some(Command::Fmt {
             files,
             write,
@@ -208,6 +260,20 @@ fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bo
     Ok(true)
 }
 
+/// Compiles the grammar in `path` from `rule`, printing its diagnostics.
+fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let file = sources
+        .load(path, &mut diagnostics)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let grammar = pipeline::grammar(&mut sources, file, rule, &mut diagnostics);
+    if diagnostics.has_errors() {
+        eprint!("{}", diagnostics.render(&sources, color));
+    }
+    grammar.with_context(|| format!("`{}` does not compile", path.display()))
+}
+
 /// `xg match`: true if the input matches. A grammar that does not compile
 /// is an error (exit 2), not a mismatch.
 fn match_input(
@@ -217,16 +283,8 @@ fn match_input(
     file: Option<&Path>,
     color: bool,
 ) -> Result<bool> {
+    let grammar = compile(path, rule, color)?;
     let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let grammar_file = sources
-        .load(path, &mut diagnostics)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let grammar = pipeline::grammar(&mut sources, grammar_file, rule, &mut diagnostics);
-    if diagnostics.has_errors() {
-        eprint!("{}", diagnostics.render(&sources, color));
-    }
-    let grammar = grammar.with_context(|| format!("`{}` does not compile", path.display()))?;
     let (name, input) = match (text, file) {
         (Some(text), _) => ("<text>".to_owned(), text.into_bytes()),
         (None, Some(file)) => (

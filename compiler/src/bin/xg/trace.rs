@@ -1,0 +1,211 @@
+//! `xg trace`: a text through a grammar token by token, as a model would
+//! produce it, with each step's token mask.
+//!
+//! The text is tokenized with the model's own `tokenizer.json` (the
+//! `tokenizers` crate); then, per token, the mask is filled (timed), and the
+//! token is checked against it and accepted. The table shows the token, how
+//! many tokens the mask allowed, whether the token was among them, the time
+//! and the mask cache's work — what a user needs when a grammar refuses an
+//! output it should take.
+
+use std::fmt::Write as _;
+use std::path::Path;
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+
+/// Where the text comes from.
+pub(crate) enum Input<'a> {
+    Text(String),
+    File(&'a Path),
+}
+
+/// The model's tokenizer files.
+pub(crate) struct Model<'a> {
+    /// Its `tokenizer.json`.
+    pub tokenizer: &'a Path,
+    /// Its `tokenizer_config.json`; by default the one next to `tokenizer`.
+    pub config: Option<&'a Path>,
+    /// More stop token ids.
+    pub stop: &'a [u32],
+}
+
+impl Model<'_> {
+    /// The vocabulary, and the tokenizer's JSON.
+    fn load(&self) -> Result<(Vocabulary, Vec<u8>)> {
+        let path = self.tokenizer;
+        let json =
+            std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+        let beside = path.with_file_name("tokenizer_config.json");
+        let config = match self.config {
+            Some(config) => Some(
+                std::fs::read(config)
+                    .with_context(|| format!("cannot read `{}`", config.display()))?,
+            ),
+            None => std::fs::read(beside).ok(),
+        };
+        let stop = self
+            .stop
+            .iter()
+            .map(|&id| TokenId::new(id as usize))
+            .collect::<Result<Vec<_>, _>>()
+            .context("stop token id out of range")?;
+        let vocabulary = Vocabulary::from_tokenizer_json(&json, config.as_deref())
+            .and_then(|vocabulary| vocabulary.with_stop_tokens(&stop))
+            .with_context(|| format!("`{}`", path.display()))?;
+        Ok((vocabulary, json))
+    }
+}
+
+/// Traces `input` through `grammar`; true if every token was allowed and
+/// the grammar can end after the last one.
+pub(crate) fn trace(grammar: Grammar, model: &Model<'_>, input: Input<'_>) -> Result<bool> {
+    let tokenizer_path = model.tokenizer;
+    let (vocabulary, json) = model.load()?;
+    let ids = tokenize(&json, tokenizer_path, input)?;
+    let vocabulary = Arc::new(vocabulary);
+    println!(
+        "{} tokens ({:?} tokenizer, {} ids, {} stop tokens)\n",
+        ids.len(),
+        vocabulary.tokenizer_kind(),
+        vocabulary.len(),
+        vocabulary.stop_tokens().len()
+    );
+    println!(
+        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>5} {:>4} {:>5} {:>9} {:>7}",
+        "step",
+        "id",
+        "token",
+        "allowed",
+        "ok",
+        "mask µs",
+        "items",
+        "hit",
+        "built",
+        "uncertain",
+        "pushed"
+    );
+    let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(&vocabulary));
+    let mut mask = vec![0; vocabulary.mask_words()];
+    let mut times = Vec::new();
+    let mut step = |matcher: &mut Matcher, label: &str, id: Option<TokenId>| -> Result<bool> {
+        let started = Instant::now();
+        matcher
+            .fill_next_token_bitmask(&mut mask)
+            .context("computing the token mask")?;
+        let micros = started.elapsed().as_secs_f64() * 1e6;
+        times.push(micros);
+        let allowed: u32 = mask.iter().map(|w| w.count_ones()).sum();
+        // The end: where the grammar can end, the stop tokens are allowed.
+        let ok = id.map_or_else(|| matcher.can_terminate(), |id| is_set(&mask, id));
+        let stats = matcher.last_mask_stats();
+        let id_text = id.map_or_else(|| "end".to_owned(), |id| id.to_string());
+        println!(
+            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>5} {:>4} {:>5} {:>9} {:>7}",
+            times.len(),
+            id_text,
+            label,
+            allowed,
+            if ok { "yes" } else { "NO" },
+            micros,
+            stats.entries,
+            if stats.hits > 0 { "yes" } else { "-" },
+            stats.built,
+            stats.uncertain,
+            stats.bytes_pushed
+        );
+        Ok(ok)
+    };
+    let mut all_ok = true;
+    for &raw in &ids {
+        let id = TokenId::new(raw as usize).context("token id out of range")?;
+        let label = shown(vocabulary.bytes(id));
+        let allowed = step(&mut matcher, &label, Some(id))?;
+        if let Err(rejection) = matcher.accept_token(id) {
+            println!("\nthe grammar refuses token {id} {label}: {rejection:#}");
+            all_ok = false;
+            break;
+        }
+        if !allowed {
+            println!("\nbug: token {id} was accepted but not in the mask");
+            all_ok = false;
+            break;
+        }
+    }
+    if all_ok {
+        let can_end = step(&mut matcher, "(end of output)", None)?;
+        if !can_end {
+            println!(
+                "\nthe output cannot end here; expected {}",
+                matcher.expected()
+            );
+            all_ok = false;
+        }
+    }
+    summary(&mut times, &vocabulary);
+    Ok(all_ok)
+}
+
+/// The text of `input` as the ids the model's tokenizer gives it.
+fn tokenize(json: &[u8], tokenizer_path: &Path, input: Input<'_>) -> Result<Vec<u32>> {
+    let encoder = tokenizers::Tokenizer::from_bytes(json)
+        .map_err(|e| anyhow::anyhow!("`{}`: {e}", tokenizer_path.display()))?;
+    let text = match input {
+        Input::Text(text) => text,
+        Input::File(path) => std::fs::read_to_string(path)
+            .with_context(|| format!("cannot read `{}` as UTF-8 text", path.display()))?,
+    };
+    Ok(encoder
+        .encode(text.as_str(), false)
+        .map_err(|e| anyhow::anyhow!("cannot tokenize the text: {e}"))?
+        .get_ids()
+        .to_vec())
+}
+
+/// Mask times and the cache's counters.
+fn summary(times: &mut [f64], vocabulary: &Vocabulary) {
+    times.sort_by(f64::total_cmp);
+    let count = u32::try_from(times.len()).unwrap_or(u32::MAX).max(1);
+    let mean = times.iter().sum::<f64>() / f64::from(count);
+    let cache = vocabulary.mask_cache().stats();
+    println!(
+        "\nmasks: {} in all, mean {mean:.1} µs, max {:.1} µs; cache: {} row hits, {} entries built, {} entries and {} rows held",
+        times.len(),
+        times.last().copied().unwrap_or(0.0),
+        cache.hits,
+        cache.misses,
+        cache.entries,
+        cache.combinations
+    );
+}
+
+fn is_set(mask: &[u32], id: TokenId) -> bool {
+    mask[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0
+}
+
+/// A token's bytes as a quoted, escaped label of bounded width.
+fn shown(bytes: &[u8]) -> String {
+    let mut label = String::from("\"");
+    for chunk in bytes.utf8_chunks() {
+        for c in chunk.valid().chars() {
+            match c {
+                '"' => label.push_str("\\\""),
+                '\\' => label.push_str("\\\\"),
+                c if c.is_control() => {
+                    let _ = write!(label, "{}", c.escape_default());
+                }
+                c => label.push(c),
+            }
+        }
+        for byte in chunk.invalid() {
+            let _ = write!(label, "\\x{byte:02x}");
+        }
+    }
+    label.push('"');
+    if label.chars().count() > 22 {
+        label = label.chars().take(20).collect::<String>() + "…\"";
+    }
+    label
+}
