@@ -55,4 +55,7 @@ mod documentation {
 
     #[doc = include_str!("../../book/src/quick-start.md")]
     struct QuickStart;
+
+    #[doc = include_str!("../../book/src/masks.md")]
+    struct Masks;
 }
