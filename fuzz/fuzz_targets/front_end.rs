@@ -2,14 +2,15 @@
 //! resolver, diagnostics rendering, and for grammars that check, lowering,
 //! normalization, automata, hashing and tables) must not panic, must give
 //! spans that lie inside their file, and must produce valid tables that the
-//! runtime matcher runs without panicking (on the input's own bytes).
+//! runtime matcher runs without panicking (on the input's own bytes), with
+//! token masks that agree with accepting the token.
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
 use xg_compiler::{Diagnostics, Sources, pipeline, syntax};
-use xg_runtime::{Grammar, Matcher};
+use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 fuzz_target!(|bytes: &[u8]| {
     let mut sources = Sources::new();
@@ -17,10 +18,26 @@ fuzz_target!(|bytes: &[u8]| {
     let file = sources.add_bytes("input.xg", bytes, None, &mut diagnostics);
     if let Some(compiled) = pipeline::compile(&mut sources, file, "root", &mut diagnostics) {
         let grammar = Grammar::new(compiled.tables).expect("compiled tables are valid");
-        let mut matcher = Matcher::new(Arc::new(grammar));
-        for chunk in bytes.chunks(7).take(32) {
+        // Tokens: every byte, and the input's chunks.
+        let chunks: Vec<&[u8]> = bytes.chunks(7).take(32).collect();
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.extend(chunks.iter().map(|c| c.to_vec()));
+        let vocabulary = Arc::new(Vocabulary::from_byte_strings(&tokens, &[]).expect("vocabulary"));
+        let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(&vocabulary));
+        matcher.set_mask_budget(2_000_000);
+        let mut mask = vec![0; vocabulary.mask_words()];
+        for (k, chunk) in chunks.iter().enumerate() {
             let _ = matcher.forced_bytes();
             let _ = matcher.expected().to_string();
+            if matcher.fill_next_token_bitmask(&mut mask).is_ok() {
+                let id = TokenId::new(256 + k).expect("token id");
+                let allowed = mask[id.as_usize() / 32] >> (id.as_usize() % 32) & 1 == 1;
+                assert_eq!(
+                    allowed,
+                    matcher.fork().accept_token(id).is_ok(),
+                    "mask and accept disagree"
+                );
+            }
             if matcher.accept_bytes(chunk).is_err() {
                 let _ = matcher.rollback(1);
             }
@@ -41,7 +58,10 @@ fuzz_target!(|bytes: &[u8]| {
         let again = sources.add("printed.xg", printed.clone(), None);
         let mut again_diagnostics = Diagnostics::new();
         let reparsed = syntax::parse(again, &printed, &mut again_diagnostics);
-        assert!(!again_diagnostics.has_errors(), "printed text does not parse:\n{printed}");
+        assert!(
+            !again_diagnostics.has_errors(),
+            "printed text does not parse:\n{printed}"
+        );
         assert_eq!(syntax::print(&reparsed), printed);
     }
 });
