@@ -300,34 +300,22 @@ impl MaskCache {
         keys: &[(Key, u32)],
         build: impl FnOnce() -> Result<(Combined, bool), E>,
     ) -> Result<(Arc<Combined>, Lookup), E> {
-        let key: CombinationKey = (grammar, keys.into());
-        {
-            let mut pool = self.lock();
-            let now = pool.tick();
-            if let Some(slot) = pool.combinations.get_mut(&key) {
-                slot.last_used = now;
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                return Ok((Arc::clone(&slot.value), Lookup::Hit));
-            }
+        let found = self.find_or_build(
+            |pool| &mut pool.combinations,
+            (grammar, keys.into()),
+            || {
+                let (combined, reused) = build()?;
+                if reused {
+                    self.partial_hits.fetch_add(1, Ordering::Relaxed);
+                }
+                let bytes = combined.bytes() + keys.len() * 16;
+                Ok((combined, bytes))
+            },
+        )?;
+        if found.1 == Lookup::Hit {
+            self.hits.fetch_add(1, Ordering::Relaxed);
         }
-        let (combined, reused) = build()?;
-        if reused {
-            self.partial_hits.fetch_add(1, Ordering::Relaxed);
-        }
-        let combined = Arc::new(combined);
-        let bytes = combined.bytes() + keys.len() * 16 + SLOT_OVERHEAD;
-        let mut pool = self.lock();
-        let now = pool.tick();
-        if let Vacant(vacant) = pool.combinations.entry(key) {
-            vacant.insert(Slot {
-                value: Arc::clone(&combined),
-                bytes,
-                last_used: now,
-            });
-            pool.bytes += bytes;
-            self.evict(&mut pool);
-        }
-        Ok((combined, Lookup::Built))
+        Ok(found)
     }
 
     /// The entry for `key`, built with `build` if it is not cached.
@@ -336,29 +324,50 @@ impl MaskCache {
         key: Key,
         build: impl FnOnce() -> Result<Classified, E>,
     ) -> Result<(Arc<Classified>, Lookup), E> {
+        self.find_or_build(
+            |pool| &mut pool.entries,
+            key,
+            || {
+                let classified = build()?;
+                self.misses.fetch_add(1, Ordering::Relaxed);
+                let bytes = classified.bytes();
+                Ok((classified, bytes))
+            },
+        )
+    }
+
+    /// The value for `key` in the map `map` picks, or the one `build` makes
+    /// (with its size in bytes), built without holding the lock and then
+    /// inserted unless another thread got there first.
+    fn find_or_build<K: std::hash::Hash + Eq, T, E>(
+        &self,
+        map: impl Fn(&mut Pool) -> &mut FxHashMap<K, Slot<T>>,
+        key: K,
+        build: impl FnOnce() -> Result<(T, usize), E>,
+    ) -> Result<(Arc<T>, Lookup), E> {
         {
             let mut pool = self.lock();
             let now = pool.tick();
-            if let Some(slot) = pool.entries.get_mut(&key) {
+            if let Some(slot) = map(&mut pool).get_mut(&key) {
                 slot.last_used = now;
                 return Ok((Arc::clone(&slot.value), Lookup::Hit));
             }
         }
-        let classified = Arc::new(build()?);
-        self.misses.fetch_add(1, Ordering::Relaxed);
-        let bytes = classified.bytes() + SLOT_OVERHEAD;
+        let (value, bytes) = build()?;
+        let value = Arc::new(value);
+        let bytes = bytes + SLOT_OVERHEAD;
         let mut pool = self.lock();
         let now = pool.tick();
-        if let Vacant(vacant) = pool.entries.entry(key) {
+        if let Vacant(vacant) = map(&mut pool).entry(key) {
             vacant.insert(Slot {
-                value: Arc::clone(&classified),
+                value: Arc::clone(&value),
                 bytes,
                 last_used: now,
             });
             pool.bytes += bytes;
             self.evict(&mut pool);
         }
-        Ok((classified, Lookup::Built))
+        Ok((value, Lookup::Built))
     }
 
     /// Past the bound, removes the least recently used entries and

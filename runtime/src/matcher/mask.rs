@@ -588,7 +588,7 @@ fn classify(
     work: &mut u64,
 ) -> Result<Classified, MaskError> {
     let trie = vocabulary.trie();
-    let mut matcher = Matcher::seeded(Arc::clone(grammar), None, seed);
+    let mut matcher = Matcher::seeded(Arc::clone(grammar), seed, seed_rule(grammar, seed));
     let base = matcher.history.rows();
     let mut accepted = vec![0; vocabulary.mask_words()];
     // Per depth on the current path: the places (bit j: after j bytes) the

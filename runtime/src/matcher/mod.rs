@@ -182,18 +182,27 @@ impl Matcher {
     /// A matcher at the start of `grammar`, for text and tokens matched by
     /// id.
     pub fn new(grammar: Arc<Grammar>) -> Self {
-        Self::build(grammar, None)
+        Self::at_entry(grammar, None)
     }
 
     /// A matcher at the start of `grammar` that also takes a model's tokens
     /// ([`Matcher::accept_token`]) and computes token masks
     /// ([`Matcher::fill_next_token_bitmask`]) for `vocabulary`.
     pub fn with_vocabulary(grammar: Arc<Grammar>, vocabulary: Arc<Vocabulary>) -> Self {
-        Self::build(grammar, Some(vocabulary))
+        Self::at_entry(grammar, Some(vocabulary))
     }
 
-    fn build(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
-        let mut matcher = Self {
+    fn at_entry(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
+        let mut matcher = Self::empty(grammar, vocabulary);
+        // Row 0 holds the entry item, which no settling removes.
+        let viable = matcher.push(Start::Entry);
+        debug_assert!(viable);
+        matcher
+    }
+
+    /// A matcher with no rows yet.
+    fn empty(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
+        Self {
             grammar,
             vocabulary,
             history: History::default(),
@@ -204,11 +213,7 @@ impl Matcher {
             work: 0,
             mask_budget: DEFAULT_MASK_BUDGET,
             mask_stats: MaskStats::default(),
-        };
-        // Row 0 holds the entry item, which no settling removes.
-        let viable = matcher.push(Start::Entry);
-        debug_assert!(viable);
-        matcher
+        }
     }
 
     /// The vocabulary of the model this matcher takes tokens of, if any.
@@ -222,14 +227,10 @@ impl Matcher {
     }
 
     /// A matcher whose only item is `seed` (at origin 0, in the main
-    /// context): where `seed`'s rule ends, the row can terminate. Mask-cache
+    /// context) of rule `rule`: where `rule` ends, the row can terminate. Mask-cache
     /// entries are built with it.
-    fn seeded(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>, seed: Item) -> Self {
-        let mut matcher = Self::build(grammar, vocabulary);
-        let rule = match seed.kind {
-            Kind::Node => matcher.grammar.node_rule(seed.a),
-            _ => seed.a,
-        };
+    fn seeded(grammar: Arc<Grammar>, seed: Item, rule: u32) -> Self {
+        let mut matcher = Self::empty(grammar, None);
         let sentinel = Item {
             kind: Kind::Top,
             a: rule,
@@ -238,7 +239,6 @@ impl Matcher {
             pred: 0,
             ctx: 0,
         };
-        matcher.truncate(0);
         matcher.history.push(&[sentinel], 0);
         let seed = Item {
             origin: 0,
@@ -258,8 +258,7 @@ impl Matcher {
     /// the grammar can put after `rule` (context expansion). `None` if
     /// nothing can follow `rule`.
     fn context(grammar: Arc<Grammar>, waiting: &[Item], rule: u32) -> Option<Self> {
-        let mut matcher = Self::build(grammar, None);
-        matcher.truncate(0);
+        let mut matcher = Self::empty(grammar, None);
         matcher.history.push(waiting, 0);
         matcher.push(Start::Complete(rule)).then_some(matcher)
     }
