@@ -9,11 +9,15 @@ use common::{CORPUS, compile, fsm_as_ir, library, random_grammar, same_language}
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize::{self, REPETITION_THRESHOLD};
-use xg_compiler::{fsm, ir};
+use xg_compiler::{Budget, fsm, ir};
 
 fn check_automata(source: &str, seed: u64) -> Result<(), TestCaseError> {
     let original = compile(source);
-    let automata = fsm::build(&normalize::normalize(original.clone()));
+    let automata = fsm::build(
+        &normalize::normalize(original.clone()),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     same_language(&original, &fsm_as_ir(&automata), source, seed, 6)
 }
 
@@ -53,14 +57,20 @@ fn root_fsm(grammar: &fsm::Grammar) -> &fsm::Fsm {
 #[test]
 fn automata_are_minimal_and_deterministic() {
     // a*b | a*c — 3 nodes when minimal: start (loop on a), after b/c (final).
-    let grammar = fsm::build(&normalize::normalize(compile(
-        r#"root ::= "a"* "b" | "a"* "c""#,
-    )));
+    let grammar = fsm::build(
+        &normalize::normalize(compile(r#"root ::= "a"* "b" | "a"* "c""#)),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let fsm = root_fsm(&grammar);
     assert!(fsm.is_deterministic());
     assert_eq!(fsm.nodes.len(), 2, "{fsm:?}");
     // Every rule of the JSON grammar is deterministic.
-    let json = fsm::build(&normalize::normalize(compile(&library()[0])));
+    let json = fsm::build(
+        &normalize::normalize(compile(&library()[0])),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     for rule in &json.rules {
         if let fsm::Body::Automaton(fsm) = &rule.body {
             assert!(fsm.is_deterministic(), "{}", rule.name);
@@ -71,7 +81,7 @@ fn automata_are_minimal_and_deterministic() {
 #[test]
 fn huge_repetitions_stay_small_and_exact() {
     let source = "root ::= [a-z]{0,100000}";
-    let grammar = fsm::build(&normalize::normalize(compile(source)));
+    let grammar = fsm::build(&normalize::normalize(compile(source)), &Budget::unlimited()).unwrap();
     let nodes = node_count(&grammar);
     assert!(nodes <= 4 * REPETITION_THRESHOLD as usize, "{nodes} nodes");
     let counted = root_fsm(&grammar)
@@ -86,7 +96,11 @@ fn huge_repetitions_stay_small_and_exact() {
     // The counted edge plus the explicit copies reach exactly 100000; the same
     // construction is checked end to end, at its boundary, on a range the
     // reference recognizer can afford.
-    let grammar = fsm::build(&normalize::normalize(compile("root ::= [a-z]{0,300}")));
+    let grammar = fsm::build(
+        &normalize::normalize(compile("root ::= [a-z]{0,300}")),
+        &Budget::unlimited(),
+    )
+    .unwrap();
     let rewritten = fsm_as_ir(&grammar);
     for (length, expected) in [(0, true), (299, true), (300, true), (301, false)] {
         let input = Symbol::text("q".repeat(length));
@@ -113,7 +127,8 @@ fn ir_helper_sanity() {
     // The rewriting helper itself: a grammar's automata rewritten as rules
     // accept what the grammar does on a hand-picked case.
     let original: ir::Grammar = compile(r#"root ::= "x" [0-9]{2}"#);
-    let rewritten = fsm_as_ir(&fsm::build(&normalize::normalize(original)));
+    let rewritten =
+        fsm_as_ir(&fsm::build(&normalize::normalize(original), &Budget::unlimited()).unwrap());
     assert!(recognizes(&rewritten, &Symbol::text("x12"), Mode::Complete));
     assert!(!recognizes(&rewritten, &Symbol::text("x1"), Mode::Complete));
 }
@@ -133,7 +148,7 @@ proptest! {
 fn nested_repetitions_do_not_explode() {
     // 8^6 copies if expanded naively.
     let source = r#"root ::= (((((("ab" [0-9]){8}){8}){8}){8}){8}){8}"#;
-    let grammar = fsm::build(&normalize::normalize(compile(source)));
+    let grammar = fsm::build(&normalize::normalize(compile(source)), &Budget::unlimited()).unwrap();
     let nodes = node_count(&grammar);
     assert!(nodes < 5_000, "{nodes} nodes");
     let rewritten = fsm_as_ir(&grammar);

@@ -18,17 +18,19 @@
 //!   components of the reference graph in reverse topological order.
 //! - **Cycles**: inside a component, hashes are computed by colour
 //!   refinement — first with references inside the component replaced by a
-//!   marker, then, for `2n` rounds (`n` rules in the component), with them
-//!   replaced by the previous round's hashes; the component size is mixed
-//!   in. Equal results mean the rules unfold into the same infinite
+//!   marker, then with them replaced by the previous round's colours (each
+//!   rule's own colour mixed in, so every round refines the last) until the
+//!   number of distinct colours stops growing — at most `n` rounds for `n`
+//!   rules, usually a handful; the component size is mixed in. Equal results mean the rules unfold into the same infinite
 //!   structure, hence the same language. For a simple cycle this is the
 //!   rotation-combined hash of Algorithm 2, generalised to any component.
 //! - A rule's hash covers its lookahead; [`RuleHash::automaton`] is the hash
 //!   without it (an automaton-only cache hit reuses accepted and rejected
 //!   tokens and rechecks the uncertain ones).
 
-use std::collections::BTreeSet;
+use std::collections::{BTreeSet, HashSet};
 
+use crate::budget::{Budget, Exceeded};
 use crate::fsm::{self, Body, Edge, Fsm, Label};
 
 /// The structural hashes of one rule.
@@ -43,41 +45,14 @@ pub struct RuleHash {
 }
 
 /// Hashes every rule and renumbers every automaton's nodes canonically.
-/// Returns the hashes indexed by rule id.
-pub fn hash(grammar: &mut fsm::Grammar) -> Vec<RuleHash> {
+/// Returns the hashes indexed by rule id; checks `budget` per component.
+pub fn hash(grammar: &mut fsm::Grammar, budget: &Budget) -> Result<Vec<RuleHash>, Exceeded> {
     let references: Vec<Vec<usize>> = grammar.rules.iter().map(references).collect();
     let mut hashes: Vec<Option<RuleHash>> = vec![None; grammar.rules.len()];
     for component in components(&references) {
-        let inside: BTreeSet<usize> = component.iter().copied().collect();
+        budget.check()?;
         let cyclic = component.len() > 1 || references[component[0]].contains(&component[0]);
-        // Round 0: references inside the component are a marker.
-        let mut colours: Vec<u64> = component
-            .iter()
-            .map(|&r| local(grammar, r, &|target| key_of(&hashes, &inside, target, None)))
-            .collect();
-        if cyclic {
-            for _ in 0..2 * component.len() {
-                let previous: Vec<(usize, u64)> = component
-                    .iter()
-                    .copied()
-                    .zip(colours.iter().copied())
-                    .collect();
-                let current = |target: usize| {
-                    previous
-                        .iter()
-                        .find(|(r, _)| *r == target)
-                        .map(|&(_, colour)| colour)
-                };
-                colours = component
-                    .iter()
-                    .map(|&r| {
-                        local(grammar, r, &|target| {
-                            key_of(&hashes, &inside, target, current(target))
-                        })
-                    })
-                    .collect();
-            }
-        }
+        let colours = component_colours(grammar, &hashes, &component, cyclic, budget)?;
         for (&r, &colour) in component.iter().zip(&colours) {
             let rule = if cyclic {
                 combine(colour, component.len() as u64)
@@ -85,12 +60,7 @@ pub fn hash(grammar: &mut fsm::Grammar) -> Vec<RuleHash> {
                 colour
             };
             let parts = parts(grammar, r, &|target| {
-                key_of(
-                    &hashes,
-                    &inside,
-                    target,
-                    colours_of(&component, &colours, target),
-                )
+                key_of(&hashes, &component, &colours, target)
             });
             hashes[r] = Some(RuleHash {
                 rule,
@@ -114,29 +84,63 @@ pub fn hash(grammar: &mut fsm::Grammar) -> Vec<RuleHash> {
         }
         grammar.rules[index] = rule;
     }
-    hashes
+    Ok(hashes)
 }
 
-/// The key a reference to `target` contributes: the final hash of a rule
-/// outside the component, the current colour (or a marker) inside it.
-fn key_of(
+/// The colours of a component's rules (sorted indices). Round 0 keys
+/// references inside the component by a marker; a cyclic component is then
+/// refined — each rule's colour mixed with its hash under the previous
+/// round's colours — until the number of distinct colours stops growing
+/// (at most `n` rounds for `n` rules; isomorphic components take the same
+/// rounds, so get the same colours).
+fn component_colours(
+    grammar: &fsm::Grammar,
     hashes: &[Option<RuleHash>],
-    inside: &BTreeSet<usize>,
-    target: usize,
-    colour: Option<u64>,
-) -> u64 {
-    if inside.contains(&target) {
-        colour.unwrap_or(INSIDE_MARKER)
-    } else {
-        hashes[target].map_or(INSIDE_MARKER, |h| h.rule)
+    component: &[usize],
+    cyclic: bool,
+    budget: &Budget,
+) -> Result<Vec<u64>, Exceeded> {
+    let markers = vec![INSIDE_MARKER; component.len()];
+    let mut colours: Vec<u64> = component
+        .iter()
+        .map(|&r| local(grammar, r, &|t| key_of(hashes, component, &markers, t)))
+        .collect();
+    if !cyclic {
+        return Ok(colours);
     }
+    let mut distinct = distinct_count(&colours);
+    for _ in 0..component.len() {
+        budget.check()?;
+        let next: Vec<u64> = component
+            .iter()
+            .zip(&colours)
+            .map(|(&r, &own)| {
+                let h = local(grammar, r, &|t| key_of(hashes, component, &colours, t));
+                combine(own, h)
+            })
+            .collect();
+        let count = distinct_count(&next);
+        colours = next;
+        if count == distinct {
+            break;
+        }
+        distinct = count;
+    }
+    Ok(colours)
 }
 
-fn colours_of(component: &[usize], colours: &[u64], target: usize) -> Option<u64> {
-    component
-        .iter()
-        .position(|&r| r == target)
-        .map(|i| colours[i])
+fn distinct_count(colours: &[u64]) -> usize {
+    colours.iter().collect::<HashSet<_>>().len()
+}
+
+/// The key a reference to `target` contributes: its colour if it is in the
+/// component (sorted rule indices, `colours` in the same order), else its
+/// final hash.
+fn key_of(hashes: &[Option<RuleHash>], component: &[usize], colours: &[u64], target: usize) -> u64 {
+    match component.binary_search(&target) {
+        Ok(i) => colours[i],
+        Err(_) => hashes[target].map_or(INSIDE_MARKER, |h| h.rule),
+    }
 }
 
 const INSIDE_MARKER: u64 = 0x9E37_79B9_7F4A_7C15;
@@ -225,7 +229,13 @@ fn automaton_hash(grammar: &fsm::Grammar, fsm: &Fsm, key: &dyn Fn(usize) -> u64)
 /// colours break ties between edges whose labels have equal keys (two
 /// references to rules of the same structure) in a way that does not depend
 /// on how nodes happen to be numbered.
+/// When no node has two edges with equal keys to different targets (the
+/// common case: byte edges of a deterministic automaton), colours are never
+/// consulted and all stay zero, which skips the refinement.
 fn node_colours(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Vec<u64> {
+    if !has_tied_edges(fsm, key) {
+        return vec![0; fsm.nodes.len()];
+    }
     let mut colours: Vec<u64> = fsm.nodes.iter().map(|n| u64::from(n.is_final)).collect();
     let mut distinct = 0;
     loop {
@@ -252,6 +262,18 @@ fn node_colours(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Vec<u64> {
         }
         distinct = count;
     }
+}
+
+/// Whether some node has two edges with the same key to different targets.
+fn has_tied_edges(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> bool {
+    let mut keyed = Vec::new();
+    fsm.nodes.iter().any(|node| {
+        keyed.clear();
+        keyed.extend(node.edges.iter().map(|e| (key(e.label), e.target)));
+        keyed.sort_unstable();
+        keyed.dedup();
+        keyed.windows(2).any(|pair| pair[0].0 == pair[1].0)
+    })
 }
 
 /// A label's sort and hash key.

@@ -30,10 +30,12 @@
 //! assert_eq!(grammar.rule(grammar.root).name, "root");
 //! ```
 
+pub mod budget;
 mod diagnostic;
 pub mod fsm;
 pub mod hash;
 pub mod ir;
+pub mod json_schema;
 pub mod normalize;
 pub mod pipeline;
 pub mod resolve;
@@ -43,6 +45,7 @@ pub mod syntax;
 pub mod tables;
 pub mod tree;
 
+pub use self::budget::{Budget, Exceeded, Limits};
 pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};
 pub use self::source::{FileId, ImportTarget, Sources, Span};
 pub use self::stdlib::{EXAMPLES, get as std_text, paths as std_paths};

@@ -11,10 +11,11 @@
 use xg_runtime::Grammar;
 use xg_runtime::tables::Tables;
 
+use crate::budget::{Budget, Exceeded, Limits};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
 use crate::source::{FileId, Sources};
-use crate::{fsm, hash, ir, normalize, resolve, tables, tree};
+use crate::{fsm, hash, ir, json_schema, normalize, resolve, tables, tree};
 
 /// Runs the front end on `entry` with entry rule `root`: parse the file and
 /// its imports, resolve names, check everything. Diagnostics come back sorted
@@ -50,16 +51,42 @@ pub fn compile(
     diagnostics: &mut Diagnostics,
 ) -> Option<Compiled> {
     let tree = check(sources, entry, root, diagnostics)?;
-    let grammar = ir::lower(&tree, diagnostics)?;
+    compile_tree(&tree, &Budget::unlimited(), diagnostics)
+}
+
+/// Runs the stages after the front end on a checked tree (from `.xg` text
+/// or from another front end such as [`crate::json_schema`]) within
+/// `budget`; running out of it is an error at the root rule.
+pub fn compile_tree(
+    tree: &tree::Grammar,
+    budget: &Budget,
+    diagnostics: &mut Diagnostics,
+) -> Option<Compiled> {
+    let grammar = ir::lower(tree, diagnostics)?;
     let grammar = normalize::normalize(grammar);
-    let mut automata = fsm::build(&grammar);
-    let hashes = hash::hash(&mut automata);
-    let tables = tables::build(&automata, &hashes);
-    Some(Compiled {
-        automata,
-        hashes,
-        tables,
-    })
+    let stages = || -> Result<Compiled, Exceeded> {
+        let mut automata = fsm::build(&grammar, budget)?;
+        let hashes = hash::hash(&mut automata, budget)?;
+        let tables = tables::build(&automata, &hashes);
+        Ok(Compiled {
+            automata,
+            hashes,
+            tables,
+        })
+    };
+    match stages() {
+        Ok(compiled) => Some(compiled),
+        Err(exceeded) => {
+            let span = tree.rule(tree.root).span;
+            diagnostics.push(Diagnostic::error(
+                "budget",
+                exceeded.to_string(),
+                span,
+                "while compiling this grammar",
+            ));
+            None
+        }
+    }
 }
 
 /// Compiles `entry` with entry rule `root` into a runtime [`Grammar`], ready
@@ -71,11 +98,36 @@ pub fn grammar(
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let compiled = compile(sources, entry, root, diagnostics)?;
+    runtime_grammar(compiled, crate::Span::new(entry, 0, 0), diagnostics)
+}
+
+/// Compiles a JSON Schema into a runtime [`Grammar`] within `limits` (the
+/// whole compilation: generating rules, automata, hashing). Errors (with the JSON
+/// pointer of each offending part) and the report's warnings are
+/// diagnostics on `file`, the schema's text in `sources`. `None` if there
+/// were errors.
+pub fn json_schema(
+    schema: &serde_json::Value,
+    options: &json_schema::Options,
+    limits: &Limits,
+    file: crate::FileId,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
+    let budget = Budget::new(limits.clone());
+    let tree = json_schema::check(schema, options, &budget, file, diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, diagnostics)?;
+    runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
+}
+
+fn runtime_grammar(
+    compiled: Compiled,
+    span: crate::Span,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
     match Grammar::new(compiled.tables) {
         Ok(grammar) => Some(grammar),
         Err(error) => {
             // The compiler's own tables always validate; say so if not.
-            let span = crate::Span::new(entry, 0, 0);
             diagnostics.push(Diagnostic::error(
                 "internal-error",
                 format!("the compiler produced {error}"),

@@ -1,17 +1,25 @@
 //! Subset construction over byte ranges and the other labels.
 
-use std::collections::{BTreeMap, BTreeSet, HashMap};
+use std::collections::{BTreeMap, BTreeSet};
+
+use rustc_hash::FxHashMap;
 
 use super::{Edge, Fsm, Label, Node};
 
-/// Determinization gives up past this many states (it can blow up
-/// exponentially; grammar rules almost never do).
+/// Determinization gives up past this many states, or [`GROWTH`] times the
+/// input's, whichever is more (it can blow up exponentially; grammar rules
+/// almost never do, and large alternations of literals — JSON Schema enums —
+/// shrink into a trie).
 pub const MAX_STATES: usize = 4096;
 
+/// See [`MAX_STATES`].
+pub const GROWTH: usize = 4;
+
 /// The deterministic automaton of the epsilon-free `nfa`, or `None` if it
-/// would have more than [`MAX_STATES`] states.
+/// would grow past the budget of [`MAX_STATES`].
 pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
-    let mut ids: HashMap<Vec<u32>, u32> = HashMap::new();
+    let budget = MAX_STATES.max(GROWTH * nfa.nodes.len());
+    let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
     let mut sets: Vec<Vec<u32>> = vec![vec![0]];
     ids.insert(vec![0], 0);
     let mut nodes = Vec::new();
@@ -24,10 +32,10 @@ pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
             let target = match ids.get(&targets) {
                 Some(&id) => id,
                 None => {
-                    if sets.len() >= MAX_STATES {
+                    if sets.len() >= budget {
                         return None;
                     }
-                    let id = u32::try_from(sets.len()).expect("below MAX_STATES");
+                    let id = u32::try_from(sets.len()).expect("below the budget");
                     ids.insert(targets.clone(), id);
                     sets.push(targets);
                     id
@@ -61,23 +69,27 @@ fn transitions(nfa: &Fsm, set: &[u32]) -> Vec<(Label, Vec<u32>)> {
     }
     let mut out: Vec<(Label, Vec<u32>)> = Vec::new();
     // Split 0..=255 at every range boundary; each piece has one target set.
-    let mut cuts: BTreeSet<u16> = BTreeSet::new();
-    for &(lo, hi, _) in &ranges {
-        cuts.insert(u16::from(lo));
-        cuts.insert(u16::from(hi) + 1);
-    }
-    let cuts: Vec<u16> = cuts.into_iter().collect();
+    let mut cuts: Vec<u16> = ranges
+        .iter()
+        .flat_map(|&(lo, hi, _)| [u16::from(lo), u16::from(hi) + 1])
+        .collect();
+    cuts.sort_unstable();
+    cuts.dedup();
+    let mut targets: Vec<u32> = Vec::new();
     for pair in cuts.windows(2) {
         let (start, end) = (pair[0], pair[1] - 1);
-        let targets: BTreeSet<u32> = ranges
-            .iter()
-            .filter(|&&(lo, hi, _)| u16::from(lo) <= start && end <= u16::from(hi))
-            .map(|&(_, _, target)| target)
-            .collect();
+        targets.clear();
+        targets.extend(
+            ranges
+                .iter()
+                .filter(|&&(lo, hi, _)| u16::from(lo) <= start && end <= u16::from(hi))
+                .map(|&(_, _, target)| target),
+        );
         if targets.is_empty() {
             continue;
         }
-        let targets: Vec<u32> = targets.into_iter().collect();
+        targets.sort_unstable();
+        targets.dedup();
         let (lo, hi) = (byte(start), byte(end));
         match out.last_mut() {
             // Extend the previous range if it is adjacent and goes to the same set.
@@ -86,7 +98,7 @@ fn transitions(nfa: &Fsm, set: &[u32]) -> Vec<(Label, Vec<u32>)> {
             {
                 *last_hi = hi;
             }
-            _ => out.push((Label::Bytes { lo, hi }, targets)),
+            _ => out.push((Label::Bytes { lo, hi }, targets.clone())),
         }
     }
     out.extend(

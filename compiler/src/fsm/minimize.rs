@@ -3,7 +3,7 @@
 //! their edges lead, until nothing splits. Equivalent nodes end up merged,
 //! and nodes that cannot reach a final node are removed afterwards.
 
-use std::collections::HashMap;
+use rustc_hash::FxHashMap;
 
 use super::thompson::trim;
 use super::{Edge, Fsm, Label, Node, node_id};
@@ -14,7 +14,7 @@ pub(super) fn minimize(dfa: &Fsm) -> Fsm {
     let mut class: Vec<u32> = dfa.nodes.iter().map(|n| u32::from(n.is_final)).collect();
     let mut classes = 0;
     loop {
-        let mut ids: HashMap<(u32, Vec<(Label, u32)>), u32> = HashMap::new();
+        let mut ids: FxHashMap<(u32, Vec<(Label, u32)>), u32> = FxHashMap::default();
         let next: Vec<u32> = (0..count)
             .map(|n| {
                 let key = (class[n], signature(&dfa.nodes[n], &class));

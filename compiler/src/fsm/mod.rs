@@ -31,6 +31,7 @@ use std::fmt;
 
 use xg_runtime::{RuleId, TokenId};
 
+use crate::budget::{Budget, Exceeded};
 use crate::ir;
 
 /// A grammar as automata, ready for hashing and tables.
@@ -201,13 +202,15 @@ impl fmt::Display for Label {
     }
 }
 
-/// Builds the automata of a normalized grammar (see the module docs).
-pub fn build(grammar: &ir::Grammar) -> Grammar {
+/// Builds the automata of a normalized grammar (see the module docs),
+/// checking `budget` before each rule.
+pub fn build(grammar: &ir::Grammar, budget: &Budget) -> Result<Grammar, Exceeded> {
     let mut token_sets = Vec::new();
     let rules = grammar
         .rules
         .iter()
         .map(|rule| {
+            budget.check()?;
             let body = match &rule.body {
                 ir::Expr::Dispatch(dispatch) => Body::Dispatch(Dispatch {
                     arms: dispatch
@@ -231,21 +234,21 @@ pub fn build(grammar: &ir::Grammar) -> Grammar {
                 }),
                 expr => Body::Automaton(automaton(expr, &mut token_sets)),
             };
-            Rule {
+            Ok(Rule {
                 name: rule.name.clone(),
                 body,
                 lookahead: rule
                     .lookahead
                     .as_ref()
                     .map(|la| automaton(la, &mut token_sets)),
-            }
+            })
         })
-        .collect();
-    Grammar {
+        .collect::<Result<_, _>>()?;
+    Ok(Grammar {
         rules,
         root: grammar.root,
         token_sets,
-    }
+    })
 }
 
 /// A node index as stored in edges.

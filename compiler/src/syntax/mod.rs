@@ -22,7 +22,7 @@
 
 pub mod ast;
 mod lexer;
-mod print;
+pub(crate) mod print;
 
 use lalrpop_util::ParseError;
 

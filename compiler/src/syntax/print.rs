@@ -307,6 +307,26 @@ fn push_char_escaped(out: &mut String, c: char, next: Option<char>) {
     }
 }
 
+/// A character class matching exactly the characters of `ranges` (sorted,
+/// disjoint), written negated when that is shorter (a set reaching the last
+/// character is usually "everything but a few").
+pub(crate) fn class(ranges: &[(char, char)]) -> String {
+    let complement = crate::tree::CharSet::from_ranges(ranges.iter().copied()).complement();
+    let reaches_end = ranges.last().is_some_and(|&(_, hi)| hi == char::MAX);
+    let (negated, ranges) = if reaches_end && !complement.is_empty() {
+        (true, complement.ranges().to_vec())
+    } else {
+        (false, ranges.to_vec())
+    };
+    let mut out = String::new();
+    let items = ranges
+        .iter()
+        .map(|&(lo, hi)| ClassItem::Range(lo, hi))
+        .collect();
+    print_class(&mut out, &CharClass { negated, items });
+    out
+}
+
 fn print_class(out: &mut String, class: &CharClass) {
     out.push('[');
     if class.negated {

@@ -1,0 +1,115 @@
+//! Compile budgets: grammars that arrive with a request (a JSON Schema, a
+//! regex, a tool list) are compiled while a server waits, so a hostile or
+//! huge one must end in a clear error, not a stall. [`Limits`] says how much
+//! a compilation may take; a [`Budget`] is one compilation's running account,
+//! checked by every stage whose work grows with the grammar.
+
+use std::fmt;
+use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::time::{Duration, Instant};
+
+/// How much one compilation may take.
+#[derive(Clone, Debug)]
+pub struct Limits {
+    /// Most rules a generated grammar may have (front ends that generate
+    /// rules, such as JSON Schema, stop here).
+    pub max_rules: usize,
+    /// Longest the whole compilation may run.
+    pub time: Option<Duration>,
+    /// Set from another thread to stop the compilation.
+    pub cancel: Option<Arc<AtomicBool>>,
+}
+
+impl Default for Limits {
+    /// 100 000 rules, 2 seconds, no cancellation flag.
+    fn default() -> Self {
+        Self {
+            max_rules: 100_000,
+            time: Some(Duration::from_secs(2)),
+            cancel: None,
+        }
+    }
+}
+
+impl Limits {
+    /// No limits: for grammars the user wrote and compiles ahead of time.
+    pub fn unlimited() -> Self {
+        Self {
+            max_rules: usize::MAX,
+            time: None,
+            cancel: None,
+        }
+    }
+}
+
+/// Why a compilation stopped early.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Exceeded {
+    /// More rules than [`Limits::max_rules`].
+    Rules(usize),
+    /// Longer than [`Limits::time`].
+    Time(Duration),
+    /// The cancellation flag was set.
+    Cancelled,
+}
+
+impl fmt::Display for Exceeded {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Exceeded::Rules(max) => {
+                write!(f, "the grammar needs more than {max} rules (the limit)")
+            }
+            Exceeded::Time(time) => write!(f, "compiling took longer than {time:?} (the limit)"),
+            Exceeded::Cancelled => f.write_str("compilation was cancelled"),
+        }
+    }
+}
+
+impl std::error::Error for Exceeded {}
+
+/// One compilation's account against its [`Limits`], started when made.
+#[derive(Clone, Debug)]
+pub struct Budget {
+    limits: Limits,
+    started: Instant,
+}
+
+impl Budget {
+    /// A budget of `limits`, starting now.
+    pub fn new(limits: Limits) -> Self {
+        Self {
+            limits,
+            started: Instant::now(),
+        }
+    }
+
+    /// A budget without limits.
+    pub fn unlimited() -> Self {
+        Self::new(Limits::unlimited())
+    }
+
+    /// `Err` once time is up or the compilation was cancelled. Cheap enough
+    /// to call per rule.
+    pub fn check(&self) -> Result<(), Exceeded> {
+        if let Some(time) = self.limits.time
+            && self.started.elapsed() > time
+        {
+            return Err(Exceeded::Time(time));
+        }
+        if let Some(cancel) = &self.limits.cancel
+            && cancel.load(Ordering::Relaxed)
+        {
+            return Err(Exceeded::Cancelled);
+        }
+        Ok(())
+    }
+
+    /// [`Budget::check`], and `Err` if `rules` is past the rule limit.
+    pub fn check_rules(&self, rules: usize) -> Result<(), Exceeded> {
+        if rules > self.limits.max_rules {
+            return Err(Exceeded::Rules(self.limits.max_rules));
+        }
+        self.check()
+    }
+}

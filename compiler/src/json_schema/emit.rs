@@ -1,0 +1,1350 @@
+//! From merged constraints to rules: one rule per conjunction of
+//! subschemas, built breadth-first from the root (no recursion on the
+//! schema's depth), plus the shared JSON building blocks.
+
+use std::collections::hash_map::Entry;
+use std::collections::{HashMap, VecDeque};
+
+use serde_json::Value;
+
+use crate::budget::Budget;
+
+use super::grammar::{G, Rules};
+use super::numbers::{self, Decimal};
+use super::schema::{self, ArrayPart, Node, Others, types};
+use super::{
+    EXACT_ANY_ORDER, Generated, MAX_TRACKED, Note, Options, PropertyOrder, Report, SchemaError,
+    Treatment, Whitespace, formats, strings,
+};
+
+/// The shared building blocks, declared on first use.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+enum Block {
+    Value,
+    Object,
+    Array,
+    String,
+    Char,
+    CanonicalChar,
+    Number,
+    Integer,
+    Whitespace,
+}
+
+/// The state of one schema's compilation.
+pub(crate) struct Emitter<'a> {
+    pub(crate) doc: &'a Value,
+    options: &'a Options,
+    /// Draft-07 or earlier: keywords next to `$ref` are ignored.
+    pub(crate) legacy_ref: bool,
+    /// The root's `$id`, so absolute `$ref`s into the same document resolve.
+    pub(crate) root_id: Option<String>,
+    pub(crate) anchors: HashMap<String, String>,
+    rules: Rules,
+    memo: HashMap<Vec<String>, usize>,
+    queue: VecDeque<(usize, Vec<String>)>,
+    blocks: HashMap<Block, usize>,
+    report: Report,
+    /// Where each `(pointer, keyword)` note is in the report.
+    noted: HashMap<(String, String), usize>,
+    errors: Vec<SchemaError>,
+    budget: &'a Budget,
+}
+
+impl<'a> Emitter<'a> {
+    pub(crate) fn new(doc: &'a Value, options: &'a Options, budget: &'a Budget) -> Self {
+        let draft = doc.get("$schema").and_then(Value::as_str).unwrap_or("");
+        let legacy_ref = ["draft-03", "draft-04", "draft-06", "draft-07"]
+            .iter()
+            .any(|d| draft.contains(d));
+        let root_id = ["$id", "id"]
+            .iter()
+            .find_map(|k| doc.get(*k).and_then(Value::as_str))
+            .map(str::to_string);
+        Self {
+            doc,
+            options,
+            legacy_ref,
+            root_id,
+            anchors: schema::anchors(doc),
+            rules: Rules::default(),
+            memo: HashMap::new(),
+            queue: VecDeque::new(),
+            blocks: HashMap::new(),
+            report: Report::default(),
+            noted: HashMap::new(),
+            errors: Vec::new(),
+            budget,
+        }
+    }
+
+    pub(crate) fn run(mut self) -> Result<Generated, Vec<SchemaError>> {
+        if !(self.doc.is_object() || self.doc.is_boolean()) {
+            return Err(vec![SchemaError {
+                pointer: "#".into(),
+                message: "a JSON Schema must be an object or a boolean".into(),
+            }]);
+        }
+        self.rule_for(vec![String::new()], "root");
+        while let Some((rule, key)) = self.queue.pop_front() {
+            if let Err(exceeded) = self.budget.check_rules(self.rules.len()) {
+                self.errors.push(SchemaError {
+                    pointer: "#".into(),
+                    message: exceeded.to_string(),
+                });
+                break;
+            }
+            let node = self.collect(&key);
+            let name = self.rules.name(rule).to_string();
+            let body = self.body(node, &key, &name);
+            self.rules.define(rule, body);
+        }
+        if !self.errors.is_empty() {
+            return Err(self.errors);
+        }
+        if !self.rules.prune() {
+            return Err(vec![SchemaError {
+                pointer: "#".into(),
+                message: "the schema accepts no value (its constraints contradict each other)"
+                    .into(),
+            }]);
+        }
+        Ok(Generated {
+            rules: self.rules,
+            report: self.report,
+        })
+    }
+
+    // ---- Reporting -------------------------------------------------------
+
+    /// Records what became of `keyword` at `pointer`: one note per place,
+    /// the weakest treatment winning (a keyword enforced on one path and
+    /// approximated on another is approximated).
+    pub(crate) fn note(
+        &mut self,
+        pointer: &str,
+        keyword: &str,
+        treatment: Treatment,
+        detail: &str,
+    ) {
+        let note = Note {
+            pointer: schema::shown(pointer),
+            keyword: keyword.to_string(),
+            treatment,
+            detail: detail.to_string(),
+        };
+        match self.noted.entry((pointer.to_string(), keyword.to_string())) {
+            Entry::Vacant(entry) => {
+                entry.insert(self.report.notes.len());
+                self.report.notes.push(note);
+            }
+            Entry::Occupied(entry) => {
+                let old = &mut self.report.notes[*entry.get()];
+                if treatment > old.treatment {
+                    *old = note;
+                }
+            }
+        }
+    }
+
+    pub(crate) fn enforced(&mut self, pointer: &str, keyword: &str) {
+        self.note(pointer, keyword, Treatment::Enforced, "");
+    }
+
+    /// An over-approximation: a warning, or an error in strict mode.
+    pub(crate) fn approximate(&mut self, pointer: &str, keyword: &str, detail: &str) {
+        if self.options.strict {
+            let at = format!("{pointer}/{}", schema::escape(keyword));
+            self.error(
+                &at,
+                format!("`{keyword}` cannot be enforced exactly: {detail} (strict mode)"),
+            );
+        } else {
+            self.note(pointer, keyword, Treatment::Approximated, detail);
+        }
+    }
+
+    /// A keyword xg does not know: ignored with a warning, or an error in
+    /// strict mode.
+    pub(crate) fn unknown(&mut self, pointer: &str, keyword: &str) {
+        if self.options.strict {
+            let at = format!("{pointer}/{}", schema::escape(keyword));
+            self.error(&at, format!("unknown keyword `{keyword}` (strict mode)"));
+        } else {
+            self.note(pointer, keyword, Treatment::Ignored, "unknown keyword");
+        }
+    }
+
+    pub(crate) fn error(&mut self, pointer: &str, message: String) {
+        let error = SchemaError {
+            pointer: schema::shown(pointer),
+            message,
+        };
+        if !self.errors.contains(&error) {
+            self.errors.push(error);
+        }
+    }
+
+    // ---- Rules -----------------------------------------------------------
+
+    /// The rule for the conjunction `key`, declared (and queued) on first use.
+    fn rule_for(&mut self, mut key: Vec<String>, name: &str) -> usize {
+        key.sort();
+        key.dedup();
+        if let Some(&rule) = self.memo.get(&key) {
+            return rule;
+        }
+        let rule = self.rules.declare(name);
+        self.memo.insert(key.clone(), rule);
+        self.queue.push_back((rule, key));
+        rule
+    }
+
+    /// A value valid under every schema of `key` (any value if `key` is empty).
+    fn child(&mut self, key: Vec<String>, name: &str) -> G {
+        let trivial = key.iter().all(|p| match self.lookup(p) {
+            Some(Value::Bool(true)) => true,
+            Some(Value::Object(map)) => map.is_empty(),
+            _ => false,
+        });
+        if trivial {
+            self.block(Block::Value)
+        } else {
+            G::Ref(self.rule_for(key, name))
+        }
+    }
+
+    fn block(&mut self, block: Block) -> G {
+        if block == Block::Whitespace && self.options.whitespace == Whitespace::Compact {
+            return G::Empty;
+        }
+        if let Some(&rule) = self.blocks.get(&block) {
+            return G::Ref(rule);
+        }
+        let name = match block {
+            Block::Value => "json_value",
+            Block::Object => "json_object",
+            Block::Array => "json_array",
+            Block::String => "json_string",
+            Block::Char => "json_char",
+            Block::CanonicalChar => "canonical_char",
+            Block::Number => "json_number",
+            Block::Integer => "json_integer",
+            Block::Whitespace => "ws",
+        };
+        let rule = self.rules.declare(name);
+        self.blocks.insert(block, rule);
+        let body = match block {
+            Block::Value => G::alt([
+                self.block(Block::Object),
+                self.block(Block::Array),
+                self.block(Block::String),
+                self.block(Block::Number),
+                G::lit("true"),
+                G::lit("false"),
+                G::lit("null"),
+            ]),
+            Block::Object => {
+                let member = G::seq([
+                    self.block(Block::String),
+                    self.key_separator(),
+                    self.block(Block::Value),
+                ]);
+                self.list("{", member, "}")
+            }
+            Block::Array => {
+                let value = self.block(Block::Value);
+                self.list("[", value, "]")
+            }
+            Block::String => G::seq([
+                G::lit("\""),
+                G::rep(self.block(Block::Char), 0, None),
+                G::lit("\""),
+            ]),
+            Block::Char => json_char(),
+            Block::CanonicalChar => strings::encoded_class(&[('\0', char::MAX)]),
+            Block::Number => numbers::any_number(),
+            Block::Integer => numbers::integers(None, None),
+            Block::Whitespace => {
+                let max = match self.options.whitespace {
+                    Whitespace::Flexible { max } => max,
+                    Whitespace::Compact => Some(0),
+                };
+                G::rep(
+                    G::class([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')]),
+                    0,
+                    max,
+                )
+            }
+        };
+        self.rules.define(rule, body);
+        G::Ref(rule)
+    }
+
+    fn separator(&mut self, text: &str) -> G {
+        match self.options.whitespace {
+            Whitespace::Compact => G::lit(text),
+            Whitespace::Flexible { .. } => {
+                let ws = self.block(Block::Whitespace);
+                G::seq([ws.clone(), G::lit(text.trim()), ws])
+            }
+        }
+    }
+
+    fn item_separator(&mut self) -> G {
+        let text = self.options.item_separator.clone();
+        self.separator(&text)
+    }
+
+    fn key_separator(&mut self) -> G {
+        let text = self.options.key_separator.clone();
+        self.separator(&text)
+    }
+
+    /// `open item (sep item)* close`, or empty, with whitespace inside.
+    fn list(&mut self, open: &str, item: G, close: &str) -> G {
+        let ws = self.block(Block::Whitespace);
+        let sep = self.item_separator();
+        G::seq([
+            G::lit(open),
+            ws.clone(),
+            G::opt(G::seq([
+                item.clone(),
+                G::rep(G::seq([sep, item]), 0, None),
+                ws.clone(),
+            ])),
+            G::lit(close),
+        ])
+    }
+
+    // ---- Schemas ---------------------------------------------------------
+
+    fn body(&mut self, mut node: Node, key: &[String], name: &str) -> G {
+        if node.nothing {
+            return G::Nothing;
+        }
+        if let Some(choice) = node.choices.first().cloned() {
+            match choice.keyword {
+                "anyOf" => self.enforced(&choice.pointer, "anyOf"),
+                "oneOf" => {
+                    if self.exclusive(key, &choice.branches) {
+                        self.enforced(&choice.pointer, "oneOf");
+                    } else {
+                        self.approximate(
+                            &choice.pointer,
+                            "oneOf",
+                            "a value matching several branches is not rejected (the branches overlap)",
+                        );
+                    }
+                }
+                _ => self.approximate(
+                    &choice.pointer,
+                    "if",
+                    "a value may take the `else` branch even where `if` holds",
+                ),
+            }
+            let mut alternatives = Vec::new();
+            for (i, branch) in choice.branches.iter().enumerate() {
+                let mut branch_key = key.to_vec();
+                branch_key.extend(branch.iter().cloned());
+                alternatives.push(G::Ref(self.rule_for(branch_key, &format!("{name}_{i}"))));
+            }
+            return G::alt(alternatives);
+        }
+        for pointer in std::mem::take(&mut node.nots) {
+            self.apply_not(&mut node, &pointer);
+        }
+        if let Some((values, _)) = node.values.clone() {
+            let fitting: Vec<G> = values
+                .iter()
+                .filter(|v| fits(&node, v))
+                .map(|v| self.literal(v))
+                .collect();
+            return G::alt(fitting);
+        }
+        let mut alternatives = Vec::new();
+        if node.types & types::NULL != 0 {
+            alternatives.push(G::lit("null"));
+        }
+        if node.types & types::BOOLEAN != 0 {
+            alternatives.push(G::alt([G::lit("true"), G::lit("false")]));
+        }
+        if node.types & (types::INTEGER | types::FRACTION) != 0 {
+            alternatives.push(self.number(&node));
+        }
+        if node.types & types::STRING != 0 {
+            alternatives.push(self.string(&node));
+        }
+        if node.types & types::ARRAY != 0 {
+            alternatives.push(self.array(&node, name));
+        }
+        if node.types & types::OBJECT != 0 {
+            alternatives.push(self.object(&node, name));
+        }
+        G::alt(alternatives)
+    }
+
+    /// Whether at most one of `branches` (each merged with `key`) can match
+    /// any value: their types are disjoint, their constants are, or a
+    /// required property's constants are.
+    fn exclusive(&mut self, key: &[String], branches: &[Vec<String>]) -> bool {
+        let nodes: Vec<Node> = branches
+            .iter()
+            .map(|b| {
+                let mut k = key.to_vec();
+                k.extend(b.iter().cloned());
+                self.collect(&k)
+            })
+            .collect();
+        let mut discriminators = Vec::new();
+        for node in &nodes {
+            let mut constants = HashMap::new();
+            for name in &node.required {
+                let pointers: Vec<String> = node
+                    .objects
+                    .iter()
+                    .filter_map(|o| {
+                        o.properties
+                            .iter()
+                            .find(|(n, _)| n == name)
+                            .map(|(_, p)| p.clone())
+                    })
+                    .collect();
+                if !pointers.is_empty() {
+                    let property = self.collect(&pointers);
+                    if let Some((values, _)) = property.values {
+                        constants.insert(name.clone(), values);
+                    }
+                }
+            }
+            discriminators.push(constants);
+        }
+        for i in 0..nodes.len() {
+            for j in i + 1..nodes.len() {
+                let (a, b) = (&nodes[i], &nodes[j]);
+                let disjoint_types = a.types & b.types == 0;
+                let disjoint_values = match (&a.values, &b.values) {
+                    (Some((x, _)), Some((y, _))) => x.iter().all(|v| !y.contains(v)),
+                    _ => false,
+                };
+                let disjoint_property = discriminators[i].iter().any(|(name, x)| {
+                    discriminators[j]
+                        .get(name)
+                        .is_some_and(|y| x.iter().all(|v| !y.contains(v)))
+                });
+                if !(disjoint_types || disjoint_values || disjoint_property) {
+                    return false;
+                }
+            }
+        }
+        true
+    }
+
+    /// `not`: exact for a type, a set of values, or one required property;
+    /// otherwise reported and not enforced.
+    fn apply_not(&mut self, node: &mut Node, pointer: &str) {
+        let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", pointer));
+        let negated = self.collect(&[pointer.to_string()]);
+        let blank = Node::default();
+        let only_types = negated.types != types::ALL && is_blank_except_types(&negated);
+        if negated.nothing {
+            self.enforced(parent, "not");
+        } else if only_types {
+            node.types &= !negated.types;
+            if node.types & types::INTEGER == 0 && node.types & types::FRACTION != 0 {
+                // "A number that is not an integer" is not a grammar xg writes.
+                self.approximate(
+                    parent,
+                    "not",
+                    "a non-integer number is only checked to be a number",
+                );
+                node.types |= types::INTEGER;
+            } else {
+                self.enforced(parent, "not");
+            }
+        } else if negated.types == types::ALL
+            && let Some((excluded, _)) = &negated.values
+            && is_blank_except_types(&Node {
+                values: None,
+                ..negated.clone()
+            })
+            && let Some((values, _)) = &mut node.values
+        {
+            values.retain(|v| !excluded.contains(v));
+            self.enforced(parent, "not");
+        } else if negated.required.len() == 1
+            && is_blank_except_types(&Node {
+                required: Vec::new(),
+                ..negated.clone()
+            })
+            && negated.types == blank.types
+        {
+            node.forbidden.push(negated.required[0].clone());
+            self.enforced(parent, "not");
+        } else {
+            self.approximate(
+                parent,
+                "not",
+                "only `not` of a type, of constants or of one required property is enforced",
+            );
+        }
+    }
+
+    /// The JSON text of `value` in the configured layout.
+    fn literal(&mut self, value: &Value) -> G {
+        match value {
+            Value::Null => G::lit("null"),
+            Value::Bool(b) => G::lit(b.to_string()),
+            Value::Number(n) => number_literal(&n.to_string()),
+            Value::String(s) => G::seq([G::lit("\""), strings::encoded_text(s), G::lit("\"")]),
+            Value::Array(items) => {
+                let ws = self.block(Block::Whitespace);
+                let sep = self.item_separator();
+                let mut parts = vec![G::lit("["), ws.clone()];
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(sep.clone());
+                    }
+                    parts.push(self.literal(item));
+                }
+                if !items.is_empty() {
+                    parts.push(ws);
+                }
+                parts.push(G::lit("]"));
+                G::seq(parts)
+            }
+            Value::Object(map)
+                if self.options.property_order == PropertyOrder::Any && map.len() > 1 =>
+            {
+                let ws = self.block(Block::Whitespace);
+                let sep = self.item_separator();
+                let key_sep = self.key_separator();
+                let members: Vec<(G, bool)> = map
+                    .iter()
+                    .map(|(k, v)| {
+                        let member = G::seq([
+                            G::lit("\""),
+                            strings::encoded_text(k),
+                            G::lit("\""),
+                            key_sep.clone(),
+                            self.literal(v),
+                        ]);
+                        (member, true)
+                    })
+                    .collect();
+                let body = self.any_order_body(&members, None, &sep, &Node::default(), "value");
+                G::seq([G::lit("{"), ws.clone(), body, ws, G::lit("}")])
+            }
+            Value::Object(map) => {
+                let ws = self.block(Block::Whitespace);
+                let sep = self.item_separator();
+                let key_sep = self.key_separator();
+                let mut parts = vec![G::lit("{"), ws.clone()];
+                for (i, (k, v)) in map.iter().enumerate() {
+                    if i > 0 {
+                        parts.push(sep.clone());
+                    }
+                    parts.push(G::seq([
+                        G::lit("\""),
+                        strings::encoded_text(k),
+                        G::lit("\""),
+                    ]));
+                    parts.push(key_sep.clone());
+                    parts.push(self.literal(v));
+                }
+                if !map.is_empty() {
+                    parts.push(ws);
+                }
+                parts.push(G::lit("}"));
+                G::seq(parts)
+            }
+        }
+    }
+
+    fn number(&mut self, node: &Node) -> G {
+        let mut integer_only = node.types & types::FRACTION == 0;
+        let mut fraction_digits: Option<u32> = None;
+        for (step, pointer) in node.multiple_of.clone() {
+            let one = step.integer == 1 && step.fraction.is_empty();
+            let power_of_ten = step.integer == 0
+                && step.fraction.last() == Some(&1)
+                && step.fraction[..step.fraction.len() - 1]
+                    .iter()
+                    .all(|&d| d == 0);
+            if one {
+                integer_only = true;
+                self.enforced(&pointer, "multipleOf");
+            } else if power_of_ten && node.lower.is_none() && node.upper.is_none() {
+                let digits = u32::try_from(step.fraction.len()).unwrap_or(u32::MAX);
+                fraction_digits = Some(fraction_digits.map_or(digits, |d| d.min(digits)));
+                self.enforced(&pointer, "multipleOf");
+            } else {
+                self.approximate(
+                    &pointer,
+                    "multipleOf",
+                    "only multiples of 1, and of 0.1, 0.01, … without bounds, are enforced",
+                );
+            }
+        }
+        if integer_only {
+            if node.lower.is_none() && node.upper.is_none() {
+                return self.block(Block::Integer);
+            }
+            let (lo, hi) = numbers::integer_range(node.lower.as_ref(), node.upper.as_ref());
+            return numbers::integers(lo, hi);
+        }
+        if let Some(digits) = fraction_digits {
+            // Digits beyond the step's must be zeros.
+            let d = G::class([('0', '9')]);
+            return G::seq([
+                G::opt(G::lit("-")),
+                G::alt([
+                    G::lit("0"),
+                    G::seq([G::class([('1', '9')]), G::rep(d.clone(), 0, None)]),
+                ]),
+                G::opt(G::seq([
+                    G::lit("."),
+                    G::rep(d, 1, Some(digits)),
+                    G::rep(G::lit("0"), 0, None),
+                ])),
+            ]);
+        }
+        if node.lower.is_none() && node.upper.is_none() {
+            return self.block(Block::Number);
+        }
+        numbers::bounded_numbers(node.lower.as_ref(), node.upper.as_ref())
+    }
+
+    fn string(&mut self, node: &Node) -> G {
+        let length_limited = node.min_length > 0 || node.max_length.is_some();
+        let mut body = None;
+        for (pattern, pointer) in node.patterns.clone() {
+            if body.is_some() {
+                self.approximate(
+                    &pointer,
+                    "pattern",
+                    "only one `pattern` per string is enforced",
+                );
+                continue;
+            }
+            match strings::pattern_body(&pattern) {
+                Ok(g) => {
+                    self.enforced(&pointer, "pattern");
+                    body = Some(g);
+                }
+                Err(err) => self.approximate(
+                    &pointer,
+                    "pattern",
+                    &format!("{}; any string is allowed", err.0),
+                ),
+            }
+        }
+        for (format, pointer) in node.formats.clone() {
+            match formats::body(&format) {
+                Some(g) if body.is_none() => {
+                    match formats::approximation(&format) {
+                        Some(detail) => self.approximate(&pointer, "format", detail),
+                        None => self.enforced(&pointer, "format"),
+                    }
+                    body = Some(g);
+                }
+                Some(_) => self.approximate(
+                    &pointer,
+                    "format",
+                    "only one of `pattern` and `format` is enforced",
+                ),
+                None if self.options.strict => self.error(
+                    &format!("{pointer}/format"),
+                    format!("format `{format}` is not one xg checks (strict mode)"),
+                ),
+                None => self.note(
+                    &pointer,
+                    "format",
+                    Treatment::Ignored,
+                    &format!(
+                        "format `{format}` is not one xg checks (known: {})",
+                        formats::KNOWN.join(", ")
+                    ),
+                ),
+            }
+        }
+        let body = match body {
+            Some(g) => {
+                if length_limited {
+                    let pointer = node
+                        .patterns
+                        .first()
+                        .or(node.formats.first())
+                        .map_or("", |(_, p)| p.as_str())
+                        .to_string();
+                    self.approximate(
+                        &pointer,
+                        "maxLength",
+                        "length limits next to a pattern or format are not enforced",
+                    );
+                }
+                g
+            }
+            None if length_limited => {
+                let min = u32::try_from(node.min_length).unwrap_or(u32::MAX);
+                let max = node.max_length.and_then(|m| u32::try_from(m).ok());
+                G::rep(self.block(Block::Char), min, max)
+            }
+            None => return self.block(Block::String),
+        };
+        G::seq([G::lit("\""), body, G::lit("\"")])
+    }
+
+    fn array(&mut self, node: &Node, name: &str) -> G {
+        let prefix_len = node
+            .arrays
+            .iter()
+            .map(|a| a.prefix.len())
+            .max()
+            .unwrap_or(0);
+        let mut max_items = node.max_items;
+        for part in &node.arrays {
+            if part.rest == Others::None {
+                let len = part.prefix.len() as u64;
+                max_items = Some(max_items.map_or(len, |m| m.min(len)));
+            }
+        }
+        let position = |i: usize, parts: &[ArrayPart]| -> Vec<String> {
+            parts
+                .iter()
+                .filter_map(|part| match part.prefix.get(i) {
+                    Some(p) => Some(p.clone()),
+                    None => match &part.rest {
+                        Others::Schema(p) => Some(p.clone()),
+                        _ => None,
+                    },
+                })
+                .collect()
+        };
+        if let Some(pointer) = node.unique_items.clone() {
+            if max_items.is_some_and(|m| m <= 1) {
+                self.enforced(&pointer, "uniqueItems");
+            } else {
+                self.approximate(&pointer, "uniqueItems", "repeated items are not rejected");
+            }
+        }
+        for pointer in node.contains.clone() {
+            let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
+            self.approximate(parent, "contains", "not enforced by a grammar");
+        }
+        let items: Vec<G> = (0..prefix_len)
+            .map(|i| {
+                let key = position(i, &node.arrays);
+                self.child(key, &format!("{name}_{i}"))
+            })
+            .collect();
+        let rest_key = position(prefix_len, &node.arrays);
+        let rest = self.child(rest_key, &format!("{name}_item"));
+        let sep = self.item_separator();
+        let ws = self.block(Block::Whitespace);
+        let min = node.min_items;
+        let body = items_from(0, &items, &rest, &sep, min, max_items);
+        G::seq([G::lit("["), ws.clone(), body, ws, G::lit("]")])
+    }
+
+    fn object(&mut self, node: &Node, name: &str) -> G {
+        // Declared names in order of first appearance, then required ones
+        // that no `properties` declares.
+        let mut names: Vec<String> = Vec::new();
+        for part in &node.objects {
+            for (n, _) in &part.properties {
+                if !names.contains(n) {
+                    names.push(n.clone());
+                }
+            }
+        }
+        for n in &node.required {
+            if !names.contains(n) {
+                names.push(n.clone());
+            }
+        }
+        let extras_forbidden = |part: &schema::ObjectPart, default: bool| match &part.additional {
+            Others::None => true,
+            Others::Unsaid => !default && !part.properties.is_empty(),
+            _ => false,
+        };
+        let default = self.options.additional_properties;
+        let property_names =
+            (!node.property_names.is_empty()).then(|| self.collect(&node.property_names));
+        let mut members: Vec<(G, bool)> = Vec::new();
+        for property in &names {
+            let required = node.required.contains(property);
+            let mut key = Vec::new();
+            let mut forbidden = node.forbidden.contains(property)
+                || property_names
+                    .as_ref()
+                    .is_some_and(|names| !name_fits(names, property));
+            for part in &node.objects {
+                if let Some((_, p)) = part.properties.iter().find(|(n, _)| n == property) {
+                    key.push(p.clone());
+                    continue;
+                }
+                let matching: Vec<String> = part
+                    .patterns
+                    .iter()
+                    .filter(|(pattern, _)| pattern_matches(pattern, property))
+                    .map(|(_, p)| p.clone())
+                    .collect();
+                if !matching.is_empty() {
+                    key.extend(matching);
+                } else if extras_forbidden(part, default) {
+                    forbidden = true;
+                } else if let Others::Schema(p) = &part.additional {
+                    key.push(p.clone());
+                }
+            }
+            if forbidden {
+                if required {
+                    return G::Nothing;
+                }
+                continue;
+            }
+            let value = self.child(key, &format!("{name}_{property}"));
+            let member = G::seq([
+                G::lit("\""),
+                strings::encoded_text(property),
+                G::lit("\""),
+                self.key_separator(),
+                value,
+            ]);
+            members.push((member, required));
+        }
+        let extra = self.extra_member(node, &names, name).map(|g| {
+            let rule = self.rules.declare(&format!("{name}_other"));
+            self.rules.define(rule, g);
+            G::Ref(rule)
+        });
+        let ws = self.block(Block::Whitespace);
+        let sep = self.item_separator();
+        if members.is_empty() {
+            let body = self.extra_members_only(node, extra.as_ref(), &sep);
+            return G::seq([G::lit("{"), ws.clone(), body, ws, G::lit("}")]);
+        }
+        self.note_property_counts(node, &members, extra.is_some());
+        let body = match self.options.property_order {
+            PropertyOrder::Given => self.members_body(&members, extra.as_ref(), &sep, name),
+            PropertyOrder::Any => self.any_order_body(&members, extra.as_ref(), &sep, node, name),
+        };
+        G::seq([G::lit("{"), ws.clone(), body, ws, G::lit("}")])
+    }
+
+    /// The members of an object that declares none: extra members, their
+    /// count within `minProperties` / `maxProperties` exactly.
+    fn extra_members_only(&mut self, node: &Node, extra: Option<&G>, sep: &G) -> G {
+        let min = node.min_properties.as_ref().map_or(0, |(m, _)| *m);
+        let max = node.max_properties.as_ref().map(|(m, _)| *m);
+        for (keyword, bound) in [
+            ("minProperties", &node.min_properties),
+            ("maxProperties", &node.max_properties),
+        ] {
+            if let Some((_, pointer)) = bound {
+                self.enforced(pointer, keyword);
+            }
+        }
+        match extra {
+            Some(extra) => items_from(0, &[], extra, sep, min, max),
+            None if min == 0 => G::Empty,
+            None => G::Nothing,
+        }
+    }
+
+    /// Notes `minProperties` / `maxProperties` next to declared `members`:
+    /// enforced when the required members and the absence of extras imply
+    /// them, approximated otherwise.
+    fn note_property_counts(&mut self, node: &Node, members: &[(G, bool)], extras: bool) {
+        let required_count = members.iter().filter(|(_, r)| *r).count() as u64;
+        let declared = members.len() as u64;
+        if let Some((min, pointer)) = node.min_properties.clone() {
+            if min <= required_count {
+                self.enforced(&pointer, "minProperties");
+            } else {
+                self.approximate(
+                    &pointer,
+                    "minProperties",
+                    "a count over optional properties is not enforced",
+                );
+            }
+        }
+        if let Some((max, pointer)) = node.max_properties.clone() {
+            if !extras && max >= declared {
+                self.enforced(&pointer, "maxProperties");
+            } else {
+                self.approximate(
+                    &pointer,
+                    "maxProperties",
+                    "a count over optional properties is not enforced",
+                );
+            }
+        }
+    }
+
+    /// The members of an object in declared order: each optional unless
+    /// required, separated, then extra members (if any) at the end. The
+    /// tails are rules, so the grammar stays linear in the member count.
+    fn members_body(&mut self, members: &[(G, bool)], extra: Option<&G>, sep: &G, name: &str) -> G {
+        let n = members.len();
+        // after[i]: members i.. when something came before (each with a
+        // leading separator).
+        let mut after = vec![extra.map_or(G::Empty, |e| {
+            G::rep(G::seq([sep.clone(), e.clone()]), 0, None)
+        })];
+        for (i, (member, required)) in members.iter().enumerate().rev() {
+            let this = G::seq([sep.clone(), member.clone()]);
+            let body = G::seq([
+                if *required { this } else { G::opt(this) },
+                after.last().expect("one").clone(),
+            ]);
+            let g = if n - i > 2 {
+                let rule = self.rules.declare(&format!("{name}_from_{i}"));
+                self.rules.define(rule, body);
+                G::Ref(rule)
+            } else {
+                body
+            };
+            after.push(g);
+        }
+        after.reverse();
+        // The first member present is i: members before it are optional and absent.
+        let mut alternatives = Vec::new();
+        for (i, (member, required)) in members.iter().enumerate() {
+            alternatives.push(G::seq([member.clone(), after[i + 1].clone()]));
+            if *required {
+                return G::alt(alternatives);
+            }
+        }
+        if let Some(extra) = extra {
+            alternatives.push(G::seq([
+                extra.clone(),
+                G::rep(G::seq([sep.clone(), extra.clone()]), 0, None),
+            ]));
+        }
+        alternatives.push(G::Empty);
+        G::alt(alternatives)
+    }
+
+    /// Members in any order: rules per set of tracked members written so far
+    /// (at most 2^8).
+    fn any_order_body(
+        &mut self,
+        members: &[(G, bool)],
+        extra: Option<&G>,
+        sep: &G,
+        node: &Node,
+        name: &str,
+    ) -> G {
+        let track_all = members.len() <= EXACT_ANY_ORDER;
+        let required = members.iter().filter(|m| m.1).count();
+        let tracked: Vec<usize> = (0..members.len())
+            .filter(|&i| track_all || members[i].1)
+            .take(MAX_TRACKED)
+            .collect();
+        let pointer = node
+            .objects
+            .first()
+            .map_or("", |o| o.pointer.as_str())
+            .to_string();
+        if required > MAX_TRACKED {
+            self.approximate(
+                &pointer,
+                "required",
+                &format!("in any order, only {MAX_TRACKED} of the {required} required properties are checked to be present once"),
+            );
+        }
+        if !track_all {
+            self.approximate(&pointer, "properties", "in any order, an optional property may appear twice (too many properties to track)");
+        }
+        let free_members: Vec<G> = (0..members.len())
+            .filter(|i| !tracked.contains(i))
+            .map(|i| members[i].0.clone())
+            .chain(extra.cloned())
+            .collect();
+        let free: Vec<G> = if free_members.len() > 1 {
+            let rule = self.rules.declare(&format!("{name}_any"));
+            self.rules.define(rule, G::alt(free_members));
+            vec![G::Ref(rule)]
+        } else {
+            free_members
+        };
+        let required_mask: usize = tracked
+            .iter()
+            .enumerate()
+            .filter(|(_, i)| members[**i].1)
+            .map(|(bit, _)| 1 << bit)
+            .sum();
+        // after[seen]: the rest of the members once those in `seen` are written.
+        let states = 1usize << tracked.len();
+        let rules: Vec<usize> = (0..states)
+            .map(|seen| self.rules.declare(&format!("{name}_after_{seen}")))
+            .collect();
+        for seen in 0..states {
+            let mut alternatives = Vec::new();
+            if seen & required_mask == required_mask {
+                alternatives.push(G::Empty);
+            }
+            for (bit, &i) in tracked.iter().enumerate() {
+                if seen & (1 << bit) == 0 {
+                    alternatives.push(G::seq([
+                        sep.clone(),
+                        members[i].0.clone(),
+                        G::Ref(rules[seen | 1 << bit]),
+                    ]));
+                }
+            }
+            for member in &free {
+                alternatives.push(G::seq([sep.clone(), member.clone(), G::Ref(rules[seen])]));
+            }
+            self.rules.define(rules[seen], G::alt(alternatives));
+        }
+        let mut first = Vec::new();
+        if required_mask == 0 {
+            first.push(G::Empty);
+        }
+        for (bit, &i) in tracked.iter().enumerate() {
+            first.push(G::seq([members[i].0.clone(), G::Ref(rules[1 << bit])]));
+        }
+        for member in &free {
+            first.push(G::seq([member.clone(), G::Ref(rules[0])]));
+        }
+        G::alt(first)
+    }
+
+    /// A member whose key is none of `declared` (`None` if none may appear).
+    fn extra_member(&mut self, node: &Node, declared: &[String], name: &str) -> Option<G> {
+        let default = self.options.additional_properties;
+        let forbidden = node.objects.iter().any(|part| match &part.additional {
+            Others::None => part.patterns.is_empty(),
+            Others::Unsaid => !default && !part.properties.is_empty() && part.patterns.is_empty(),
+            _ => false,
+        });
+        if forbidden {
+            return None;
+        }
+        let excluded: Vec<&str> = declared.iter().map(String::as_str).collect();
+        let pattern_parts: Vec<&schema::ObjectPart> = node
+            .objects
+            .iter()
+            .filter(|p| !p.patterns.is_empty())
+            .collect();
+        let mut alternatives = Vec::new();
+        if let Some(part) = pattern_parts.first() {
+            let part = (*part).clone();
+            if pattern_parts.len() > 1 || part.patterns.len() > 1 {
+                self.approximate(
+                    &part.pointer,
+                    "patternProperties",
+                    "a key matching several patterns needs only one pattern's schema",
+                );
+            }
+            alternatives = self.pattern_members(&part, declared, name);
+            if part.additional == Others::None {
+                return Some(G::alt(alternatives));
+            }
+            self.approximate(
+                &part.pointer,
+                "patternProperties",
+                "a key matching a pattern may take the `additionalProperties` schema instead",
+            );
+        }
+        let key: Vec<String> = node
+            .objects
+            .iter()
+            .filter_map(|part| match &part.additional {
+                Others::Schema(p) => Some(p.clone()),
+                _ => None,
+            })
+            .collect();
+        let value = self.child(key, &format!("{name}_value"));
+        let key_separator = self.key_separator();
+        let key_body = if let Some(pointer) = node.property_names.first().cloned() {
+            let names = self.collect(&node.property_names);
+            let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
+            if names.nothing || names.types & types::STRING == 0 {
+                // No name is allowed: only pattern members, if any.
+                self.enforced(parent, "propertyNames");
+                return (!alternatives.is_empty()).then(|| G::alt(alternatives));
+            }
+            if excluded.is_empty() {
+                self.enforced(parent, "propertyNames");
+                // A quoted string (or the shared string block).
+                let key = self.string(&names);
+                alternatives.push(G::seq([key, key_separator, value]));
+                return Some(G::alt(alternatives));
+            }
+            self.approximate(
+                parent,
+                "propertyNames",
+                "only checked when no properties are declared",
+            );
+            let any = self.block(Block::CanonicalChar);
+            strings::encoded_text_except(&excluded, &any)
+        } else {
+            let any = self.block(Block::CanonicalChar);
+            strings::encoded_text_except(&excluded, &any)
+        };
+        alternatives.push(G::seq([
+            G::lit("\""),
+            key_body,
+            G::lit("\""),
+            key_separator,
+            value,
+        ]));
+        Some(G::alt(alternatives))
+    }
+
+    /// One member per pattern of `patternProperties`: a key the pattern
+    /// matches and the pattern's value schema.
+    fn pattern_members(
+        &mut self,
+        part: &schema::ObjectPart,
+        declared: &[String],
+        name: &str,
+    ) -> Vec<G> {
+        let key_separator = self.key_separator();
+        let mut members = Vec::new();
+        for (pattern, pointer) in &part.patterns {
+            if declared.iter().any(|d| pattern_matches(pattern, d)) {
+                self.approximate(
+                    &part.pointer,
+                    "patternProperties",
+                    "a declared property may appear again under a pattern",
+                );
+            }
+            let value = self.child(vec![pointer.clone()], &format!("{name}_pattern"));
+            match strings::pattern_body(pattern) {
+                Ok(key) => {
+                    self.enforced(&part.pointer, "patternProperties");
+                    members.push(G::seq([
+                        G::lit("\""),
+                        key,
+                        G::lit("\""),
+                        key_separator.clone(),
+                        value,
+                    ]));
+                }
+                Err(err) => {
+                    self.approximate(
+                        &part.pointer,
+                        "patternProperties",
+                        &format!("{}; any key is allowed", err.0),
+                    );
+                    members.push(G::seq([
+                        self.block(Block::String),
+                        key_separator.clone(),
+                        value,
+                    ]));
+                }
+            }
+        }
+        members
+    }
+}
+
+/// Items `i..` of an array: prefix items by position, then `rest`, with
+/// the count between `min` and `max`.
+fn items_from(i: usize, prefix: &[G], rest: &G, sep: &G, min: u64, max: Option<u64>) -> G {
+    let count = i as u64;
+    if max.is_some_and(|m| count >= m) {
+        return G::Empty;
+    }
+    let lead = if i == 0 { G::Empty } else { sep.clone() };
+    if i < prefix.len() {
+        let this = G::seq([
+            lead,
+            prefix[i].clone(),
+            items_from(i + 1, prefix, rest, sep, min, max),
+        ]);
+        return if count >= min { G::opt(this) } else { this };
+    }
+    let at_least = u32::try_from(min.saturating_sub(count)).unwrap_or(u32::MAX);
+    let at_most = max.map(|m| u32::try_from(m - count).unwrap_or(u32::MAX));
+    if i == 0 {
+        // The first item has no separator.
+        let more = G::rep(
+            G::seq([sep.clone(), rest.clone()]),
+            at_least.saturating_sub(1),
+            at_most.map(|m| m - 1),
+        );
+        let first = G::seq([rest.clone(), more]);
+        return if at_least == 0 { G::opt(first) } else { first };
+    }
+    G::rep(G::seq([sep.clone(), rest.clone()]), at_least, at_most)
+}
+
+/// One JSON string character, any escape allowed; a surrogate pair
+/// written as two `\u` escapes is one character, a lone surrogate none.
+fn json_char() -> G {
+    let hex = || G::class([('0', '9'), ('a', 'f'), ('A', 'F')]);
+    let code = G::alt([
+        G::seq([
+            G::class([('0', '9'), ('a', 'c'), ('A', 'C'), ('e', 'f'), ('E', 'F')]),
+            hex(),
+            hex(),
+            hex(),
+        ]),
+        G::seq([
+            G::class([('d', 'd'), ('D', 'D')]),
+            G::class([('0', '7')]),
+            hex(),
+            hex(),
+        ]),
+        G::seq([
+            G::class([('d', 'd'), ('D', 'D')]),
+            G::class([('8', '9'), ('a', 'b'), ('A', 'B')]),
+            hex(),
+            hex(),
+            G::lit("\\u"),
+            G::class([('d', 'd'), ('D', 'D')]),
+            G::class([('c', 'f'), ('C', 'F')]),
+            hex(),
+            hex(),
+        ]),
+    ]);
+    G::alt([
+        G::class([('\u{20}', '!'), ('#', '['), (']', char::MAX)]),
+        G::seq([
+            G::lit("\\"),
+            G::alt([
+                G::class([
+                    ('"', '"'),
+                    ('\\', '\\'),
+                    ('/', '/'),
+                    ('b', 'b'),
+                    ('f', 'f'),
+                    ('n', 'n'),
+                    ('r', 'r'),
+                    ('t', 't'),
+                ]),
+                G::seq([G::lit("u"), code]),
+            ]),
+        ]),
+    ])
+}
+
+/// Whether `value` passes the simple checks of `node` (types, lengths,
+/// bounds): `enum` values are filtered by the schema's other keywords.
+fn fits(node: &Node, value: &Value) -> bool {
+    let kind = match value {
+        Value::Null => types::NULL,
+        Value::Bool(_) => types::BOOLEAN,
+        Value::Number(n) => {
+            let integral = n.is_i64() || n.is_u64() || n.as_f64().is_some_and(|f| f.fract() == 0.0);
+            if integral {
+                types::INTEGER
+            } else {
+                types::FRACTION
+            }
+        }
+        Value::String(_) => types::STRING,
+        Value::Array(_) => types::ARRAY,
+        Value::Object(_) => types::OBJECT,
+    };
+    if node.types & kind == 0 {
+        return false;
+    }
+    match value {
+        Value::String(s) => {
+            let len = s.chars().count() as u64;
+            len >= node.min_length && node.max_length.is_none_or(|m| len <= m)
+        }
+        Value::Number(n) => {
+            let Some(d) = Decimal::parse(&n.to_string()) else {
+                return true;
+            };
+            let above = node
+                .lower
+                .as_ref()
+                .is_none_or(|b| match d.cmp_value(&b.value) {
+                    std::cmp::Ordering::Greater => true,
+                    std::cmp::Ordering::Equal => !b.exclusive,
+                    std::cmp::Ordering::Less => false,
+                });
+            let below = node
+                .upper
+                .as_ref()
+                .is_none_or(|b| match d.cmp_value(&b.value) {
+                    std::cmp::Ordering::Less => true,
+                    std::cmp::Ordering::Equal => !b.exclusive,
+                    std::cmp::Ordering::Greater => false,
+                });
+            above && below
+        }
+        _ => true,
+    }
+}
+
+/// A number of `enum` / `const` (as serde_json prints it) in every
+/// plain spelling of its value: trailing zeros after the point, and `.0…`
+/// after an integer (`1`, `1.0` and `1.00` are the same JSON Schema value).
+fn number_literal(text: &str) -> G {
+    if text.contains(['e', 'E']) {
+        return G::lit(text);
+    }
+    let zeros = |min| G::rep(G::lit("0"), min, None);
+    match text.split_once('.') {
+        Some((int, fraction)) => {
+            let fraction = fraction.trim_end_matches('0');
+            if fraction.is_empty() {
+                G::seq([G::lit(int), G::opt(G::seq([G::lit("."), zeros(1)]))])
+            } else {
+                G::seq([G::lit(format!("{int}.{fraction}")), zeros(0)])
+            }
+        }
+        None => G::seq([G::lit(text), G::opt(G::seq([G::lit("."), zeros(1)]))]),
+    }
+}
+
+/// Whether the property name `name` satisfies the `propertyNames` schema
+/// `names` (its type, lengths, patterns and values).
+fn name_fits(names: &Node, name: &str) -> bool {
+    let value = Value::String(name.to_string());
+    !names.nothing
+        && fits(names, &value)
+        && names
+            .patterns
+            .iter()
+            .all(|(pattern, _)| pattern_matches(pattern, name))
+        && names
+            .values
+            .as_ref()
+            .is_none_or(|(values, _)| values.contains(&value))
+}
+
+/// Whether `node` constrains nothing but its types.
+fn is_blank_except_types(node: &Node) -> bool {
+    let blank = Node {
+        types: node.types,
+        ..Node::default()
+    };
+    node.values == blank.values
+        && node.min_length == 0
+        && node.max_length.is_none()
+        && node.patterns.is_empty()
+        && node.formats.is_empty()
+        && node.lower.is_none()
+        && node.upper.is_none()
+        && node.multiple_of.is_empty()
+        && node.objects.is_empty()
+        && node.required.is_empty()
+        && node.property_names.is_empty()
+        && node.min_properties.is_none()
+        && node.max_properties.is_none()
+        && node.arrays.is_empty()
+        && node.min_items == 0
+        && node.max_items.is_none()
+        && node.unique_items.is_none()
+        && node.contains.is_empty()
+        && node.choices.is_empty()
+        && node.nots.is_empty()
+        && node.forbidden.is_empty()
+}
+
+/// Whether the ECMA-262 `pattern` matches somewhere in `text` (false if the
+/// pattern cannot be compiled).
+fn pattern_matches(pattern: &str, text: &str) -> bool {
+    strings::pattern_regex(pattern).is_some_and(|re| re.is_match(text))
+}

@@ -1,0 +1,419 @@
+//! The grammar the JSON Schema front end builds: rules of simple expressions,
+//! simplified as they are built, pruned of what can never match, and then
+//! either printed as `.xg` text or turned into the resolved tree directly.
+
+use std::collections::HashSet;
+use std::fmt::Write as _;
+
+use xg_runtime::RuleId;
+
+use crate::source::Span;
+use crate::syntax::print;
+use crate::tree::{self, CharSet};
+
+/// An expression of the generated grammar.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum G {
+    /// Matches nothing at all (pruned away before output).
+    Nothing,
+    /// The empty string.
+    Empty,
+    /// A non-empty literal.
+    Lit(String),
+    /// One character of a non-empty set.
+    Class(CharSet),
+    /// A rule of the same grammar, by index.
+    Ref(usize),
+    /// Each in turn (at least two, none empty, nothing or a sequence).
+    Seq(Vec<G>),
+    /// Any one (at least two, none nothing or a choice).
+    Alt(Vec<G>),
+    /// Repeated `min` to `max` times (`None`: unbounded).
+    Rep(Box<G>, u32, Option<u32>),
+}
+
+impl G {
+    /// The literal `text` (`Empty` if it is empty).
+    pub(crate) fn lit(text: impl Into<String>) -> G {
+        let text = text.into();
+        if text.is_empty() {
+            G::Empty
+        } else {
+            G::Lit(text)
+        }
+    }
+
+    /// One character from `ranges` (`Nothing` if there is none).
+    pub(crate) fn class(ranges: impl IntoIterator<Item = (char, char)>) -> G {
+        let set = CharSet::from_ranges(ranges);
+        if set.is_empty() {
+            G::Nothing
+        } else {
+            G::Class(set)
+        }
+    }
+
+    /// `items` in turn: literals next to each other merge, empties vanish,
+    /// and anything with `Nothing` in it is `Nothing`.
+    pub(crate) fn seq(items: impl IntoIterator<Item = G>) -> G {
+        let mut out: Vec<G> = Vec::new();
+        for item in items {
+            match item {
+                G::Nothing => return G::Nothing,
+                G::Empty => {}
+                G::Seq(inner) => {
+                    for g in inner {
+                        push_seq(&mut out, g);
+                    }
+                }
+                g => push_seq(&mut out, g),
+            }
+        }
+        match out.len() {
+            0 => G::Empty,
+            1 => out.pop().expect("one item"),
+            _ => G::Seq(out),
+        }
+    }
+
+    /// Any one of `items`: nested choices flatten, `Nothing` drops out,
+    /// duplicates are kept once.
+    pub(crate) fn alt(items: impl IntoIterator<Item = G>) -> G {
+        let mut out: Vec<G> = Vec::new();
+        let mut seen: HashSet<G> = HashSet::new();
+        for item in items {
+            let flat = match item {
+                G::Nothing => Vec::new(),
+                G::Alt(inner) => inner,
+                g => vec![g],
+            };
+            for g in flat {
+                if seen.insert(g.clone()) {
+                    out.push(g);
+                }
+            }
+        }
+        match out.len() {
+            0 => G::Nothing,
+            1 => out.pop().expect("one item"),
+            _ => G::Alt(out),
+        }
+    }
+
+    /// `g` repeated `min` to `max` times.
+    pub(crate) fn rep(g: G, min: u32, max: Option<u32>) -> G {
+        if max.is_some_and(|max| max < min) {
+            return G::Nothing;
+        }
+        match (g, min, max) {
+            (_, 0, Some(0)) | (G::Empty, _, _) | (G::Nothing, 0, _) => G::Empty,
+            (G::Nothing, _, _) => G::Nothing,
+            (g, 1, Some(1)) => g,
+            (g, min, max) => G::Rep(Box::new(g), min, max),
+        }
+    }
+
+    /// `g` or nothing.
+    pub(crate) fn opt(g: G) -> G {
+        G::rep(g, 0, Some(1))
+    }
+
+    /// Whether the expression can match anything, given which rules can.
+    fn productive(&self, rules: &[bool]) -> bool {
+        match self {
+            G::Nothing => false,
+            G::Empty | G::Lit(_) | G::Class(_) => true,
+            G::Ref(i) => rules[*i],
+            G::Seq(items) => items.iter().all(|g| g.productive(rules)),
+            G::Alt(items) => items.iter().any(|g| g.productive(rules)),
+            G::Rep(g, min, _) => *min == 0 || g.productive(rules),
+        }
+    }
+
+    /// The expression with references to unproductive rules replaced by
+    /// `Nothing`, simplified again.
+    fn prune(self, rules: &[bool]) -> G {
+        match self {
+            G::Ref(i) if !rules[i] => G::Nothing,
+            G::Seq(items) => G::seq(items.into_iter().map(|g| g.prune(rules))),
+            G::Alt(items) => G::alt(items.into_iter().map(|g| g.prune(rules))),
+            G::Rep(g, min, max) => G::rep(g.prune(rules), min, max),
+            g => g,
+        }
+    }
+
+    fn visit_refs(&self, f: &mut impl FnMut(usize)) {
+        match self {
+            G::Ref(i) => f(*i),
+            G::Seq(items) | G::Alt(items) => items.iter().for_each(|g| g.visit_refs(f)),
+            G::Rep(g, _, _) => g.visit_refs(f),
+            G::Nothing | G::Empty | G::Lit(_) | G::Class(_) => {}
+        }
+    }
+}
+
+fn push_seq(out: &mut Vec<G>, g: G) {
+    if let (Some(G::Lit(last)), G::Lit(next)) = (out.last_mut(), &g) {
+        last.push_str(next);
+        return;
+    }
+    out.push(g);
+}
+
+/// A generated grammar: named rules, rule 0 the root.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct Rules {
+    names: Vec<String>,
+    bodies: Vec<G>,
+}
+
+impl Rules {
+    /// Declares a rule named `name` (made unique) with an empty body for now.
+    pub(crate) fn declare(&mut self, name: &str) -> usize {
+        let base = sanitize(name);
+        let mut unique = base.clone();
+        let mut n = 2;
+        while self.names.contains(&unique) {
+            unique = format!("{base}_{n}");
+            n += 1;
+        }
+        self.names.push(unique);
+        self.bodies.push(G::Nothing);
+        self.names.len() - 1
+    }
+
+    /// Sets the body of rule `rule`.
+    pub(crate) fn define(&mut self, rule: usize, body: G) {
+        self.bodies[rule] = body;
+    }
+
+    /// The name of rule `rule`.
+    pub(crate) fn name(&self, rule: usize) -> &str {
+        &self.names[rule]
+    }
+
+    /// How many rules there are.
+    pub(crate) fn len(&self) -> usize {
+        self.names.len()
+    }
+
+    /// Drops everything that can never match and every rule the root no
+    /// longer reaches. `false` if the root itself can never match.
+    pub(crate) fn prune(&mut self) -> bool {
+        let mut productive = vec![false; self.bodies.len()];
+        loop {
+            let mut changed = false;
+            for (i, body) in self.bodies.iter().enumerate() {
+                if !productive[i] && body.productive(&productive) {
+                    productive[i] = true;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        if !productive[0] {
+            return false;
+        }
+        let bodies = std::mem::take(&mut self.bodies);
+        self.bodies = bodies.into_iter().map(|g| g.prune(&productive)).collect();
+        // Keep the rules the root reaches, in first-reached order.
+        let mut order = vec![0];
+        let mut new_index = vec![usize::MAX; self.bodies.len()];
+        new_index[0] = 0;
+        let mut next = 0;
+        while next < order.len() {
+            let rule = order[next];
+            next += 1;
+            self.bodies[rule].visit_refs(&mut |target| {
+                if new_index[target] == usize::MAX {
+                    new_index[target] = order.len();
+                    order.push(target);
+                }
+            });
+        }
+        let bodies: Vec<G> = order
+            .iter()
+            .map(|&i| renumber(self.bodies[i].clone(), &new_index))
+            .collect();
+        self.names = order.iter().map(|&i| self.names[i].clone()).collect();
+        self.bodies = bodies;
+        true
+    }
+
+    /// The grammar as `.xg` text, one rule per line, root first.
+    pub(crate) fn to_xg(&self) -> String {
+        let mut out = String::new();
+        for (name, body) in self.names.iter().zip(&self.bodies) {
+            let _ = write!(out, "{name} ::= ");
+            self.print(&mut out, body, 0);
+            out.push('\n');
+        }
+        out
+    }
+
+    /// The grammar as resolved rules whose ids start at `first`, every span
+    /// `span`, names prefixed with `prefix`.
+    pub(crate) fn to_tree(&self, first: usize, span: Span, prefix: &str) -> Vec<tree::Rule> {
+        self.names
+            .iter()
+            .zip(&self.bodies)
+            .map(|(name, body)| tree::Rule {
+                name: format!("{prefix}{name}"),
+                span,
+                body: tree_expr(body, first, span),
+                lookahead: None,
+            })
+            .collect()
+    }
+
+    /// Precedence: 0 inside a choice or at the top, 1 inside a sequence,
+    /// 2 under a repetition.
+    fn print(&self, out: &mut String, g: &G, level: u8) {
+        match g {
+            G::Nothing => unreachable!("pruned before printing"),
+            G::Empty => out.push_str("()"),
+            G::Lit(text) => out.push_str(&print::string(text)),
+            G::Class(set) => out.push_str(&print::class(set.ranges())),
+            G::Ref(i) => out.push_str(&self.names[*i]),
+            G::Seq(items) => {
+                let paren = level >= 2;
+                if paren {
+                    out.push('(');
+                }
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push(' ');
+                    }
+                    self.print(out, item, 2.min(level.max(1)));
+                }
+                if paren {
+                    out.push(')');
+                }
+            }
+            G::Alt(items) => {
+                let paren = level >= 1;
+                if paren {
+                    out.push('(');
+                }
+                for (i, item) in items.iter().enumerate() {
+                    if i > 0 {
+                        out.push_str(" | ");
+                    }
+                    self.print(out, item, 0);
+                }
+                if paren {
+                    out.push(')');
+                }
+            }
+            G::Rep(inner, min, max) => {
+                self.print(out, inner, 2);
+                match (min, max) {
+                    (0, Some(1)) => out.push('?'),
+                    (0, None) => out.push('*'),
+                    (1, None) => out.push('+'),
+                    (min, None) => {
+                        let _ = write!(out, "{{{min},}}");
+                    }
+                    (min, Some(max)) if min == max => {
+                        let _ = write!(out, "{{{min}}}");
+                    }
+                    (min, Some(max)) => {
+                        let _ = write!(out, "{{{min},{max}}}");
+                    }
+                }
+            }
+        }
+    }
+}
+
+fn renumber(g: G, new_index: &[usize]) -> G {
+    match g {
+        G::Ref(i) => G::Ref(new_index[i]),
+        G::Seq(items) => G::Seq(items.into_iter().map(|g| renumber(g, new_index)).collect()),
+        G::Alt(items) => G::Alt(items.into_iter().map(|g| renumber(g, new_index)).collect()),
+        G::Rep(g, min, max) => G::Rep(Box::new(renumber(*g, new_index)), min, max),
+        g => g,
+    }
+}
+
+fn tree_expr(g: &G, first: usize, span: Span) -> tree::Expr {
+    let kind = match g {
+        G::Nothing => unreachable!("pruned before lowering"),
+        G::Empty => tree::ExprKind::Empty,
+        G::Lit(text) => tree::ExprKind::Literal(text.clone()),
+        G::Class(set) => tree::ExprKind::Class(set.clone()),
+        G::Ref(i) => tree::ExprKind::Ref(RuleId::new(first + i).expect("rule count fits")),
+        G::Seq(items) => {
+            tree::ExprKind::Sequence(items.iter().map(|g| tree_expr(g, first, span)).collect())
+        }
+        G::Alt(items) => {
+            tree::ExprKind::Choice(items.iter().map(|g| tree_expr(g, first, span)).collect())
+        }
+        G::Rep(inner, min, max) => tree::ExprKind::Repeat {
+            expr: Box::new(tree_expr(inner, first, span)),
+            min: *min,
+            max: *max,
+        },
+    };
+    tree::Expr { kind, span }
+}
+
+/// `name` as an `.xg` identifier: letters, digits and `_`, not starting
+/// with a digit, never empty.
+fn sanitize(name: &str) -> String {
+    let mut out: String = name
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
+        .collect();
+    while out.contains("__") {
+        out = out.replace("__", "_");
+    }
+    let trimmed = out.trim_matches('_');
+    let mut out = if trimmed.is_empty() {
+        "rule".to_string()
+    } else {
+        trimmed.to_string()
+    };
+    if out.starts_with(|c: char| c.is_ascii_digit()) {
+        out.insert(0, 'r');
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn constructors_simplify() {
+        assert_eq!(G::seq([G::lit("a"), G::Empty, G::lit("b")]), G::lit("ab"));
+        assert_eq!(G::seq([G::lit("a"), G::Nothing]), G::Nothing);
+        assert_eq!(G::alt([G::Nothing, G::lit("a"), G::lit("a")]), G::lit("a"));
+        assert_eq!(G::rep(G::Nothing, 0, None), G::Empty);
+        assert_eq!(G::rep(G::lit("a"), 2, Some(1)), G::Nothing);
+    }
+
+    #[test]
+    fn unproductive_rules_are_pruned_and_printed_text_is_xg() {
+        let mut rules = Rules::default();
+        let root = rules.declare("root");
+        let loops = rules.declare("loops");
+        let used = rules.declare("1 used");
+        rules.define(loops, G::seq([G::lit("["), G::Ref(loops), G::lit("]")]));
+        rules.define(
+            root,
+            G::alt([
+                G::Ref(loops),
+                G::seq([G::lit("x"), G::rep(G::Ref(used), 0, None)]),
+            ]),
+        );
+        rules.define(used, G::class([('a', 'c')]));
+        assert!(rules.prune());
+        assert_eq!(
+            rules.to_xg(),
+            "root ::= \"x\" r1_used*\nr1_used ::= [a-c]\n"
+        );
+    }
+}

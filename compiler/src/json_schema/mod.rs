@@ -1,0 +1,259 @@
+//! The JSON Schema front end: a schema (serde_json) → a grammar whose strings
+//! are exactly the JSON texts of the values the schema accepts, within the
+//! representation chosen by [`Options`] (whitespace, separators, canonical
+//! string escapes, plain integers).
+//!
+//! Every keyword is enforced exactly, or over-approximated with a warning in
+//! the [`Report`] naming the keyword and JSON pointer (an error in strict
+//! mode), or, for annotations, ignored. Nothing is relaxed silently.
+//!
+//! The schema becomes rules lazily from the root: each *conjunction* of
+//! subschemas (a schema with its `$ref`, `allOf` members and chosen `anyOf`
+//! branches, merged) is one rule, so recursive schemas become recursive
+//! rules. The output is pruned of what can never match, then either printed
+//! as `.xg` text ([`Generated::to_xg`]) or handed to the rest of the pipeline
+//! as resolved rules.
+
+mod emit;
+mod formats;
+mod grammar;
+mod numbers;
+mod schema;
+mod strings;
+
+use std::fmt;
+
+use serde_json::Value;
+
+use crate::budget::Budget;
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::source::{FileId, Span};
+use crate::tree;
+
+use self::grammar::Rules;
+
+/// How the generated grammar lays out JSON text.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub enum Whitespace {
+    /// No whitespace at all: the separators exactly as given.
+    Compact,
+    /// Any JSON whitespace (space, tab, line feed, carriage return) around
+    /// punctuation, at most `max` characters in a row if bounded (a bound
+    /// keeps a model from looping on whitespace).
+    Flexible {
+        /// Longest whitespace run; `None` is unbounded.
+        max: Option<u32>,
+    },
+}
+
+/// In which order an object's properties may appear.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PropertyOrder {
+    /// As the schema lists them (other properties after them).
+    Given,
+    /// Any order. Required properties are still required and no property
+    /// appears twice: the grammar tracks which properties were written
+    /// (all of them for up to [`EXACT_ANY_ORDER`] properties, else up to
+    /// [`MAX_TRACKED`] required ones, with a reported approximation for
+    /// the others).
+    Any,
+}
+
+/// Up to this many properties, any-order objects track every property.
+pub const EXACT_ANY_ORDER: usize = 6;
+
+/// Most properties an any-order object tracks (the grammar has a rule per
+/// subset of them).
+pub const MAX_TRACKED: usize = 8;
+
+/// Options of the JSON Schema front end.
+#[derive(Clone, Debug)]
+pub struct Options {
+    /// Whitespace between tokens.
+    pub whitespace: Whitespace,
+    /// Between array items and object members (`","`; compact mode uses it
+    /// as given, e.g. `", "`; flexible mode trims it and allows whitespace).
+    pub item_separator: String,
+    /// Between a key and its value (`":"`).
+    pub key_separator: String,
+    /// Unknown keywords and keywords that can only be approximated are errors.
+    pub strict: bool,
+    /// The order of object properties.
+    pub property_order: PropertyOrder,
+    /// Whether an object schema that lists `properties` and does not say
+    /// `additionalProperties` allows other properties: `true` is JSON Schema's
+    /// rule, `false` OpenAI's strict structured outputs.
+    pub additional_properties: bool,
+}
+
+impl Default for Options {
+    /// Flexible whitespace, `,` and `:`, lenient, properties in the given
+    /// order, JSON Schema's
+    /// `additionalProperties` default.
+    fn default() -> Self {
+        Self {
+            whitespace: Whitespace::Flexible { max: None },
+            item_separator: ",".to_string(),
+            key_separator: ":".to_string(),
+            strict: false,
+            property_order: PropertyOrder::Given,
+            additional_properties: true,
+        }
+    }
+}
+
+/// What the front end did with one keyword at one place.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+pub enum Treatment {
+    /// Enforced exactly.
+    Enforced,
+    /// Over-approximated: the grammar may accept values the keyword forbids.
+    Approximated,
+    /// Not enforced (an unknown keyword or a format xg does not check).
+    Ignored,
+}
+
+impl fmt::Display for Treatment {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(match self {
+            Treatment::Enforced => "enforced",
+            Treatment::Approximated => "approximated",
+            Treatment::Ignored => "ignored",
+        })
+    }
+}
+
+/// One keyword at one JSON pointer, and what became of it.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Note {
+    /// The schema object's JSON pointer (`#/properties/name`).
+    pub pointer: String,
+    /// The keyword (`pattern`).
+    pub keyword: String,
+    /// What was done with it.
+    pub treatment: Treatment,
+    /// Why, for anything not enforced exactly.
+    pub detail: String,
+}
+
+/// Every keyword the front end met and what it did with it.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct Report {
+    /// In the order they were met.
+    pub notes: Vec<Note>,
+}
+
+impl Report {
+    /// The notes that are not [`Treatment::Enforced`]: the warnings.
+    pub fn warnings(&self) -> impl Iterator<Item = &Note> {
+        self.notes
+            .iter()
+            .filter(|n| n.treatment != Treatment::Enforced)
+    }
+}
+
+/// A schema the front end refuses, with the JSON pointer of the offending part.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct SchemaError {
+    /// Where in the schema (`#/properties/age/minimum`).
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for SchemaError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pointer, self.message)
+    }
+}
+
+/// The grammar of a schema and the report of how it was made.
+#[derive(Clone, Debug)]
+pub struct Generated {
+    rules: Rules,
+    /// What was enforced, approximated and ignored.
+    pub report: Report,
+}
+
+impl Generated {
+    /// The grammar as `.xg` text (entry rule `root`), readable and
+    /// parseable.
+    pub fn to_xg(&self) -> String {
+        self.rules.to_xg()
+    }
+
+    /// How many rules the grammar has.
+    pub fn rule_count(&self) -> usize {
+        self.rules.len()
+    }
+
+    /// The rules as resolved rules numbered from `first`, every span `span`,
+    /// names prefixed by `prefix`; the first is the root.
+    pub(crate) fn to_tree(&self, first: usize, span: Span, prefix: &str) -> Vec<tree::Rule> {
+        self.rules.to_tree(first, span, prefix)
+    }
+}
+
+/// Compiles `schema` into a grammar within `budget` (its rule limit, time
+/// and cancellation). Errors name the JSON pointer of each offending part;
+/// all found are returned at once.
+pub fn generate(
+    schema: &Value,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Generated, Vec<SchemaError>> {
+    emit::Emitter::new(schema, options, budget).run()
+}
+
+/// Compiles `schema` all the way to a checked tree (for the rest of the
+/// pipeline), reporting errors and warnings as diagnostics on `file`.
+pub fn check(
+    schema: &Value,
+    options: &Options,
+    budget: &Budget,
+    file: FileId,
+    diagnostics: &mut Diagnostics,
+) -> Option<tree::Grammar> {
+    let span = Span::new(file, 0, 0);
+    match generate(schema, options, budget) {
+        Ok(generated) => {
+            push_warnings(&generated.report, span, diagnostics);
+            let rules = generated.to_tree(0, span, "");
+            Some(tree::Grammar {
+                rules,
+                root: xg_runtime::RuleId::new(0).expect("rule 0"),
+            })
+        }
+        Err(errors) => {
+            push_errors(&errors, span, diagnostics);
+            None
+        }
+    }
+}
+
+/// The report's warnings as diagnostics at `span`.
+pub(crate) fn push_warnings(report: &Report, span: Span, diagnostics: &mut Diagnostics) {
+    for note in report.warnings() {
+        diagnostics.push(Diagnostic::warning(
+            "json-schema-approximated",
+            format!(
+                "`{}` at {} is {}: {}",
+                note.keyword, note.pointer, note.treatment, note.detail
+            ),
+            span,
+            "in this JSON Schema",
+        ));
+    }
+}
+
+/// Schema errors as diagnostics at `span`.
+pub(crate) fn push_errors(errors: &[SchemaError], span: Span, diagnostics: &mut Diagnostics) {
+    for error in errors {
+        diagnostics.push(Diagnostic::error(
+            "json-schema",
+            format!("{}: {}", error.pointer, error.message),
+            span,
+            "in this JSON Schema",
+        ));
+    }
+}

@@ -1,0 +1,844 @@
+//! Reading schemas: JSON pointers and `$ref`s, and the merge of a
+//! conjunction of subschemas (a schema, its `$ref`, its `allOf` members and
+//! the `anyOf` branches chosen so far) into one [`Node`] of constraints.
+
+use std::collections::{HashMap, HashSet};
+
+use serde_json::{Map, Value};
+
+use super::emit::Emitter;
+use super::numbers::{Bound, Decimal};
+
+/// JSON types as bits.
+pub(crate) mod types {
+    /// `null`
+    pub(crate) const NULL: u8 = 1;
+    /// `true` / `false`
+    pub(crate) const BOOLEAN: u8 = 2;
+    /// Whole numbers.
+    pub(crate) const INTEGER: u8 = 4;
+    /// Numbers with a fraction (with `INTEGER`: every number).
+    pub(crate) const FRACTION: u8 = 8;
+    /// Strings.
+    pub(crate) const STRING: u8 = 16;
+    /// Arrays.
+    pub(crate) const ARRAY: u8 = 32;
+    /// Objects.
+    pub(crate) const OBJECT: u8 = 64;
+    /// Every type.
+    pub(crate) const ALL: u8 = 127;
+
+    /// The bits of type name `name`.
+    pub(crate) fn of(name: &str) -> Option<u8> {
+        Some(match name {
+            "null" => NULL,
+            "boolean" => BOOLEAN,
+            "integer" => INTEGER,
+            "number" => INTEGER | FRACTION,
+            "string" => STRING,
+            "array" => ARRAY,
+            "object" => OBJECT,
+            _ => return None,
+        })
+    }
+}
+
+/// `additionalProperties` / `items` beyond a tuple: what else may appear.
+#[derive(Clone, Debug, PartialEq)]
+pub(crate) enum Others {
+    /// The keyword is absent.
+    Unsaid,
+    /// `true` / `{}`: anything.
+    Any,
+    /// `false`: nothing else.
+    None,
+    /// A schema, by pointer.
+    Schema(String),
+}
+
+/// The object keywords of one schema object of the conjunction.
+#[derive(Clone, Debug)]
+pub(crate) struct ObjectPart {
+    /// The schema object.
+    pub(crate) pointer: String,
+    /// `properties`: name → pointer.
+    pub(crate) properties: Vec<(String, String)>,
+    /// `patternProperties`: pattern → pointer.
+    pub(crate) patterns: Vec<(String, String)>,
+    /// `additionalProperties`.
+    pub(crate) additional: Others,
+}
+
+/// The array keywords of one schema object of the conjunction.
+#[derive(Clone, Debug)]
+pub(crate) struct ArrayPart {
+    /// `prefixItems` or draft-4 tuple `items`: pointers by position.
+    pub(crate) prefix: Vec<String>,
+    /// `items` (after a prefix: `additionalItems` in the tuple form).
+    pub(crate) rest: Others,
+}
+
+/// One `anyOf` / `oneOf` / `if` group: its branches, each a conjunction.
+#[derive(Clone, Debug)]
+pub(crate) struct Choice {
+    /// The schema object that has it.
+    pub(crate) pointer: String,
+    /// The keyword (`anyOf`, `oneOf`, `if`).
+    pub(crate) keyword: &'static str,
+    /// Each branch's pointers.
+    pub(crate) branches: Vec<Vec<String>>,
+}
+
+/// The merged constraints of a conjunction of subschemas.
+#[derive(Clone, Debug)]
+pub(crate) struct Node {
+    /// A `false` schema or a contradiction: no value.
+    pub(crate) nothing: bool,
+    /// Allowed types ([`types`] bits).
+    pub(crate) types: u8,
+    /// `enum` / `const`: the allowed values (intersected), with a pointer.
+    pub(crate) values: Option<(Vec<Value>, String)>,
+    /// `minLength` (largest).
+    pub(crate) min_length: u64,
+    /// `maxLength` (smallest).
+    pub(crate) max_length: Option<u64>,
+    /// `pattern`s with their pointers.
+    pub(crate) patterns: Vec<(String, String)>,
+    /// `format`s with their pointers.
+    pub(crate) formats: Vec<(String, String)>,
+    /// Lower bound (tightest).
+    pub(crate) lower: Option<Bound>,
+    /// Upper bound (tightest).
+    pub(crate) upper: Option<Bound>,
+    /// `multipleOf`s with their pointers.
+    pub(crate) multiple_of: Vec<(Decimal, String)>,
+    /// Object keywords per schema object.
+    pub(crate) objects: Vec<ObjectPart>,
+    /// `required` (union).
+    pub(crate) required: Vec<String>,
+    /// `propertyNames` pointers.
+    pub(crate) property_names: Vec<String>,
+    /// `minProperties` (largest), with pointer.
+    pub(crate) min_properties: Option<(u64, String)>,
+    /// `maxProperties` (smallest), with pointer.
+    pub(crate) max_properties: Option<(u64, String)>,
+    /// Array keywords per schema object.
+    pub(crate) arrays: Vec<ArrayPart>,
+    /// `minItems` (largest).
+    pub(crate) min_items: u64,
+    /// `maxItems` (smallest).
+    pub(crate) max_items: Option<u64>,
+    /// `uniqueItems: true`, with pointer.
+    pub(crate) unique_items: Option<String>,
+    /// `contains` pointers.
+    pub(crate) contains: Vec<String>,
+    /// `anyOf` / `oneOf` / `if` groups not yet chosen.
+    pub(crate) choices: Vec<Choice>,
+    /// `not` pointers.
+    pub(crate) nots: Vec<String>,
+    /// Properties that must not appear (`not: {required: [name]}`).
+    pub(crate) forbidden: Vec<String>,
+}
+
+impl Default for Node {
+    fn default() -> Self {
+        Self {
+            nothing: false,
+            types: types::ALL,
+            values: None,
+            min_length: 0,
+            max_length: None,
+            patterns: Vec::new(),
+            formats: Vec::new(),
+            lower: None,
+            upper: None,
+            multiple_of: Vec::new(),
+            objects: Vec::new(),
+            required: Vec::new(),
+            property_names: Vec::new(),
+            min_properties: None,
+            max_properties: None,
+            arrays: Vec::new(),
+            min_items: 0,
+            max_items: None,
+            unique_items: None,
+            contains: Vec::new(),
+            choices: Vec::new(),
+            nots: Vec::new(),
+            forbidden: Vec::new(),
+        }
+    }
+}
+
+/// Keywords that only annotate: ignored without a warning.
+const ANNOTATIONS: &[&str] = &[
+    "$schema",
+    "$id",
+    "id",
+    "$anchor",
+    "$dynamicAnchor",
+    "$recursiveAnchor",
+    "$comment",
+    "$defs",
+    "definitions",
+    "$vocabulary",
+    "title",
+    "description",
+    "default",
+    "examples",
+    "example",
+    "readOnly",
+    "writeOnly",
+    "deprecated",
+    "contentMediaType",
+    "contentEncoding",
+    "contentSchema",
+    "discriminator",
+    "xml",
+    "externalDocs",
+    "markdownDescription",
+    "errorMessage",
+];
+
+/// Keywords xg knows but can only over-approximate (not enforced at all).
+const UNENFORCED: &[&str] = &[
+    "dependencies",
+    "dependentRequired",
+    "dependentSchemas",
+    "unevaluatedProperties",
+    "unevaluatedItems",
+    "$dynamicRef",
+    "$recursiveRef",
+    "minContains",
+    "maxContains",
+];
+
+/// Where each `$anchor` / fragment `$id` points.
+pub(crate) fn anchors(root: &Value) -> HashMap<String, String> {
+    /// Keywords whose values are data, not schemas (an `$anchor` inside an
+    /// `enum` value declares nothing).
+    const DATA: &[&str] = &["enum", "const", "default", "examples"];
+    /// Keywords whose values map names to schemas (a property may be called
+    /// `enum`).
+    const NAMED: &[&str] = &[
+        "properties",
+        "patternProperties",
+        "$defs",
+        "definitions",
+        "dependentSchemas",
+    ];
+    /// `out`: anchor → (how many embedded resources deep, pointer); the
+    /// shallowest declaration wins, so the root resource's anchors come
+    /// first.
+    fn walk(value: &Value, pointer: &str, depth: usize, out: &mut Anchors) {
+        let mut declare = |name: &str, depth: usize| {
+            let known = out.get(name).is_some_and(|&(d, _)| d <= depth);
+            if !known {
+                out.insert(name.to_string(), (depth, pointer.to_string()));
+            }
+        };
+        match value {
+            Value::Object(map) => {
+                let embedded = ["$id", "id"].iter().any(|key| {
+                    map.get(*key)
+                        .and_then(Value::as_str)
+                        .is_some_and(|id| !id.starts_with('#'))
+                });
+                let depth = depth + usize::from(embedded && !pointer.is_empty());
+                for key in ["$anchor", "$dynamicAnchor"] {
+                    if let Some(Value::String(anchor)) = map.get(key) {
+                        declare(anchor, depth);
+                    }
+                }
+                for key in ["$id", "id"] {
+                    if let Some(Value::String(id)) = map.get(key)
+                        && let Some(fragment) = id.strip_prefix('#')
+                        && !fragment.is_empty()
+                    {
+                        declare(fragment, depth);
+                    }
+                }
+                for (key, child) in map {
+                    let at = format!("{pointer}/{}", escape(key));
+                    if DATA.contains(&key.as_str()) {
+                        continue;
+                    }
+                    match child {
+                        Value::Object(named) if NAMED.contains(&key.as_str()) => {
+                            for (name, schema) in named {
+                                walk(schema, &format!("{at}/{}", escape(name)), depth, out);
+                            }
+                        }
+                        _ => walk(child, &at, depth, out),
+                    }
+                }
+            }
+            Value::Array(items) => {
+                for (i, child) in items.iter().enumerate() {
+                    walk(child, &format!("{pointer}/{i}"), depth, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    type Anchors = HashMap<String, (usize, String)>;
+    let mut out = Anchors::new();
+    walk(root, "", 0, &mut out);
+    out.into_iter().map(|(name, (_, at))| (name, at)).collect()
+}
+
+/// A key as a JSON-pointer token.
+pub(crate) fn escape(key: &str) -> String {
+    key.replace('~', "~0").replace('/', "~1")
+}
+
+/// `#` and the pointer, as shown to users.
+pub(crate) fn shown(pointer: &str) -> String {
+    format!("#{pointer}")
+}
+
+fn percent_decode(text: &str) -> String {
+    let bytes = text.as_bytes();
+    let mut out = Vec::with_capacity(bytes.len());
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'%'
+            && i + 2 < bytes.len() + 1
+            && let Some(hex) = text.get(i + 1..i + 3)
+            && let Ok(byte) = u8::from_str_radix(hex, 16)
+        {
+            out.push(byte);
+            i += 3;
+            continue;
+        }
+        out.push(bytes[i]);
+        i += 1;
+    }
+    String::from_utf8_lossy(&out).into_owned()
+}
+
+impl Emitter<'_> {
+    /// The schema at `pointer`.
+    pub(crate) fn lookup(&self, pointer: &str) -> Option<&Value> {
+        let mut value = self.doc;
+        for token in pointer.split('/').skip(1) {
+            let token = token.replace("~1", "/").replace("~0", "~");
+            value = match value {
+                Value::Object(map) => map.get(&token)?,
+                Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
+                _ => return None,
+            };
+        }
+        Some(value)
+    }
+
+    /// The pointer a `$ref` at `from` names, or why it cannot be followed.
+    fn resolve_ref(&self, reference: &str) -> Result<String, String> {
+        let local = match reference.split_once('#') {
+            Some((document, fragment)) => {
+                let same = document.is_empty()
+                    || self
+                        .root_id
+                        .as_deref()
+                        .is_some_and(|id| id.trim_end_matches('#') == document);
+                if !same {
+                    return Err(format!(
+                        "`$ref` to another document (`{reference}`) is not supported; inline it under `$defs`"
+                    ));
+                }
+                fragment
+            }
+            None if reference.is_empty() => "",
+            None => {
+                return Err(format!(
+                    "`$ref` to another document (`{reference}`) is not supported; inline it under `$defs`"
+                ));
+            }
+        };
+        let local = percent_decode(local);
+        if local.is_empty() || local.starts_with('/') {
+            if self.lookup(&local).is_none() {
+                return Err(format!("`$ref` target `#{local}` does not exist"));
+            }
+            return Ok(local);
+        }
+        self.anchors
+            .get(&local)
+            .cloned()
+            .ok_or_else(|| format!("`$ref` names anchor `#{local}`, which no schema declares"))
+    }
+
+    /// Merges the conjunction `key` into one node.
+    pub(crate) fn collect(&mut self, key: &[String]) -> Node {
+        let mut node = Node::default();
+        let mut work: Vec<String> = key.iter().rev().cloned().collect();
+        let mut seen: HashSet<String> = HashSet::new();
+        while let Some(pointer) = work.pop() {
+            if !seen.insert(pointer.clone()) {
+                continue;
+            }
+            let Some(value) = self.lookup(&pointer).cloned() else {
+                self.error(&pointer, "this schema does not exist".to_string());
+                node.nothing = true;
+                continue;
+            };
+            match value {
+                Value::Bool(true) => {}
+                Value::Bool(false) => node.nothing = true,
+                Value::Object(map) => self.apply(&mut node, &pointer, &map, key, &mut work),
+                _ => {
+                    self.error(
+                        &pointer,
+                        "a schema must be an object or a boolean".to_string(),
+                    );
+                    node.nothing = true;
+                }
+            }
+        }
+        node
+    }
+
+    /// Adds the keywords of the schema object `map` at `pointer` to `node`;
+    /// subschemas to merge go on `work`.
+    fn apply(
+        &mut self,
+        node: &mut Node,
+        pointer: &str,
+        map: &Map<String, Value>,
+        key: &[String],
+        work: &mut Vec<String>,
+    ) {
+        if let Some(reference) = map.get("$ref") {
+            self.reference(pointer, reference, work);
+            if self.legacy_ref {
+                for keyword in map.keys().filter(|k| *k != "$ref" && !is_annotation(k)) {
+                    self.note(
+                        pointer,
+                        keyword,
+                        super::Treatment::Ignored,
+                        "next to `$ref`, which draft-07 and earlier ignore",
+                    );
+                }
+                return;
+            }
+        }
+        let mut own_types: Option<u8> = None;
+        for (keyword, value) in map {
+            let at = format!("{pointer}/{}", escape(keyword));
+            match keyword.as_str() {
+                "type" => own_types = Some(self.types(pointer, &at, value)),
+                "enum" | "const" => self.values(node, pointer, &at, keyword, value),
+                "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
+                | "maxProperties" => self.size(node, pointer, &at, keyword, value),
+                "pattern" => match value.as_str() {
+                    Some(p) => node.patterns.push((p.to_string(), pointer.to_string())),
+                    None => self.error(&at, "`pattern` must be a string".into()),
+                },
+                "format" => match value.as_str() {
+                    Some(f) => node.formats.push((f.to_string(), pointer.to_string())),
+                    None => self.error(&at, "`format` must be a string".into()),
+                },
+                "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
+                    self.bound(node, pointer, map, keyword, value);
+                }
+                "multipleOf" => match value
+                    .as_number()
+                    .and_then(|n| Decimal::parse(&n.to_string()))
+                {
+                    Some(d) if !d.negative && (d.integer > 0 || !d.fraction.is_empty()) => {
+                        node.multiple_of.push((d, pointer.to_string()));
+                    }
+                    _ => self.error(&at, "`multipleOf` must be a positive number".into()),
+                },
+                "properties" | "patternProperties" | "additionalProperties" => {
+                    self.object_keyword(node, pointer, map);
+                }
+                "required" => self.required(node, pointer, &at, value),
+                "propertyNames" => node.property_names.push(at),
+                "items" | "prefixItems" | "additionalItems" => {
+                    self.array_keyword(node, pointer, map);
+                }
+                "uniqueItems" => {
+                    if value.as_bool() == Some(true) {
+                        node.unique_items = Some(pointer.to_string());
+                    }
+                }
+                "contains" => node.contains.push(at),
+                "allOf" => match value.as_array() {
+                    Some(items) => {
+                        self.enforced(pointer, keyword);
+                        work.extend((0..items.len()).map(|i| format!("{at}/{i}")));
+                    }
+                    None => self.error(&at, "`allOf` must be an array".into()),
+                },
+                "anyOf" | "oneOf" => self.alternatives(node, pointer, &at, keyword, value, key),
+                "if" => self.conditional(node, pointer, &at, map, key),
+                "nullable" => self.enforced(pointer, keyword),
+                "not" => node.nots.push(at),
+                // Read with `$ref` and `if` above.
+                "$ref" | "then" | "else" => {}
+                k if is_annotation(k) => {}
+                k if UNENFORCED.contains(&k) => {
+                    self.approximate(pointer, k, "not enforced by a grammar");
+                }
+                k => self.unknown(pointer, k),
+            }
+        }
+        let nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
+        if let Some(mut bits) = own_types {
+            if nullable {
+                bits |= types::NULL;
+            }
+            node.types &= bits;
+        }
+    }
+
+    /// `$ref`: the target goes on `work`.
+    fn reference(&mut self, pointer: &str, reference: &Value, work: &mut Vec<String>) {
+        match reference.as_str().map(|r| self.resolve_ref(r)) {
+            Some(Ok(target)) => {
+                self.enforced(pointer, "$ref");
+                work.push(target);
+            }
+            Some(Err(message)) => self.error(&format!("{pointer}/$ref"), message),
+            None => self.error(&format!("{pointer}/$ref"), "`$ref` must be a string".into()),
+        }
+    }
+
+    /// `type`: the type bits it allows.
+    fn types(&mut self, pointer: &str, at: &str, value: &Value) -> u8 {
+        let names: Vec<&Value> = match value {
+            Value::Array(items) => items.iter().collect(),
+            other => vec![other],
+        };
+        let mut bits = 0;
+        for name in names {
+            match name.as_str().and_then(types::of) {
+                Some(b) => bits |= b,
+                None => self.error(at, format!("unknown type {name}")),
+            }
+        }
+        self.enforced(pointer, "type");
+        bits
+    }
+
+    /// `enum` and `const`: the allowed values, intersected with earlier ones.
+    fn values(&mut self, node: &mut Node, pointer: &str, at: &str, keyword: &str, value: &Value) {
+        let values = match (keyword, value) {
+            ("const", v) => vec![v.clone()],
+            (_, Value::Array(items)) => items.clone(),
+            _ => {
+                self.error(at, "`enum` must be an array".into());
+                return;
+            }
+        };
+        node.values = Some(match node.values.take() {
+            None => (values, at.to_string()),
+            Some((old, p)) => (old.into_iter().filter(|v| values.contains(v)).collect(), p),
+        });
+        self.enforced(pointer, keyword);
+    }
+
+    /// The length and size bounds of strings, arrays and objects.
+    fn size(&mut self, node: &mut Node, pointer: &str, at: &str, keyword: &str, value: &Value) {
+        let Some(n) = self.count(at, value) else {
+            return;
+        };
+        let at_most = |old: Option<u64>| Some(old.map_or(n, |m| m.min(n)));
+        match keyword {
+            "minLength" => node.min_length = node.min_length.max(n),
+            "maxLength" => node.max_length = at_most(node.max_length),
+            "minItems" => node.min_items = node.min_items.max(n),
+            "maxItems" => node.max_items = at_most(node.max_items),
+            "minProperties" => {
+                if node.min_properties.as_ref().is_none_or(|(m, _)| n > *m) {
+                    node.min_properties = Some((n, pointer.to_string()));
+                }
+            }
+            _ => {
+                if node.max_properties.as_ref().is_none_or(|(m, _)| n < *m) {
+                    node.max_properties = Some((n, pointer.to_string()));
+                }
+            }
+        }
+    }
+
+    /// `required`: names added to the node's.
+    fn required(&mut self, node: &mut Node, pointer: &str, at: &str, value: &Value) {
+        let Some(names) = value.as_array() else {
+            // Draft 3's boolean `required` on a property.
+            self.note(
+                pointer,
+                "required",
+                super::Treatment::Ignored,
+                "draft-3 boolean `required` is not supported",
+            );
+            return;
+        };
+        for name in names {
+            match name.as_str() {
+                Some(n) if !node.required.iter().any(|r| r == n) => {
+                    node.required.push(n.to_string());
+                }
+                Some(_) => {}
+                None => self.error(at, "`required` must list strings".into()),
+            }
+        }
+        self.enforced(pointer, "required");
+    }
+
+    /// `anyOf` and `oneOf`: a choice, unless `key` already chose a branch.
+    fn alternatives(
+        &mut self,
+        node: &mut Node,
+        pointer: &str,
+        at: &str,
+        keyword: &str,
+        value: &Value,
+        key: &[String],
+    ) {
+        match value.as_array() {
+            Some(items) if !items.is_empty() => {
+                let branches: Vec<Vec<String>> = (0..items.len())
+                    .map(|i| vec![format!("{at}/{i}")])
+                    .collect();
+                if !branches.iter().any(|b| key.contains(&b[0])) {
+                    node.choices.push(Choice {
+                        pointer: pointer.to_string(),
+                        keyword: if keyword == "anyOf" { "anyOf" } else { "oneOf" },
+                        branches,
+                    });
+                }
+            }
+            _ => self.error(at, format!("`{keyword}` must be a non-empty array")),
+        }
+    }
+
+    /// `if`/`then`/`else`: a choice between `if ∧ then` and `else`.
+    fn conditional(
+        &mut self,
+        node: &mut Node,
+        pointer: &str,
+        at: &str,
+        map: &Map<String, Value>,
+        key: &[String],
+    ) {
+        let then = map.contains_key("then").then(|| format!("{pointer}/then"));
+        let otherwise = map.contains_key("else").then(|| format!("{pointer}/else"));
+        match (then, otherwise) {
+            (Some(then), Some(otherwise)) => {
+                let branches = vec![vec![at.to_string(), then], vec![otherwise]];
+                if !branches.iter().flatten().any(|p| key.contains(p)) {
+                    node.choices.push(Choice {
+                        pointer: pointer.to_string(),
+                        keyword: "if",
+                        branches,
+                    });
+                }
+            }
+            (None, None) => {}
+            _ => self.approximate(
+                pointer,
+                "if",
+                "a conditional with only one branch is not enforced",
+            ),
+        }
+    }
+
+    /// A non-negative integer keyword's value.
+    fn count(&mut self, at: &str, value: &Value) -> Option<u64> {
+        let n = value.as_u64().or_else(|| {
+            value
+                .as_f64()
+                .filter(|f| f.fract() == 0.0 && *f >= 0.0)
+                // Integral and non-negative; past 2^64 it saturates, which
+                // no bound of a real schema reaches.
+                .map(|f| {
+                    #[expect(
+                        clippy::cast_possible_truncation,
+                        clippy::cast_sign_loss,
+                        reason = "checked integral and non-negative"
+                    )]
+                    let n = f as u64;
+                    n
+                })
+        });
+        if n.is_none() {
+            self.error(at, "must be a non-negative integer".into());
+        } else {
+            let (pointer, keyword) = at.rsplit_once('/').unwrap_or(("", at));
+            self.enforced(pointer, keyword);
+        }
+        n
+    }
+
+    fn bound(
+        &mut self,
+        node: &mut Node,
+        pointer: &str,
+        map: &Map<String, Value>,
+        keyword: &str,
+        value: &Value,
+    ) {
+        let at = format!("{pointer}/{keyword}");
+        // Draft 4: `exclusiveMinimum: true` modifies `minimum`.
+        if let Value::Bool(_) = value {
+            self.enforced(pointer, keyword);
+            return;
+        }
+        let Some(decimal) = value
+            .as_number()
+            .and_then(|n| Decimal::parse(&n.to_string()))
+        else {
+            self.error(&at, format!("`{keyword}` must be a number"));
+            return;
+        };
+        let lower = keyword.ends_with("inimum");
+        let exclusive = keyword.starts_with("exclusive")
+            || map
+                .get(if lower {
+                    "exclusiveMinimum"
+                } else {
+                    "exclusiveMaximum"
+                })
+                .and_then(Value::as_bool)
+                == Some(true);
+        let bound = Bound {
+            value: decimal,
+            exclusive,
+        };
+        let slot = if lower {
+            &mut node.lower
+        } else {
+            &mut node.upper
+        };
+        let tighter = match slot {
+            None => true,
+            Some(old) => {
+                let order = bound.value.cmp_value(&old.value);
+                let stricter =
+                    order == std::cmp::Ordering::Equal && bound.exclusive && !old.exclusive;
+                stricter
+                    || if lower {
+                        order == std::cmp::Ordering::Greater
+                    } else {
+                        order == std::cmp::Ordering::Less
+                    }
+            }
+        };
+        if tighter {
+            *slot = Some(bound);
+        }
+        self.enforced(pointer, keyword);
+    }
+
+    fn object_keyword(&mut self, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
+        if node.objects.iter().any(|o| o.pointer == pointer) {
+            return;
+        }
+        let mut part = ObjectPart {
+            pointer: pointer.to_string(),
+            properties: Vec::new(),
+            patterns: Vec::new(),
+            additional: Others::Unsaid,
+        };
+        if let Some(properties) = map.get("properties") {
+            match properties.as_object() {
+                Some(props) => {
+                    for name in props.keys() {
+                        part.properties.push((
+                            name.clone(),
+                            format!("{pointer}/properties/{}", escape(name)),
+                        ));
+                    }
+                    self.enforced(pointer, "properties");
+                }
+                None => self.error(
+                    &format!("{pointer}/properties"),
+                    "`properties` must be an object".into(),
+                ),
+            }
+        }
+        if let Some(patterns) = map.get("patternProperties") {
+            match patterns.as_object() {
+                Some(pats) => {
+                    for pattern in pats.keys() {
+                        part.patterns.push((
+                            pattern.clone(),
+                            format!("{pointer}/patternProperties/{}", escape(pattern)),
+                        ));
+                    }
+                }
+                None => self.error(
+                    &format!("{pointer}/patternProperties"),
+                    "`patternProperties` must be an object".into(),
+                ),
+            }
+        }
+        if let Some(additional) = map.get("additionalProperties") {
+            part.additional = others(additional, format!("{pointer}/additionalProperties"));
+            self.enforced(pointer, "additionalProperties");
+        }
+        node.objects.push(part);
+    }
+
+    fn array_keyword(&mut self, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
+        let mut part = ArrayPart {
+            prefix: Vec::new(),
+            rest: Others::Unsaid,
+        };
+        let mut seen_here = false;
+        if let Some(Value::Array(prefix)) = map.get("prefixItems") {
+            part.prefix = (0..prefix.len())
+                .map(|i| format!("{pointer}/prefixItems/{i}"))
+                .collect();
+            seen_here = true;
+            if let Some(items) = map.get("items") {
+                part.rest = others(items, format!("{pointer}/items"));
+            }
+        } else {
+            match map.get("items") {
+                Some(Value::Array(tuple)) => {
+                    part.prefix = (0..tuple.len())
+                        .map(|i| format!("{pointer}/items/{i}"))
+                        .collect();
+                    if let Some(additional) = map.get("additionalItems") {
+                        part.rest = others(additional, format!("{pointer}/additionalItems"));
+                    }
+                    seen_here = true;
+                }
+                Some(items) => {
+                    part.rest = others(items, format!("{pointer}/items"));
+                    seen_here = true;
+                }
+                None => {}
+            }
+        }
+        for keyword in ["items", "prefixItems", "additionalItems"] {
+            if map.contains_key(keyword) {
+                self.enforced(pointer, keyword);
+            }
+        }
+        if seen_here
+            && !node
+                .arrays
+                .iter()
+                .any(|a| a.prefix == part.prefix && a.rest == part.rest)
+        {
+            node.arrays.push(part);
+        }
+    }
+}
+
+fn others(value: &Value, pointer: String) -> Others {
+    match value {
+        Value::Bool(true) => Others::Any,
+        Value::Bool(false) => Others::None,
+        Value::Object(map) if map.is_empty() => Others::Any,
+        _ => Others::Schema(pointer),
+    }
+}
+
+fn is_annotation(keyword: &str) -> bool {
+    ANNOTATIONS.contains(&keyword) || keyword.starts_with("x-")
+}

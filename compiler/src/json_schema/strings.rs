@@ -1,0 +1,428 @@
+//! JSON string bodies: characters as they are written inside quotes, the
+//! strings of a pattern (ECMA-262 regex), literal strings, and strings that
+//! are none of a given set.
+//!
+//! A constrained string (a pattern, a format, an enum, a property name) is
+//! written in *canonical* form: every character as itself except `"`, `\`
+//! and the control characters, which are escaped (`\"`, `\\`, `\n` or
+//! `\u000a`, …). An unconstrained string accepts every escape JSON has.
+
+use regex_syntax::hir::{Class, Hir, HirKind, Look};
+
+use super::grammar::G;
+
+/// Characters that must be escaped in a JSON string.
+fn must_escape(c: char) -> bool {
+    c == '"' || c == '\\' || c < '\u{20}'
+}
+
+/// The two-character escape of a control character, if JSON has one.
+fn short_escape(c: char) -> Option<char> {
+    match c {
+        '\u{8}' => Some('b'),
+        '\u{c}' => Some('f'),
+        '\n' => Some('n'),
+        '\r' => Some('r'),
+        '\t' => Some('t'),
+        _ => None,
+    }
+}
+
+/// A hex digit in either case.
+fn hex_digit(value: u32) -> G {
+    let c = char::from_digit(value, 16).expect("a hex digit");
+    G::class([(c, c), (c.to_ascii_uppercase(), c.to_ascii_uppercase())])
+}
+
+/// `\u00XX` for control character `c`, hex digits in either case.
+fn unicode_escape(c: char) -> G {
+    let value = u32::from(c);
+    G::seq([
+        G::lit("\\u00"),
+        hex_digit(value >> 4),
+        hex_digit(value & 0xF),
+    ])
+}
+
+/// One character of `ranges`, written canonically inside a JSON string.
+pub(crate) fn encoded_class(ranges: &[(char, char)]) -> G {
+    let raw: Vec<(char, char)> = ranges
+        .iter()
+        .flat_map(|&(lo, hi)| {
+            // Cut out `"`, `\` and the controls.
+            let cuts = [('\0', '\u{1f}'), ('"', '"'), ('\\', '\\')];
+            let mut pieces = vec![(lo, hi)];
+            for (cut_lo, cut_hi) in cuts {
+                pieces = pieces
+                    .into_iter()
+                    .flat_map(|(a, b)| subtract((a, b), (cut_lo, cut_hi)))
+                    .collect();
+            }
+            pieces
+        })
+        .collect();
+    let mut alternatives = vec![G::class(raw)];
+    let contains = |c: char| ranges.iter().any(|&(lo, hi)| lo <= c && c <= hi);
+    if contains('"') {
+        alternatives.push(G::lit("\\\""));
+    }
+    if contains('\\') {
+        alternatives.push(G::lit("\\\\"));
+    }
+    let controls: Vec<char> = ('\0'..='\u{1f}').filter(|&c| contains(c)).collect();
+    if controls.len() == 32 {
+        alternatives.push(G::seq([
+            G::lit("\\"),
+            G::alt([
+                G::class([('b', 'b'), ('f', 'f'), ('n', 'n'), ('r', 'r'), ('t', 't')]),
+                G::seq([
+                    G::lit("u00"),
+                    G::class([('0', '1')]),
+                    G::class([('0', '9'), ('a', 'f'), ('A', 'F')]),
+                ]),
+            ]),
+        ]));
+    } else {
+        for c in controls {
+            if let Some(short) = short_escape(c) {
+                alternatives.push(G::lit(format!("\\{short}")));
+            }
+            alternatives.push(unicode_escape(c));
+        }
+    }
+    G::alt(alternatives)
+}
+
+/// `a` without the characters of `b`, as zero, one or two ranges.
+fn subtract((lo, hi): (char, char), (cut_lo, cut_hi): (char, char)) -> Vec<(char, char)> {
+    if cut_hi < lo || hi < cut_lo {
+        return vec![(lo, hi)];
+    }
+    let mut out = Vec::new();
+    if lo < cut_lo {
+        out.push((lo, before(cut_lo)));
+    }
+    if cut_hi < hi {
+        out.push((after(cut_hi), hi));
+    }
+    out
+}
+
+fn before(c: char) -> char {
+    match c {
+        '\u{E000}' => '\u{D7FF}',
+        c => char::from_u32(u32::from(c) - 1).expect("not the first character"),
+    }
+}
+
+fn after(c: char) -> char {
+    match c {
+        '\u{D7FF}' => '\u{E000}',
+        c => char::from_u32(u32::from(c) + 1).expect("not the last character"),
+    }
+}
+
+/// The text `value` as it is written inside a JSON string, canonically.
+pub(crate) fn encoded_text(value: &str) -> G {
+    G::seq(value.chars().map(|c| {
+        if must_escape(c) {
+            encoded_class(&[(c, c)])
+        } else {
+            G::lit(c.to_string())
+        }
+    }))
+}
+
+/// A string body (between the quotes) that is none of `excluded`, written
+/// canonically. Built from the trie of the excluded strings: a body leaves
+/// the trie by a character no excluded string has there, or ends at a node
+/// where no excluded string ends, or goes on past one that does.
+/// `any` is one canonical character (usually a shared rule).
+pub(crate) fn encoded_text_except(excluded: &[&str], any: &G) -> G {
+    let mut set: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
+    set.sort();
+    set.dedup();
+    except_from(&set, 0, any)
+}
+
+/// Bodies that are none of `strings` (which share their first `depth`
+/// characters), after those characters.
+fn except_from(strings: &[Vec<char>], depth: usize, any: &G) -> G {
+    let ends_here = strings.iter().any(|s| s.len() == depth);
+    let mut alternatives = Vec::new();
+    if !ends_here {
+        alternatives.push(G::Empty);
+    }
+    let mut next_chars: Vec<char> = strings
+        .iter()
+        .filter(|s| s.len() > depth)
+        .map(|s| s[depth])
+        .collect();
+    next_chars.dedup();
+    // Leave the trie: a character no string has next, then anything.
+    let mut other = vec![('\0', char::MAX)];
+    for &c in &next_chars {
+        other = other
+            .into_iter()
+            .flat_map(|range| subtract(range, (c, c)))
+            .collect();
+    }
+    alternatives.push(G::seq([
+        encoded_class(&other),
+        G::rep(any.clone(), 0, None),
+    ]));
+    for c in next_chars {
+        let group: Vec<Vec<char>> = strings
+            .iter()
+            .filter(|s| s.len() > depth && s[depth] == c)
+            .cloned()
+            .collect();
+        alternatives.push(G::seq([
+            encoded_class(&[(c, c)]),
+            except_from(&group, depth + 1, any),
+        ]));
+    }
+    G::alt(alternatives)
+}
+
+/// Why a pattern cannot be turned into a grammar exactly.
+#[derive(Debug)]
+pub(crate) struct PatternError(pub(crate) String);
+
+/// The string bodies (canonically written) whose decoded text matches the
+/// ECMA-262 `pattern` somewhere, as JSON Schema's `pattern` means it: not
+/// anchored unless the pattern says `^` / `$`.
+pub(crate) fn pattern_body(pattern: &str) -> Result<G, PatternError> {
+    let translated = ecma_to_rust(pattern)?;
+    let hir = regex_syntax::ParserBuilder::new()
+        .build()
+        .parse(&translated)
+        .map_err(|err| PatternError(describe_parse_error(&err)))?;
+    let alternatives: Vec<&Hir> = match strip_captures(&hir).kind() {
+        HirKind::Alternation(items) => items.iter().collect(),
+        _ => vec![&hir],
+    };
+    let any = || G::rep(encoded_class(&[('\0', char::MAX)]), 0, None);
+    let mut out = Vec::new();
+    for alternative in alternatives {
+        let mut items: Vec<&Hir> = match strip_captures(alternative).kind() {
+            HirKind::Concat(items) => items.iter().collect(),
+            _ => vec![alternative],
+        };
+        let anchored_start = matches!(
+            items.first().map(|h| h.kind()),
+            Some(HirKind::Look(Look::Start))
+        );
+        if anchored_start {
+            items.remove(0);
+        }
+        let anchored_end = matches!(
+            items.last().map(|h| h.kind()),
+            Some(HirKind::Look(Look::End))
+        );
+        if anchored_end {
+            items.pop();
+        }
+        let mut parts = Vec::new();
+        if !anchored_start {
+            parts.push(any());
+        }
+        for item in items {
+            parts.push(translate(item)?);
+        }
+        if !anchored_end {
+            parts.push(any());
+        }
+        out.push(G::seq(parts));
+    }
+    Ok(G::alt(out))
+}
+
+/// A matcher for the ECMA-262 `pattern` (unanchored, as JSON Schema means
+/// it), if it compiles.
+pub(crate) fn pattern_regex(pattern: &str) -> Option<regex_automata::meta::Regex> {
+    regex_automata::meta::Regex::new(&ecma_to_rust(pattern).ok()?).ok()
+}
+
+fn strip_captures(hir: &Hir) -> &Hir {
+    match hir.kind() {
+        HirKind::Capture(capture) => strip_captures(&capture.sub),
+        _ => hir,
+    }
+}
+
+fn translate(hir: &Hir) -> Result<G, PatternError> {
+    Ok(match hir.kind() {
+        HirKind::Empty => G::Empty,
+        HirKind::Literal(literal) => {
+            let text = std::str::from_utf8(&literal.0)
+                .map_err(|_| PatternError("the pattern matches bytes that are not UTF-8".into()))?;
+            encoded_text(text)
+        }
+        HirKind::Class(Class::Unicode(class)) => {
+            let ranges: Vec<(char, char)> = class
+                .ranges()
+                .iter()
+                .map(|r| (r.start(), r.end()))
+                .collect();
+            encoded_class(&ranges)
+        }
+        HirKind::Class(Class::Bytes(_)) => {
+            return Err(PatternError(
+                "byte classes are not supported in a pattern".into(),
+            ));
+        }
+        HirKind::Look(look) => {
+            return Err(PatternError(format!(
+                "the assertion {} can only be used at the start or end of a pattern",
+                look_name(*look)
+            )));
+        }
+        HirKind::Repetition(repetition) => {
+            G::rep(translate(&repetition.sub)?, repetition.min, repetition.max)
+        }
+        HirKind::Capture(capture) => translate(&capture.sub)?,
+        HirKind::Concat(items) => {
+            G::seq(items.iter().map(translate).collect::<Result<Vec<_>, _>>()?)
+        }
+        HirKind::Alternation(items) => {
+            G::alt(items.iter().map(translate).collect::<Result<Vec<_>, _>>()?)
+        }
+    })
+}
+
+fn look_name(look: Look) -> &'static str {
+    match look {
+        Look::Start | Look::StartLF | Look::StartCRLF => "`^`",
+        Look::End | Look::EndLF | Look::EndCRLF => "`$`",
+        _ => "`\\b` (word boundary)",
+    }
+}
+
+fn describe_parse_error(err: &regex_syntax::Error) -> String {
+    let text = err.to_string();
+    if text.contains("look-around") {
+        "look-around (`(?=`, `(?!`, `(?<=`, `(?<!`) is not supported".to_string()
+    } else if text.contains("backreferences") {
+        "backreferences are not supported".to_string()
+    } else {
+        // regex-syntax's message is multi-line with a caret; keep its last line.
+        let last = text
+            .lines()
+            .rev()
+            .find(|l| !l.trim().is_empty())
+            .unwrap_or(&text);
+        last.trim_start_matches("error: ").to_string()
+    }
+}
+
+/// Rewrites an ECMA-262 pattern in regex-syntax's dialect: `\d`, `\w` and
+/// their negations are ASCII-only, `\s` is ECMA's white space and line
+/// terminators (with U+FEFF, without U+0085), `.` stops at every line
+/// terminator, and `[^]` is any character.
+fn ecma_to_rust(pattern: &str) -> Result<String, PatternError> {
+    const NOT_DIGIT: &str = "\\x00-/:-\\x{10FFFF}";
+    const NOT_WORD: &str = "\\x00-/:-@\\[-\\^`\\{-\\x{10FFFF}";
+    const SPACE: &str = "\\t\\n\\x0B\\x0C\\r \\x{A0}\\x{1680}\\x{2000}-\\x{200A}\\x{2028}\\x{2029}\\x{202F}\\x{205F}\\x{3000}\\x{FEFF}";
+    const NOT_SPACE: &str = "\\x00-\\x08\\x0E-\\x1F\\x21-\\x{9F}\\x{A1}-\\x{167F}\\x{1681}-\\x{1FFF}\\x{200B}-\\x{2027}\\x{202A}-\\x{202E}\\x{2030}-\\x{205E}\\x{2060}-\\x{2FFF}\\x{3001}-\\x{FEFE}\\x{FF00}-\\x{10FFFF}";
+    let mut out = String::with_capacity(pattern.len() + 16);
+    let mut chars = pattern.chars().peekable();
+    let mut in_class = false;
+    while let Some(c) = chars.next() {
+        match c {
+            '\\' => {
+                let Some(next) = chars.next() else {
+                    return Err(PatternError("the pattern ends with a lone `\\`".into()));
+                };
+                let replacement = match (next, in_class) {
+                    ('d', false) => Some("[0-9]".to_string()),
+                    ('d', true) => Some("0-9".to_string()),
+                    ('D', false) => Some("[^0-9]".to_string()),
+                    ('D', true) => Some(NOT_DIGIT.to_string()),
+                    ('w', false) => Some("[0-9A-Za-z_]".to_string()),
+                    ('w', true) => Some("0-9A-Za-z_".to_string()),
+                    ('W', false) => Some("[^0-9A-Za-z_]".to_string()),
+                    ('W', true) => Some(NOT_WORD.to_string()),
+                    ('s', false) => Some(format!("[{SPACE}]")),
+                    ('s', true) => Some(SPACE.to_string()),
+                    ('S', false) => Some(format!("[{NOT_SPACE}]")),
+                    ('S', true) => Some(NOT_SPACE.to_string()),
+                    ('/', _) => Some("/".to_string()),
+                    _ => None,
+                };
+                match replacement {
+                    Some(text) => out.push_str(&text),
+                    None => {
+                        out.push('\\');
+                        out.push(next);
+                    }
+                }
+            }
+            '[' if !in_class => {
+                if chars.peek() == Some(&'^') {
+                    chars.next();
+                    if chars.peek() == Some(&']') {
+                        chars.next();
+                        out.push_str("[\\x00-\\x{10FFFF}]");
+                        continue;
+                    }
+                    out.push_str("[^");
+                } else {
+                    out.push('[');
+                }
+                in_class = true;
+                // A `]` right after `[` or `[^` is a literal in regex-syntax
+                // but ends an empty class in ECMA; ECMA's `[]` matches nothing.
+                if chars.peek() == Some(&']') {
+                    return Err(PatternError("an empty class `[]` never matches".into()));
+                }
+            }
+            '[' => out.push_str("\\["),
+            ']' if in_class => {
+                in_class = false;
+                out.push(']');
+            }
+            '.' if !in_class => out.push_str("[^\\n\\r\\x{2028}\\x{2029}]"),
+            c => out.push(c),
+        }
+    }
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ecma_classes_are_ascii() {
+        assert_eq!(ecma_to_rust(r"^\d+$").unwrap(), "^[0-9]+$");
+        assert_eq!(ecma_to_rust(r"[\w.-]").unwrap(), "[0-9A-Za-z_.-]");
+        assert_eq!(ecma_to_rust(r"a\/b").unwrap(), "a/b");
+        assert!(ecma_to_rust("[]").is_err());
+        let space = pattern_regex(r"^\s$").unwrap();
+        let not_space = pattern_regex(r"^[\S]$").unwrap();
+        for c in ['\u{feff}', '\u{2028}', '\t', '\u{a0}'] {
+            assert!(space.is_match(&c.to_string()) && !not_space.is_match(&c.to_string()));
+        }
+        for c in ['\u{85}', 'a', '\u{200b}'] {
+            assert!(!space.is_match(&c.to_string()) && not_space.is_match(&c.to_string()));
+        }
+    }
+
+    #[test]
+    fn lookaround_and_backreferences_are_refused() {
+        assert!(
+            pattern_body("(?=a)b")
+                .unwrap_err()
+                .0
+                .contains("look-around")
+        );
+        assert!(
+            pattern_body(r"(a)\1")
+                .unwrap_err()
+                .0
+                .contains("backreference")
+        );
+        assert!(pattern_body(r"a\bb").unwrap_err().0.contains("boundary"));
+    }
+}

@@ -1,0 +1,328 @@
+//! The JSON Schema front end on the MaskBench sample (vendored in
+//! `data/maskbench`), token by token with the Llama 3.1 tokenizer: every
+//! schema that compiles accepts all its valid instances, and invalid ones
+//! are rejected as far as a grammar can.
+
+mod common;
+
+use std::io::Read;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use serde_json::Value;
+use xg_compiler::json_schema::{self, Options, PropertyOrder, Whitespace};
+use xg_compiler::{Budget, Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+
+use common::{REAL_TOKENIZERS, real_tokenizer};
+
+/// `(file name, MaskBench document)` for every file of the sample.
+fn maskbench() -> Vec<(String, Value)> {
+    let compressed = std::fs::read(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/data/maskbench/maskbench.tar.gz"
+    ))
+    .expect("the vendored sample");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&compressed[..]));
+    let mut out = Vec::new();
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an entry");
+        let name = entry.path().expect("a path").display().to_string();
+        let mut text = String::new();
+        entry.read_to_string(&mut text).expect("UTF-8 JSON");
+        out.push((name, serde_json::from_str(&text).expect("JSON")));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}
+
+fn compile(schema: &Value, options: &Options) -> Result<Arc<Grammar>, String> {
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", schema.to_string(), None);
+    let mut diagnostics = Diagnostics::new();
+    pipeline::json_schema(schema, options, &Limits::default(), file, &mut diagnostics)
+        .map(Arc::new)
+        .ok_or_else(|| {
+            let messages: Vec<String> = diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(|d| d.message.clone())
+                .collect();
+            messages.join("; ")
+        })
+}
+
+/// Compact JSON like Python's
+/// `json.dumps(data, ensure_ascii=False, separators=(",", ":"))`.
+fn compact(data: &Value) -> String {
+    serde_json::to_string(data).expect("serializable")
+}
+
+/// The index of the first token the grammar refuses (its mask bit is clear),
+/// counting the stop token after the text; `None` if all are allowed.
+fn first_refused(
+    grammar: &Arc<Grammar>,
+    vocabulary: &Arc<Vocabulary>,
+    tokens: &[TokenId],
+) -> Option<usize> {
+    let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
+    let mut mask = vec![0u32; vocabulary.mask_words()];
+    let stop = vocabulary.stop_tokens()[0];
+    for (i, &token) in tokens.iter().chain([&stop]).enumerate() {
+        matcher.fill_next_token_bitmask(&mut mask).expect("a mask");
+        let allowed = mask[token.as_usize() / 32] >> (token.as_usize() % 32) & 1 == 1;
+        if !allowed {
+            // The matcher agrees with the mask.
+            assert!(matcher.fork().accept_token(token).is_err());
+            return Some(i);
+        }
+        matcher.accept_token(token).expect("an allowed token");
+    }
+    None
+}
+
+/// What one run over the sample found.
+#[derive(Default)]
+struct Outcome {
+    files: usize,
+    errors: Vec<String>,
+    valid: usize,
+    refused_valid: Vec<String>,
+    invalid: usize,
+    refused_invalid: usize,
+    compile_times: Vec<Duration>,
+}
+
+/// How instances are fed to the grammar.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Level {
+    /// Token by token with the real tokenizer, each token's mask bit checked.
+    Tokens,
+    /// Byte by byte (fast: no masks).
+    Bytes,
+}
+
+/// The index of the first byte the grammar refuses, counting the end.
+fn first_refused_byte(grammar: &Arc<Grammar>, text: &str) -> Option<usize> {
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    match matcher.accept_str(text) {
+        Err(rejection) => Some(rejection.position()),
+        Ok(()) => (!matcher.can_terminate()).then_some(text.len()),
+    }
+}
+
+fn run(files: &[(String, Value)], options: &Options, level: Level) -> Outcome {
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
+    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let tokenizer = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let mut outcome = Outcome {
+        files: files.len(),
+        ..Outcome::default()
+    };
+    for (name, doc) in files {
+        let started = Instant::now();
+        let grammar = match compile(&doc["schema"], options) {
+            Ok(g) => g,
+            Err(e) => {
+                outcome.errors.push(format!("{name}: {e}"));
+                continue;
+            }
+        };
+        let compiled = started.elapsed();
+        outcome.compile_times.push(compiled);
+        for test in doc["tests"].as_array().unwrap() {
+            let text = compact(&test["data"]);
+            let encoding = tokenizer.encode(text.as_str(), false).unwrap();
+            let tokens: Vec<TokenId> = encoding
+                .get_ids()
+                .iter()
+                .map(|&id| TokenId::new(id as usize).unwrap())
+                .collect();
+            let refused = match level {
+                Level::Tokens => first_refused(&grammar, &vocabulary, &tokens),
+                Level::Bytes => first_refused_byte(&grammar, &text),
+            };
+            if test["valid"] == Value::Bool(true) {
+                outcome.valid += 1;
+                if let Some(at) = refused {
+                    let shown: String = match level {
+                        Level::Tokens => tokens[..at.min(tokens.len())]
+                            .iter()
+                            .flat_map(|&t| vocabulary.bytes(t).iter().copied())
+                            .map(char::from)
+                            .collect(),
+                        Level::Bytes => {
+                            String::from_utf8_lossy(&text.as_bytes()[..at]).into_owned()
+                        }
+                    };
+                    let tail: String = shown
+                        .chars()
+                        .rev()
+                        .take(80)
+                        .collect::<Vec<_>>()
+                        .into_iter()
+                        .rev()
+                        .collect();
+                    outcome
+                        .refused_valid
+                        .push(format!("{name}: token {at} after …{tail}"));
+                }
+            } else {
+                outcome.invalid += 1;
+                outcome.refused_invalid += usize::from(refused.is_some());
+            }
+        }
+        if started.elapsed() > Duration::from_secs(2) {
+            eprintln!(
+                "slow: {name}: compile {compiled:?}, total {:?}",
+                started.elapsed()
+            );
+        }
+    }
+    outcome
+}
+
+fn report(label: &str, outcome: &Outcome) {
+    let mut times = outcome.compile_times.clone();
+    times.sort();
+    // Percent-rank: the value below which `percent` of the times fall.
+    let at = |percent: usize| {
+        times
+            .get(times.len().saturating_sub(1) * percent / 100)
+            .copied()
+            .unwrap_or_default()
+    };
+    eprintln!(
+        "{label}: {}/{} compiled; valid accepted {}/{}; invalid rejected {}/{}; compile p50 {:?} p90 {:?} max {:?}",
+        outcome.files - outcome.errors.len(),
+        outcome.files,
+        outcome.valid - outcome.refused_valid.len(),
+        outcome.valid,
+        outcome.refused_invalid,
+        outcome.invalid,
+        at(50),
+        at(90),
+        at(100),
+    );
+    for e in &outcome.errors {
+        eprintln!("  error {e}");
+    }
+    for r in outcome.refused_valid.iter().take(20) {
+        eprintln!("  refused {r}");
+    }
+}
+
+/// The options MaskBench instances are written in: compact separators and
+/// properties in any order (instances do not follow the schema's order).
+fn maskbench_options() -> Options {
+    Options {
+        whitespace: Whitespace::Compact,
+        property_order: PropertyOrder::Any,
+        ..Options::default()
+    }
+}
+
+/// Every file byte by byte, and every 10th token by token; slow in debug
+/// builds, so run by `.ci/run` in release.
+#[test]
+#[cfg_attr(debug_assertions, ignore = "release only (.ci/run runs it)")]
+fn maskbench_valid_instances_are_accepted() {
+    let files = maskbench();
+    let outcome = run(&files, &maskbench_options(), Level::Bytes);
+    report("bytes, any order", &outcome);
+    assert!(outcome.refused_valid.is_empty(), "valid instances refused");
+    // Compile errors only for the few schemas too large for the default
+    // time budget (2 s).
+    assert!(
+        outcome.errors.len() <= 4 && outcome.errors.iter().all(|e| e.contains("took longer")),
+        "{:?}",
+        outcome.errors
+    );
+    // Most invalid instances are decidable by a grammar.
+    assert!(outcome.refused_invalid * 100 >= outcome.invalid * 95);
+    let sample: Vec<(String, Value)> = files.into_iter().step_by(10).collect();
+    let outcome = run(&sample, &maskbench_options(), Level::Tokens);
+    report("tokens, any order, every 10th file", &outcome);
+    assert!(outcome.refused_valid.is_empty(), "valid instances refused");
+}
+
+/// Every 60th file token by token, so debug builds check the whole path.
+#[test]
+fn maskbench_sample_is_accepted_token_by_token() {
+    let files: Vec<(String, Value)> = maskbench().into_iter().step_by(60).collect();
+    let outcome = run(&files, &maskbench_options(), Level::Tokens);
+    report("sample", &outcome);
+    assert!(outcome.errors.is_empty(), "{:?}", outcome.errors);
+    assert!(outcome.refused_valid.is_empty(), "valid instances refused");
+    assert!(outcome.refused_invalid > 0);
+}
+
+/// A reporting aid: every file token by token (long: the figures for the
+/// book and the closing notes).
+#[test]
+#[ignore = "a reporting aid: every file token by token"]
+fn report_tokens() {
+    report(
+        "tokens, any order",
+        &run(&maskbench(), &maskbench_options(), Level::Tokens),
+    );
+}
+
+/// A reporting aid for the book: the figures in the schema's order.
+#[test]
+#[ignore = "a reporting aid: prints the figures in PropertyOrder::Given"]
+fn report_given_order() {
+    let options = Options {
+        property_order: PropertyOrder::Given,
+        ..maskbench_options()
+    };
+    report("given order", &run(&maskbench(), &options, Level::Bytes));
+}
+
+#[test]
+#[ignore = "a profiling aid: XG_FILE=name of a MaskBench file or path of a schema"]
+fn profile_one() {
+    let wanted = std::env::var("XG_FILE").unwrap();
+    let doc = match std::fs::read_to_string(&wanted) {
+        Ok(text) => serde_json::json!({ "schema": serde_json::from_str::<Value>(&text).unwrap() }),
+        Err(_) => {
+            maskbench()
+                .into_iter()
+                .find(|(n, _)| *n == wanted)
+                .unwrap()
+                .1
+        }
+    };
+    let options = maskbench_options();
+    let t = Instant::now();
+    let generated = json_schema::generate(&doc["schema"], &options, &Budget::unlimited()).unwrap();
+    eprintln!(
+        "generate {:?}, {} rules",
+        t.elapsed(),
+        generated.rule_count()
+    );
+    let mut d = Diagnostics::new();
+    let mut sources = Sources::new();
+    let file = sources.add("s", "", None);
+    let tree =
+        json_schema::check(&doc["schema"], &options, &Budget::unlimited(), file, &mut d).unwrap();
+    let t = Instant::now();
+    let g = xg_compiler::ir::lower(&tree, &mut d).unwrap();
+    eprintln!("lower {:?}", t.elapsed());
+    let t = Instant::now();
+    let g = xg_compiler::normalize::normalize(g);
+    eprintln!("normalize {:?}", t.elapsed());
+    let t = Instant::now();
+    let repeat: u32 = std::env::var("XG_REPEAT").map_or(1, |r| r.parse().unwrap());
+    let mut automata = xg_compiler::fsm::build(&g, &Budget::unlimited()).unwrap();
+    for _ in 1..repeat {
+        automata = xg_compiler::fsm::build(&g, &Budget::unlimited()).unwrap();
+    }
+    eprintln!("fsm {:?}", t.elapsed() / repeat);
+    let t = Instant::now();
+    let hashes = xg_compiler::hash::hash(&mut automata, &Budget::unlimited()).unwrap();
+    eprintln!("hash {:?}", t.elapsed());
+    let t = Instant::now();
+    let _ = xg_compiler::tables::build(&automata, &hashes);
+    eprintln!("tables {:?}", t.elapsed());
+}
