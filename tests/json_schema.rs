@@ -326,3 +326,32 @@ fn profile_one() {
     let _ = xg_compiler::tables::build(&automata, &hashes);
     eprintln!("tables {:?}", t.elapsed());
 }
+
+/// `xg json-schema` prints `.xg` text: it parses, compiles, and accepts
+/// and rejects the same instances as the grammar built directly.
+#[test]
+fn printed_grammars_round_trip_through_the_parser() {
+    let options = maskbench_options();
+    for (name, doc) in maskbench().into_iter().step_by(30) {
+        let Ok(direct) = compile(&doc["schema"], &options) else {
+            continue;
+        };
+        let generated =
+            json_schema::generate(&doc["schema"], &options, &Budget::new(Limits::default()))
+                .unwrap();
+        let mut sources = Sources::new();
+        let file = sources.add(name.as_str(), generated.to_xg(), None);
+        let mut diagnostics = Diagnostics::new();
+        let printed = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
+            .unwrap_or_else(|| panic!("{name}:\n{}", diagnostics.render(&sources, false)));
+        let printed = Arc::new(printed);
+        for test in doc["tests"].as_array().unwrap() {
+            let text = compact(&test["data"]);
+            assert_eq!(
+                first_refused_byte(&direct, &text),
+                first_refused_byte(&printed, &text),
+                "{name}: {text}"
+            );
+        }
+    }
+}

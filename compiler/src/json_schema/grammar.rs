@@ -308,6 +308,11 @@ impl Rules {
                 }
             }
             G::Rep(inner, min, max) => {
+                // A repetition of a repetition needs parentheses (`(x{1,4})?`).
+                let paren = level >= 2;
+                if paren {
+                    out.push('(');
+                }
                 self.print(out, inner, 2);
                 match (min, max) {
                     (0, Some(1)) => out.push('?'),
@@ -322,6 +327,9 @@ impl Rules {
                     (min, Some(max)) => {
                         let _ = write!(out, "{{{min},{max}}}");
                     }
+                }
+                if paren {
+                    out.push(')');
                 }
             }
         }

@@ -7,8 +7,13 @@
 //! - `xg match GRAMMAR (--text TEXT | --file FILE)`: validate an output.
 //! - `xg trace GRAMMAR --tokenizer TOKENIZER.json (--text TEXT | --file FILE)`:
 //!   the output token by token, with each step's mask.
+//! - `xg json-schema SCHEMA.json [--report]`: a schema as `.xg` text, or
+//!   what was enforced, approximated and ignored.
+//!
+//! `match` and `trace` take `.xg` grammars or JSON Schemas (`.json`).
 
 mod inspect;
+mod schema;
 mod trace;
 
 use std::io::IsTerminal;
@@ -62,7 +67,7 @@ enum Command {
     /// whole text is accepted and the grammar can end there, 1 with the place
     /// and what was expected if not.
     Match {
-        /// The `.xg` grammar.
+        /// The `.xg` grammar or JSON Schema (`.json`).
         grammar: PathBuf,
         /// The entry rule.
         #[arg(long, default_value = "root")]
@@ -73,6 +78,8 @@ enum Command {
         /// A file whose bytes to match.
         #[arg(long)]
         file: Option<PathBuf>,
+        #[command(flatten)]
+        schema: schema::SchemaFlags,
     },
     /// Trace a text through a grammar token by token: tokenize it with
     /// the model's tokenizer and print, per step, the token, how many tokens
@@ -80,7 +87,7 @@ enum Command {
     /// mask cache's work. Exit 0 if every token was allowed and the output
     /// can end there, 1 if not.
     Trace {
-        /// The `.xg` grammar.
+        /// The `.xg` grammar or JSON Schema (`.json`).
         grammar: PathBuf,
         /// The entry rule.
         #[arg(long, default_value = "root")]
@@ -101,6 +108,21 @@ enum Command {
         /// A file whose text to trace.
         #[arg(long)]
         file: Option<PathBuf>,
+        #[command(flatten)]
+        schema: schema::SchemaFlags,
+    },
+    /// Compile a JSON Schema and print the grammar as `.xg` text (warnings
+    /// for what is approximated or ignored on stderr), or with `--report`
+    /// every keyword and what became of it. Exit 0 if the schema compiles.
+    JsonSchema {
+        /// The schema (JSON).
+        schema: PathBuf,
+        /// Print the report (enforced / approximated / ignored per keyword
+        /// and JSON pointer) instead of the grammar.
+        #[arg(long)]
+        report: bool,
+        #[command(flatten)]
+        flags: schema::SchemaFlags,
     },
     /// Print grammars in canonical form.
     Fmt {
@@ -151,7 +173,9 @@ fn main() -> ExitCode {
             rule,
             text,
             file,
-        }) => match_input(&grammar, &rule, text, file.as_deref(), color),
+            schema,
+        }) => load_grammar(&grammar, &rule, &schema, color)
+            .and_then(|g| match_input(g, &rule, text, file.as_deref(), color)),
         Some(Command::Trace {
             grammar,
             rule,
@@ -160,7 +184,8 @@ fn main() -> ExitCode {
             stop,
             text,
             file,
-        }) => compile(&grammar, &rule, color).and_then(|compiled| {
+            schema,
+        }) => load_grammar(&grammar, &rule, &schema, color).and_then(|compiled| {
             let input = match (text, file.as_deref()) {
                 (Some(text), _) => trace::Input::Text(text),
                 (None, Some(file)) => trace::Input::File(file),
@@ -173,6 +198,11 @@ fn main() -> ExitCode {
             };
             trace::trace(compiled, &model, input)
         }),
+        Some(Command::JsonSchema {
+            schema,
+            report,
+            flags,
+        }) => schema::json_schema(&schema, &flags, report, color),
         Some(Command::Fmt {
             files,
             write,
@@ -260,6 +290,21 @@ fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bo
     Ok(true)
 }
 
+/// Compiles the grammar in `path`: a JSON Schema (`.json`, with `flags`)
+/// or `.xg` text from `rule`.
+fn load_grammar(
+    path: &Path,
+    rule: &str,
+    flags: &schema::SchemaFlags,
+    color: bool,
+) -> Result<xg_runtime::Grammar> {
+    if schema::is_schema(path) {
+        schema::compile(path, flags, color)
+    } else {
+        compile(path, rule, color)
+    }
+}
+
 /// Compiles the grammar in `path` from `rule`, printing its diagnostics.
 fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> {
     let mut sources = Sources::new();
@@ -277,13 +322,12 @@ fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> 
 /// `xg match`: true if the input matches. A grammar that does not compile
 /// is an error (exit 2), not a mismatch.
 fn match_input(
-    path: &Path,
+    grammar: xg_runtime::Grammar,
     rule: &str,
     text: Option<String>,
     file: Option<&Path>,
     color: bool,
 ) -> Result<bool> {
-    let grammar = compile(path, rule, color)?;
     let mut sources = Sources::new();
     let (name, input) = match (text, file) {
         (Some(text), _) => ("<text>".to_owned(), text.into_bytes()),

@@ -1,0 +1,184 @@
+//! `xg json-schema`: a JSON Schema as `.xg` text, or the report of what was
+//! enforced, approximated and ignored; and the shared loading of schema
+//! files for `xg match` and `xg trace`.
+
+use std::path::Path;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use xg_compiler::json_schema::{self, Options, PropertyOrder, Whitespace};
+use xg_compiler::{Budget, Diagnostics, Limits, Sources, pipeline};
+
+/// The options of the JSON Schema front end, as flags.
+#[derive(Args, Clone)]
+pub struct SchemaFlags {
+    /// Whitespace between tokens: none, or any JSON whitespace.
+    #[arg(long, value_enum, default_value_t = Layout::Flexible)]
+    whitespace: Layout,
+    /// With flexible whitespace, the longest run allowed.
+    #[arg(long, value_name = "N")]
+    max_whitespace: Option<u32>,
+    /// Between array items and object members.
+    #[arg(long, default_value = ",")]
+    item_separator: String,
+    /// Between a key and its value.
+    #[arg(long, default_value = ":")]
+    key_separator: String,
+    /// Properties in any order (required ones still required, none twice)
+    /// instead of the schema's order.
+    #[arg(long)]
+    any_order: bool,
+    /// Objects that list `properties` allow no others unless the schema
+    /// says so (OpenAI's strict structured outputs).
+    #[arg(long)]
+    no_additional_properties: bool,
+    /// Unknown keywords and keywords that can only be approximated are
+    /// errors.
+    #[arg(long)]
+    strict: bool,
+    /// Longest the compilation may take, in milliseconds.
+    #[arg(long, value_name = "MS", default_value_t = 2000)]
+    time_limit_ms: u64,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum Layout {
+    /// No whitespace at all.
+    Compact,
+    /// Any JSON whitespace around punctuation.
+    Flexible,
+}
+
+impl SchemaFlags {
+    fn options(&self) -> Options {
+        Options {
+            whitespace: match self.whitespace {
+                Layout::Compact => Whitespace::Compact,
+                Layout::Flexible => Whitespace::Flexible {
+                    max: self.max_whitespace,
+                },
+            },
+            item_separator: self.item_separator.clone(),
+            key_separator: self.key_separator.clone(),
+            strict: self.strict,
+            property_order: if self.any_order {
+                PropertyOrder::Any
+            } else {
+                PropertyOrder::Given
+            },
+            additional_properties: !self.no_additional_properties,
+        }
+    }
+
+    fn limits(&self) -> Limits {
+        Limits {
+            time: Some(std::time::Duration::from_millis(self.time_limit_ms)),
+            ..Limits::default()
+        }
+    }
+}
+
+/// Whether `path` names a JSON Schema (by its extension) rather than `.xg`.
+pub fn is_schema(path: &Path) -> bool {
+    path.extension().is_some_and(|e| e == "json")
+}
+
+/// Reads and parses a schema file into `sources`; a JSON syntax error is
+/// a diagnostic at its line and column.
+fn load(
+    path: &Path,
+    sources: &mut Sources,
+    diagnostics: &mut Diagnostics,
+) -> Result<Option<(xg_compiler::FileId, serde_json::Value)>> {
+    let file = sources
+        .load(path, diagnostics)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    match serde_json::from_str(sources.text(file)) {
+        Ok(schema) => Ok(Some((file, schema))),
+        Err(error) => {
+            let offset = byte_offset(sources.text(file), error.line(), error.column());
+            diagnostics.push(xg_compiler::Diagnostic::error(
+                "json",
+                format!("`{}` is not JSON: {error}", path.display()),
+                xg_compiler::Span::new(file, offset, offset),
+                "here",
+            ));
+            Ok(None)
+        }
+    }
+}
+
+/// The byte offset of serde_json's 1-based `line` and `column`.
+fn byte_offset(text: &str, line: usize, column: usize) -> usize {
+    let start: usize = text
+        .split_inclusive('\n')
+        .take(line.saturating_sub(1))
+        .map(str::len)
+        .sum();
+    (start + column.saturating_sub(1)).min(text.len())
+}
+
+/// Compiles the schema in `path` into a runtime grammar, printing its
+/// diagnostics (errors, and the report's warnings).
+pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runtime::Grammar> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let grammar = load(path, &mut sources, &mut diagnostics)?.and_then(|(file, schema)| {
+        pipeline::json_schema(
+            &schema,
+            &flags.options(),
+            &flags.limits(),
+            file,
+            &mut diagnostics,
+        )
+    });
+    eprint!("{}", diagnostics.render(&sources, color));
+    grammar.with_context(|| format!("`{}` does not compile", path.display()))
+}
+
+/// `xg json-schema`: prints the grammar (or, with `report`, the report);
+/// true if the schema compiled.
+pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) -> Result<bool> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let Some((_, schema)) = load(path, &mut sources, &mut diagnostics)? else {
+        eprint!("{}", diagnostics.render(&sources, color));
+        return Ok(false);
+    };
+    let budget = Budget::new(flags.limits());
+    match json_schema::generate(&schema, &flags.options(), &budget) {
+        Ok(generated) if report => {
+            println!("{:<14} {:<24} pointer / detail", "treatment", "keyword");
+            for note in &generated.report.notes {
+                println!(
+                    "{:<14} {:<24} {}{}",
+                    note.treatment.to_string(),
+                    note.keyword,
+                    note.pointer,
+                    if note.detail.is_empty() {
+                        String::new()
+                    } else {
+                        format!(" — {}", note.detail)
+                    }
+                );
+            }
+            Ok(true)
+        }
+        Ok(generated) => {
+            for note in generated.report.warnings() {
+                eprintln!(
+                    "warning: `{}` at {} is {}: {}",
+                    note.keyword, note.pointer, note.treatment, note.detail
+                );
+            }
+            print!("{}", generated.to_xg());
+            Ok(true)
+        }
+        Err(errors) => {
+            for error in errors {
+                eprintln!("error: {error}");
+            }
+            Ok(false)
+        }
+    }
+}
