@@ -9,6 +9,9 @@
 //! - [`resolve`](mod@resolve): files and imports → one checked [`tree::Grammar`].
 //! - [`ir`]: the grammar IR over bytes, [`ir::lower`] from the resolved tree,
 //!   and [`ir::reference`], the slow recognizer every matcher is tested against.
+//! - [`json_schema`]: JSON Schema → grammar, with a report of every keyword.
+//! - [`budget`]: compile limits (rules, time, cancellation) for request-time
+//!   grammars.
 //! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
 //!
 //! ```
@@ -58,6 +61,9 @@ mod documentation {
 
     #[doc = include_str!("../../book/src/quick-start.md")]
     struct QuickStart;
+
+    #[doc = include_str!("../../book/src/json-schema.md")]
+    struct JsonSchema;
 
     #[doc = include_str!("../../book/src/masks.md")]
     struct Masks;
