@@ -5,7 +5,6 @@
 
 mod common;
 
-use std::io::Read;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -18,22 +17,7 @@ use common::{REAL_TOKENIZERS, real_tokenizer};
 
 /// `(file name, MaskBench document)` for every file of the sample.
 fn maskbench() -> Vec<(String, Value)> {
-    let compressed = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/data/maskbench/maskbench.tar.gz"
-    ))
-    .expect("the vendored sample");
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&compressed[..]));
-    let mut out = Vec::new();
-    for entry in archive.entries().expect("a tar archive") {
-        let mut entry = entry.expect("an entry");
-        let name = entry.path().expect("a path").display().to_string();
-        let mut text = String::new();
-        entry.read_to_string(&mut text).expect("UTF-8 JSON");
-        out.push((name, serde_json::from_str(&text).expect("JSON")));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    common::vendored_json("maskbench/maskbench.tar.gz")
 }
 
 fn compile(schema: &Value, options: &Options) -> Result<Arc<Grammar>, String> {

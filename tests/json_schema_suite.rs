@@ -4,8 +4,9 @@
 //! compiles is accepted, and every invalid instance it accepts is covered by
 //! a warning (a keyword approximated or ignored) — never relaxed silently.
 
+mod common;
+
 use std::collections::BTreeMap;
-use std::io::Read;
 use std::sync::Arc;
 
 use serde_json::Value;
@@ -15,22 +16,7 @@ use xg_runtime::{Grammar, Matcher};
 
 /// `(path, test file)` for every file of the vendored suite.
 fn suite() -> Vec<(String, Value)> {
-    let compressed = std::fs::read(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/data/json-schema-test-suite/tests.tar.gz"
-    ))
-    .expect("the vendored suite");
-    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&compressed[..]));
-    let mut out = Vec::new();
-    for entry in archive.entries().expect("a tar archive") {
-        let mut entry = entry.expect("an entry");
-        let name = entry.path().expect("a path").display().to_string();
-        let mut text = String::new();
-        entry.read_to_string(&mut text).expect("UTF-8 JSON");
-        out.push((name, serde_json::from_str(&text).expect("JSON")));
-    }
-    out.sort_by(|a, b| a.0.cmp(&b.0));
-    out
+    common::vendored_json("json-schema-test-suite/tests.tar.gz")
 }
 
 /// Cases whose valid instances xg does not accept by design, each with the

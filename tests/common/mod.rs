@@ -504,3 +504,22 @@ pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
     let read = |path: &PathBuf| std::fs::read(path).expect("cached tokenizer file");
     (read(&files[0]), read(&files[1]))
 }
+
+/// `(path, parsed JSON)` for every file of a vendored `.tar.gz` of JSON
+/// files under `tests/data`, sorted by path.
+pub fn vendored_json(archive: &str) -> Vec<(String, serde_json::Value)> {
+    use std::io::Read;
+    let path = format!("{}/data/{archive}", env!("CARGO_MANIFEST_DIR"));
+    let compressed = std::fs::read(&path).unwrap_or_else(|e| panic!("{path}: {e}"));
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&compressed[..]));
+    let mut out = Vec::new();
+    for entry in archive.entries().expect("a tar archive") {
+        let mut entry = entry.expect("an entry");
+        let name = entry.path().expect("a path").display().to_string();
+        let mut text = String::new();
+        entry.read_to_string(&mut text).expect("UTF-8 JSON");
+        out.push((name, serde_json::from_str(&text).expect("JSON")));
+    }
+    out.sort_by(|a, b| a.0.cmp(&b.0));
+    out
+}

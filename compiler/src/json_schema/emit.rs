@@ -1255,23 +1255,15 @@ fn fits(node: &Node, value: &Value) -> bool {
             let Some(d) = Decimal::parse(&n.to_string()) else {
                 return true;
             };
-            let above = node
-                .lower
-                .as_ref()
-                .is_none_or(|b| match d.cmp_value(&b.value) {
-                    std::cmp::Ordering::Greater => true,
-                    std::cmp::Ordering::Equal => !b.exclusive,
-                    std::cmp::Ordering::Less => false,
-                });
-            let below = node
-                .upper
-                .as_ref()
-                .is_none_or(|b| match d.cmp_value(&b.value) {
-                    std::cmp::Ordering::Less => true,
-                    std::cmp::Ordering::Equal => !b.exclusive,
-                    std::cmp::Ordering::Greater => false,
-                });
-            above && below
+            // `d` is on the allowed side of a bound, or on it if inclusive.
+            let within = |bound: Option<&numbers::Bound>, side: std::cmp::Ordering| {
+                bound.is_none_or(|b| {
+                    let order = d.cmp_value(&b.value);
+                    order == side || (order.is_eq() && !b.exclusive)
+                })
+            };
+            within(node.lower.as_ref(), std::cmp::Ordering::Greater)
+                && within(node.upper.as_ref(), std::cmp::Ordering::Less)
         }
         _ => true,
     }

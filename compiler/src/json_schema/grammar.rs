@@ -268,6 +268,30 @@ impl Rules {
             .collect()
     }
 
+    /// `items` joined by `separator`, each printed at `item_level`, in
+    /// parentheses if `paren`.
+    fn print_list(
+        &self,
+        out: &mut String,
+        items: &[G],
+        separator: &str,
+        paren: bool,
+        item_level: u8,
+    ) {
+        if paren {
+            out.push('(');
+        }
+        for (i, item) in items.iter().enumerate() {
+            if i > 0 {
+                out.push_str(separator);
+            }
+            self.print(out, item, item_level);
+        }
+        if paren {
+            out.push(')');
+        }
+    }
+
     /// Precedence: 0 inside a choice or at the top, 1 inside a sequence,
     /// 2 under a repetition.
     fn print(&self, out: &mut String, g: &G, level: u8) {
@@ -277,36 +301,8 @@ impl Rules {
             G::Lit(text) => out.push_str(&print::string(text)),
             G::Class(set) => out.push_str(&print::class(set.ranges())),
             G::Ref(i) => out.push_str(&self.names[*i]),
-            G::Seq(items) => {
-                let paren = level >= 2;
-                if paren {
-                    out.push('(');
-                }
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push(' ');
-                    }
-                    self.print(out, item, 2.min(level.max(1)));
-                }
-                if paren {
-                    out.push(')');
-                }
-            }
-            G::Alt(items) => {
-                let paren = level >= 1;
-                if paren {
-                    out.push('(');
-                }
-                for (i, item) in items.iter().enumerate() {
-                    if i > 0 {
-                        out.push_str(" | ");
-                    }
-                    self.print(out, item, 0);
-                }
-                if paren {
-                    out.push(')');
-                }
-            }
+            G::Seq(items) => self.print_list(out, items, " ", level >= 2, 2.min(level.max(1))),
+            G::Alt(items) => self.print_list(out, items, " | ", level >= 1, 0),
             G::Rep(inner, min, max) => {
                 // A repetition of a repetition needs parentheses (`(x{1,4})?`).
                 let paren = level >= 2;

@@ -742,44 +742,40 @@ impl Emitter<'_> {
             patterns: Vec::new(),
             additional: Others::Unsaid,
         };
-        if let Some(properties) = map.get("properties") {
-            match properties.as_object() {
-                Some(props) => {
-                    for name in props.keys() {
-                        part.properties.push((
-                            name.clone(),
-                            format!("{pointer}/properties/{}", escape(name)),
-                        ));
-                    }
-                    self.enforced(pointer, "properties");
-                }
-                None => self.error(
-                    &format!("{pointer}/properties"),
-                    "`properties` must be an object".into(),
-                ),
-            }
+        if let Some(properties) = self.named_schemas(map, "properties", pointer) {
+            part.properties = properties;
+            self.enforced(pointer, "properties");
         }
-        if let Some(patterns) = map.get("patternProperties") {
-            match patterns.as_object() {
-                Some(pats) => {
-                    for pattern in pats.keys() {
-                        part.patterns.push((
-                            pattern.clone(),
-                            format!("{pointer}/patternProperties/{}", escape(pattern)),
-                        ));
-                    }
-                }
-                None => self.error(
-                    &format!("{pointer}/patternProperties"),
-                    "`patternProperties` must be an object".into(),
-                ),
-            }
-        }
+        part.patterns = self
+            .named_schemas(map, "patternProperties", pointer)
+            .unwrap_or_default();
         if let Some(additional) = map.get("additionalProperties") {
             part.additional = others(additional, format!("{pointer}/additionalProperties"));
             self.enforced(pointer, "additionalProperties");
         }
         node.objects.push(part);
+    }
+
+    /// The entries of `keyword` (an object of name → schema, such as
+    /// `properties`) as `(name, pointer)`; `None` if absent or not an
+    /// object (an error).
+    fn named_schemas(
+        &mut self,
+        map: &Map<String, Value>,
+        keyword: &str,
+        pointer: &str,
+    ) -> Option<Vec<(String, String)>> {
+        let at = format!("{pointer}/{keyword}");
+        let Some(entries) = map.get(keyword)?.as_object() else {
+            self.error(&at, format!("`{keyword}` must be an object"));
+            return None;
+        };
+        Some(
+            entries
+                .keys()
+                .map(|name| (name.clone(), format!("{at}/{}", escape(name))))
+                .collect(),
+        )
     }
 
     fn array_keyword(&mut self, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
