@@ -36,6 +36,8 @@ const CODES: &[&str] = &[
     "invalid-regex",
     "invalid-syntax",
     "invalid-utf8",
+    "json-schema",
+    "json-schema-approximated",
     "json-schema-not-found",
     "missing-root",
     "nesting-too-deep",

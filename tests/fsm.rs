@@ -5,7 +5,7 @@
 
 mod common;
 
-use common::{CORPUS, compile, fsm_as_ir, library, random_grammar, same_language};
+use common::{CORPUS, LIBRARY, compile, fsm_as_ir, library, random_grammar, same_language};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize::{self, REPETITION_THRESHOLD};
@@ -42,7 +42,7 @@ proptest! {
     }
 
     #[test]
-    fn library_automata_accept_the_language_of_the_ir(index in 0..3usize, seed in any::<u64>()) {
+    fn library_automata_accept_the_language_of_the_ir(index in 0..LIBRARY.len(), seed in any::<u64>()) {
         check_automata(&library()[index], seed)?;
     }
 }

@@ -18,7 +18,7 @@ impl Hashed {
         let file = sources.add("test.xg", text, None);
         let mut diagnostics = Diagnostics::new();
         let tree = pipeline::check(&mut sources, file, root, &mut diagnostics);
-        let ir = tree.and_then(|tree| ir::lower(&tree, &mut diagnostics));
+        let ir = tree.map(|tree| ir::lower(&tree));
         let ir = ir.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
         let mut grammar = fsm::build(&normalize::normalize(ir), &Budget::unlimited()).unwrap();
         let hashes = hash::hash(&mut grammar, &Budget::unlimited()).unwrap();

@@ -291,7 +291,7 @@ fn profile_one() {
     let tree =
         json_schema::check(&doc["schema"], &options, &Budget::unlimited(), file, &mut d).unwrap();
     let t = Instant::now();
-    let g = xg_compiler::ir::lower(&tree, &mut d).unwrap();
+    let g = xg_compiler::ir::lower(&tree);
     eprintln!("lower {:?}", t.elapsed());
     let t = Instant::now();
     let g = xg_compiler::normalize::normalize(g);
@@ -334,6 +334,35 @@ fn printed_grammars_round_trip_through_the_parser() {
             assert_eq!(
                 first_refused_byte(&direct, &text),
                 first_refused_byte(&printed, &text),
+                "{name}: {text}"
+            );
+        }
+    }
+}
+
+/// A schema embedded with `%json` in a `.xg` grammar accepts and rejects
+/// the same instances as the schema compiled directly with the default
+/// options, after the grammar's own text.
+#[test]
+fn embedded_schemas_match_direct_compilation() {
+    let options = Options::default();
+    for (name, doc) in maskbench().into_iter().skip(7).step_by(40) {
+        let Ok(direct) = compile(&doc["schema"], &options) else {
+            continue;
+        };
+        let text = format!("root ::= \"result: \" %json {}", doc["schema"]);
+        let mut sources = Sources::new();
+        let file = sources.add(name.as_str(), text, None);
+        let mut diagnostics = Diagnostics::new();
+        let embedded = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
+            .unwrap_or_else(|| panic!("{name}:\n{}", diagnostics.render(&sources, false)));
+        let embedded = Arc::new(embedded);
+        for test in doc["tests"].as_array().unwrap() {
+            let text = compact(&test["data"]);
+            let expected = first_refused_byte(&direct, &text).map(|at| at + "result: ".len());
+            assert_eq!(
+                first_refused_byte(&embedded, &format!("result: {text}")),
+                expected,
                 "{name}: {text}"
             );
         }

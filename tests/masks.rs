@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{
-    CORPUS, REAL_TOKENIZERS, Rng, library, random_grammar, real_tokenizer, runtime_grammar,
+    CORPUS, LIBRARY, REAL_TOKENIZERS, Rng, library, random_grammar, real_tokenizer, runtime_grammar,
 };
 use proptest::prelude::*;
 use xg_runtime::{Grammar, MaskError, Matcher, TokenId, Vocabulary};
@@ -108,7 +108,7 @@ proptest! {
 
     /// Every token, every step, on the corpus and the library.
     #[test]
-    fn masks_are_exact_on_a_small_vocabulary(index in 0..CORPUS.len() + 3, seed in any::<u64>()) {
+    fn masks_are_exact_on_a_small_vocabulary(index in 0..CORPUS.len() + LIBRARY.len(), seed in any::<u64>()) {
         let source = CORPUS.get(index).map_or_else(|| library()[index - CORPUS.len()].clone(), |s| (*s).to_owned());
         let grammar = runtime_grammar(&source);
         let vocabulary = small_vocabulary();

@@ -7,7 +7,7 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{CORPUS, Rng, compile, library, random_grammar, runtime_grammar, sample};
+use common::{CORPUS, LIBRARY, Rng, compile, library, random_grammar, runtime_grammar, sample};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::ir::{self};
@@ -164,7 +164,7 @@ proptest! {
     }
 
     #[test]
-    fn matcher_agrees_with_the_reference_on_the_library(index in 0..3usize, seed in any::<u64>()) {
+    fn matcher_agrees_with_the_reference_on_the_library(index in 0..LIBRARY.len(), seed in any::<u64>()) {
         check_matcher(&library()[index], seed)?;
     }
 

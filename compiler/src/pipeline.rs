@@ -62,7 +62,7 @@ pub fn compile_tree(
     budget: &Budget,
     diagnostics: &mut Diagnostics,
 ) -> Option<Compiled> {
-    let grammar = ir::lower(tree, diagnostics)?;
+    let grammar = ir::lower(tree);
     let grammar = normalize::normalize(grammar);
     let stages = || -> Result<Compiled, Exceeded> {
         let mut automata = fsm::build(&grammar, budget)?;

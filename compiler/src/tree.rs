@@ -3,17 +3,16 @@
 //! Produced by [`crate::resolve`]. Everything here is known to be valid: names
 //! are [`RuleId`]s into one rule table spanning all imported files, string
 //! escapes are decoded, character classes are sets of Unicode scalar ranges,
-//! regexes parse, macro arguments are checked, JSON Schemas are parsed JSON.
+//! regexes parse, macro arguments are checked, and embedded JSON Schemas
+//! have become rules of their own.
 //! Spans are kept so later stages can still point at the source.
 //!
 //! # Overview
 //!
 //! - [`Grammar`]: the rule table and the entry rule.
 //! - [`Rule`], [`Expr`], [`ExprKind`]: rule bodies.
-//! - [`CharSet`], [`Regex`], [`Dispatch`], [`TokenSet`], [`TokenDispatch`],
-//!   [`JsonSchema`]: the payloads of the terminal and builtin forms.
-
-use std::path::PathBuf;
+//! - [`CharSet`], [`Regex`], [`Dispatch`], [`TokenSet`], [`TokenDispatch`]:
+//!   the payloads of the terminal and builtin forms.
 
 use xg_runtime::{RuleId, TokenId};
 
@@ -89,8 +88,6 @@ pub enum ExprKind {
     Tokens(TokenSet),
     /// Free tokens with dispatch on single trigger tokens (`TokenTagDispatch`).
     TokenDispatch(TokenDispatch),
-    /// A value valid under a JSON Schema.
-    JsonSchema(JsonSchema),
 }
 
 /// A set of Unicode scalar values as sorted, disjoint, non-adjacent ranges.
@@ -235,15 +232,6 @@ pub struct TokenDispatchArm {
     pub trigger: TokenId,
     /// What must follow it.
     pub body: Expr,
-}
-
-/// An embedded JSON Schema (lowered by the JSON Schema front end).
-#[derive(Clone, Debug, PartialEq)]
-pub struct JsonSchema {
-    /// The schema: an object or a boolean.
-    pub schema: serde_json::Value,
-    /// The folder relative `$ref`s resolve against, if the schema came from a file.
-    pub base: Option<PathBuf>,
 }
 
 #[cfg(test)]

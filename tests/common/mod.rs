@@ -30,7 +30,7 @@ pub fn compile(text: &str) -> ir::Grammar {
     let file = sources.add("test.xg", text, None);
     let mut diagnostics = Diagnostics::new();
     let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-    let grammar = tree.and_then(|tree| ir::lower(&tree, &mut diagnostics));
+    let grammar = tree.map(|tree| ir::lower(&tree));
     grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
 }
 
@@ -324,18 +324,23 @@ pub const CORPUS: &[&str] = &[
        e ::= e "+" e | e "*" e | "(" e ")" | [0-9]"#,
 ];
 
-/// The library grammars that compile without a JSON Schema.
+/// The grammars of `grammars/` (the standard library and the examples), in
+/// a fixed order: [`LIBRARY`] names them.
 pub fn library() -> Vec<String> {
     let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
-    [
-        "std/json.xg",
-        "examples/arithmetic.xg",
-        "examples/xgrammar_compat.xg",
-    ]
-    .iter()
-    .map(|path| std::fs::read_to_string(root.join(path)).expect("library grammar"))
-    .collect()
+    LIBRARY
+        .iter()
+        .map(|path| std::fs::read_to_string(root.join(path)).expect("library grammar"))
+        .collect()
 }
+
+/// The paths of the grammars [`library`] returns.
+pub const LIBRARY: &[&str] = &[
+    "std/json.xg",
+    "examples/arithmetic.xg",
+    "examples/xgrammar_compat.xg",
+    "examples/tool_calling.xg",
+];
 
 /// A random `.xg` expression over a small alphabet; `rule` may refer to rules
 /// numbered above it (and to itself, after an alternative that ends).

@@ -23,7 +23,7 @@
 //! let file = sources.add("g.xg", "root ::= [é-ê]", None);
 //! let mut diagnostics = Diagnostics::new();
 //! let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
-//! let grammar = ir::lower(&tree, &mut diagnostics).unwrap();
+//! let grammar = ir::lower(&tree);
 //! // é and ê are C3 A9 and C3 AA in UTF-8: one byte sequence.
 //! assert_eq!(grammar.rule(grammar.root).body.to_string(), "[\\xC3] [\\xA9-\\xAA]");
 //! ```

@@ -78,8 +78,7 @@ fn can_finish(expr: &Expr, productive: &[bool]) -> bool {
         | ExprKind::Literal(_)
         | ExprKind::Regex(_)
         | ExprKind::Dispatch(_)
-        | ExprKind::TokenDispatch(_)
-        | ExprKind::JsonSchema(_) => true,
+        | ExprKind::TokenDispatch(_) => true,
     }
 }
 
@@ -111,8 +110,7 @@ fn visit_refs(expr: &Expr, f: &mut dyn FnMut(RuleId)) {
         | ExprKind::Literal(_)
         | ExprKind::Class(_)
         | ExprKind::Regex(_)
-        | ExprKind::Tokens(_)
-        | ExprKind::JsonSchema(_) => {}
+        | ExprKind::Tokens(_) => {}
     }
 }
 

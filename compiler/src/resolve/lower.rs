@@ -1,13 +1,13 @@
 //! Lowering one rule body from [`ast::Expr`] to [`tree::Expr`]: names to ids,
 //! classes to character sets, and every builtin form checked.
 
-use std::path::Path;
-
-use xg_runtime::TokenId;
+use xg_runtime::{RuleId, TokenId};
 
 use super::Scope;
 use super::regex::check_regex;
+use crate::budget::Budget;
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::json_schema;
 use crate::source::{Sources, Span};
 use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
 use crate::syntax::{decode_literal, decode_regex};
@@ -22,12 +22,26 @@ struct CallArgs<'b> {
 /// The named arguments `TagDispatch` takes.
 const TAG_DISPATCH_ARGS: &[&str] = &["loop_after_dispatch", "excludes", "stop_eos", "stop_str"];
 
-/// Lowers the expressions of one module.
+/// The rules generated for embedded JSON Schemas, numbered after the
+/// declared rules.
+pub(crate) struct Embedded {
+    /// The id of the first generated rule (the number of declared rules).
+    pub(crate) first: usize,
+    /// The generated rules, in id order.
+    pub(crate) rules: Vec<tree::Rule>,
+}
+
+/// Lowers the expressions of one rule.
 pub(crate) struct Lowerer<'a> {
     scope: &'a Scope,
     sources: &'a Sources,
     diagnostics: &'a mut Diagnostics,
     module: usize,
+    /// The qualified name of the rule being lowered.
+    rule: &'a str,
+    /// How many schemas this rule embeds so far (they name their rules).
+    schemas: usize,
+    embedded: &'a mut Embedded,
 }
 
 impl<'a> Lowerer<'a> {
@@ -36,12 +50,17 @@ impl<'a> Lowerer<'a> {
         sources: &'a Sources,
         diagnostics: &'a mut Diagnostics,
         module: usize,
+        rule: &'a str,
+        embedded: &'a mut Embedded,
     ) -> Self {
         Self {
             scope,
             sources,
             diagnostics,
             module,
+            rule,
+            schemas: 0,
+            embedded,
         }
     }
 
@@ -723,12 +742,14 @@ impl<'a> Lowerer<'a> {
         ok
     }
 
+    /// Parses an embedded schema and compiles it into rules appended to
+    /// [`Embedded`]; the expression becomes a reference to the first.
     fn json_schema(&mut self, source: &ast::JsonSource, span: Span) -> ExprKind {
-        let (parsed, base) = match source {
+        let parsed = match source {
             ast::JsonSource::Inline(raw) => {
                 let start = span.end - raw.len();
                 match serde_json::from_str::<serde_json::Value>(raw) {
-                    Ok(value) => (value, self.sources.base_dir(span.file)),
+                    Ok(value) => value,
                     Err(err) => {
                         let offset = json_error_offset(raw, &err);
                         let width = raw[offset..].chars().next().map_or(0, char::len_utf8);
@@ -767,10 +788,7 @@ impl<'a> Lowerer<'a> {
                     }
                 };
                 match serde_json::from_str::<serde_json::Value>(&text) {
-                    Ok(value) => (
-                        value,
-                        Some(full.parent().unwrap_or(Path::new("")).to_path_buf()),
-                    ),
+                    Ok(value) => value,
                     Err(err) => {
                         self.error(
                             "invalid-json",
@@ -797,10 +815,26 @@ impl<'a> Lowerer<'a> {
             );
             return ExprKind::Empty;
         }
-        ExprKind::JsonSchema(tree::JsonSchema {
-            schema: parsed,
-            base,
-        })
+        let options = json_schema::Options::default();
+        match json_schema::generate(&parsed, &options, &Budget::unlimited()) {
+            Ok(generated) => {
+                json_schema::push_warnings(&generated.report, span, self.diagnostics);
+                let id = self.embedded.first + self.embedded.rules.len();
+                self.schemas += 1;
+                let prefix = match self.schemas {
+                    1 => format!("{}%json.", self.rule),
+                    n => format!("{}%json{n}.", self.rule),
+                };
+                self.embedded
+                    .rules
+                    .extend(generated.to_tree(id, span, &prefix));
+                ExprKind::Ref(RuleId::new(id).expect("rule count fits"))
+            }
+            Err(errors) => {
+                json_schema::push_errors(&errors, span, self.diagnostics);
+                ExprKind::Empty
+            }
+        }
     }
 }
 

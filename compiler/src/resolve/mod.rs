@@ -12,7 +12,8 @@
 //!    rule names that clash with an import alias are reported.
 //! 3. **Lower** (`lower.rs`) — turn each body into a [`tree::Expr`]: references
 //!    to ids, literals and classes decoded, regexes checked (`regex.rs`),
-//!    macros and dispatch checked, JSON Schemas parsed.
+//!    macros and dispatch checked, JSON Schemas compiled by
+//!    [`crate::json_schema`] into rules appended after the declared ones.
 //! 4. **Analyse** (`analysis.rs`) — rules that can never produce a finite
 //!    string (errors), rules not reachable from the entry rule and unused
 //!    imports (warnings).
@@ -63,8 +64,19 @@ pub fn resolve(
     scope.declare(diagnostics);
 
     let mut rules = Vec::with_capacity(scope.rules.len());
+    let mut embedded = lower::Embedded {
+        first: scope.rules.len(),
+        rules: Vec::new(),
+    };
     for declared in &scope.rules {
-        let mut lowerer = lower::Lowerer::new(&scope, sources, diagnostics, declared.module);
+        let mut lowerer = lower::Lowerer::new(
+            &scope,
+            sources,
+            diagnostics,
+            declared.module,
+            &declared.name,
+            &mut embedded,
+        );
         let body = lowerer.expr(&declared.ast.body);
         let lookahead = declared.ast.lookahead.as_ref().map(|la| lowerer.expr(la));
         rules.push(tree::Rule {
@@ -74,6 +86,8 @@ pub fn resolve(
             lookahead,
         });
     }
+
+    rules.append(&mut embedded.rules);
 
     let root_id = scope.modules[0].rules.get(root).copied();
     if root_id.is_none() {
