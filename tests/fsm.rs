@@ -18,7 +18,67 @@ fn check_automata(source: &str, seed: u64) -> Result<(), TestCaseError> {
         &Budget::unlimited(),
     )
     .unwrap();
+    for rule in &automata.rules {
+        if let fsm::Body::Automaton(fsm) = &rule.body
+            && fsm.is_deterministic()
+        {
+            prop_assert_eq!(
+                equivalence_classes(fsm),
+                fsm.nodes.len(),
+                "{}: rule {} is not minimal",
+                source,
+                rule.name
+            );
+        }
+    }
     same_language(&original, &fsm_as_ir(&automata), source, seed, 6)
+}
+
+/// The number of classes of equivalent nodes of a deterministic automaton,
+/// by the textbook refinement one byte at a time (slow, obviously right):
+/// a minimal automaton has one node per class.
+fn equivalence_classes(fsm: &fsm::Fsm) -> usize {
+    let step = |node: &fsm::Node, byte: u8| {
+        node.edges.iter().find_map(|edge| match edge.label {
+            fsm::Label::Bytes { lo, hi } if lo <= byte && byte <= hi => Some(edge.target),
+            _ => None,
+        })
+    };
+    let mut class: Vec<usize> = fsm.nodes.iter().map(|n| usize::from(n.is_final)).collect();
+    loop {
+        let signatures: Vec<_> = fsm
+            .nodes
+            .iter()
+            .enumerate()
+            .map(|(n, node)| {
+                let bytes: Vec<Option<usize>> = (0..=255u8)
+                    .map(|b| step(node, b).map(|t| class[t as usize]))
+                    .collect();
+                let others: Vec<(fsm::Label, usize)> = node
+                    .edges
+                    .iter()
+                    .filter(|e| !matches!(e.label, fsm::Label::Bytes { .. }))
+                    .map(|e| (e.label, class[e.target as usize]))
+                    .collect();
+                (class[n], bytes, others)
+            })
+            .collect();
+        let mut distinct = signatures.clone();
+        distinct.sort();
+        distinct.dedup();
+        let next: Vec<usize> = signatures
+            .iter()
+            .map(|s| distinct.binary_search(s).expect("present"))
+            .collect();
+        let before = class
+            .iter()
+            .collect::<std::collections::BTreeSet<_>>()
+            .len();
+        class = next;
+        if distinct.len() == before {
+            return distinct.len();
+        }
+    }
 }
 
 /// The nodes of all automata (a dispatch counts as one).

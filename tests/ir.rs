@@ -229,3 +229,25 @@ proptest! {
         prop_assert_eq!(accepts(&grammar, &text), serde.is_ok(), "{:?}", text);
     }
 }
+
+proptest! {
+    /// `ByteSet::ranges` (a word at a time) gives the maximal runs of
+    /// member bytes, as a byte-by-byte scan finds them.
+    #[test]
+    fn byte_set_ranges_are_the_maximal_runs(ranges in prop::collection::vec((any::<u8>(), any::<u8>()), 0..6)) {
+        let mut set = ir::ByteSet::empty();
+        for &(a, b) in &ranges {
+            set.insert_range(a.min(b), a.max(b));
+        }
+        let mut expected: Vec<(u8, u8)> = Vec::new();
+        for byte in 0..=255u8 {
+            if set.contains(byte) {
+                match expected.last_mut() {
+                    Some((_, hi)) if u16::from(*hi) + 1 == u16::from(byte) => *hi = byte,
+                    _ => expected.push((byte, byte)),
+                }
+            }
+        }
+        prop_assert_eq!(set.ranges(), expected);
+    }
+}

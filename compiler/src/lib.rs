@@ -10,6 +10,7 @@
 //! - [`ir`]: the grammar IR over bytes, [`ir::lower`] from the resolved tree,
 //!   and [`ir::reference`], the slow recognizer every matcher is tested against.
 //! - [`json_schema`]: JSON Schema → grammar, with a report of every keyword.
+//! - [`regex`](mod@regex): a request-time regular expression → grammar.
 //! - [`budget`]: compile limits (rules, time, cancellation) for request-time
 //!   grammars.
 //! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
@@ -41,6 +42,7 @@ pub mod ir;
 pub mod json_schema;
 pub mod normalize;
 pub mod pipeline;
+pub mod regex;
 pub mod resolve;
 mod source;
 mod stdlib;

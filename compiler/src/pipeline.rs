@@ -15,7 +15,7 @@ use crate::budget::{Budget, Exceeded, Limits};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
 use crate::source::{FileId, Sources};
-use crate::{fsm, hash, ir, json_schema, normalize, resolve, tables, tree};
+use crate::{fsm, hash, ir, json_schema, normalize, regex, resolve, tables, tree};
 
 /// Runs the front end on `entry` with entry rule `root`: parse the file and
 /// its imports, resolve names, check everything. Diagnostics come back sorted
@@ -116,6 +116,21 @@ pub fn json_schema(
     let budget = Budget::new(limits.clone());
     let tree = json_schema::check(schema, options, &budget, file, diagnostics)?;
     let compiled = compile_tree(&tree, &budget, diagnostics)?;
+    runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
+}
+
+/// Compiles a regular expression, the whole text of `file`, into a runtime
+/// [`Grammar`] that matches what the pattern matches in full, within
+/// `limits`. Errors point into the pattern. `None` if there were errors.
+pub fn regex(
+    pattern: &str,
+    options: regex::Options,
+    limits: &Limits,
+    file: crate::FileId,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
+    let tree = regex::check(pattern, options, file, diagnostics)?;
+    let compiled = compile_tree(&tree, &Budget::new(limits.clone()), diagnostics)?;
     runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
 }
 

@@ -54,8 +54,7 @@ impl Builder<'_> {
             Expr::Choice(items) => {
                 let to = self.node();
                 for item in items {
-                    let end = self.expr(item, from);
-                    self.edge(end, Label::Epsilon, to);
+                    self.expr_to(item, from, to);
                 }
                 to
             }
@@ -94,6 +93,40 @@ impl Builder<'_> {
         }
     }
 
+    /// Adds the automaton of `expr` from `from` to the existing node `to`
+    /// (a choice's shared end): the last edges of literals, classes and
+    /// sequences lead to `to` itself, so a choice of many alternatives
+    /// (a Unicode class has hundreds) adds no epsilon edges, which epsilon
+    /// removal would multiply by the edges leaving `to`.
+    fn expr_to(&mut self, expr: &Expr, from: u32, to: u32) {
+        match expr {
+            Expr::Bytes(bytes) if !bytes.is_empty() => {
+                let (&last, init) = bytes.split_last().expect("not empty");
+                let at = self.expr(&Expr::Bytes(init.to_vec()), from);
+                self.edge(at, Label::Bytes { lo: last, hi: last }, to);
+            }
+            Expr::Class(set) => {
+                for (lo, hi) in set.ranges() {
+                    self.edge(from, Label::Bytes { lo, hi }, to);
+                }
+            }
+            Expr::Sequence(items) if !items.is_empty() => {
+                let (last, init) = items.split_last().expect("not empty");
+                let at = init.iter().fold(from, |at, item| self.expr(item, at));
+                self.expr_to(last, at, to);
+            }
+            Expr::Choice(items) => {
+                for item in items {
+                    self.expr_to(item, from, to);
+                }
+            }
+            expr => {
+                let end = self.expr(expr, from);
+                self.edge(end, Label::Epsilon, to);
+            }
+        }
+    }
+
     fn repeat(&mut self, expr: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
         let mut at = (0..min).fold(from, |at, _| self.expr(expr, at));
         match max {
@@ -121,12 +154,26 @@ impl Builder<'_> {
 /// The same automaton without epsilon edges: each node gets the edges and
 /// finality of its epsilon closure.
 fn remove_epsilons(fsm: &Fsm) -> Fsm {
-    let closures: Vec<Vec<u32>> = (0..fsm.nodes.len())
-        .map(|n| closure(fsm, node_id(n)))
-        .collect();
-    let nodes = closures
-        .iter()
-        .map(|closure| {
+    // `seen[n] == stamp` marks the nodes of the current closure, so one
+    // array serves every node's search.
+    let mut seen = vec![u32::MAX; fsm.nodes.len()];
+    let mut stack = Vec::new();
+    let mut closure = Vec::new();
+    let nodes = (0..fsm.nodes.len())
+        .map(|n| {
+            let stamp = node_id(n);
+            closure.clear();
+            stack.push(stamp);
+            seen[n] = stamp;
+            while let Some(node) = stack.pop() {
+                closure.push(node);
+                for edge in &fsm.nodes[node as usize].edges {
+                    if edge.label == Label::Epsilon && seen[edge.target as usize] != stamp {
+                        seen[edge.target as usize] = stamp;
+                        stack.push(edge.target);
+                    }
+                }
+            }
             let mut edges: Vec<Edge> = closure
                 .iter()
                 .flat_map(|&n| fsm.nodes[n as usize].edges.iter().copied())
@@ -141,24 +188,6 @@ fn remove_epsilons(fsm: &Fsm) -> Fsm {
         })
         .collect();
     Fsm { nodes }
-}
-
-/// The nodes reachable from `start` by epsilon edges, `start` included.
-fn closure(fsm: &Fsm, start: u32) -> Vec<u32> {
-    let mut seen = vec![false; fsm.nodes.len()];
-    let mut stack = vec![start];
-    let mut out = Vec::new();
-    seen[start as usize] = true;
-    while let Some(node) = stack.pop() {
-        out.push(node);
-        for edge in &fsm.nodes[node as usize].edges {
-            if edge.label == Label::Epsilon && !seen[edge.target as usize] {
-                seen[edge.target as usize] = true;
-                stack.push(edge.target);
-            }
-        }
-    }
-    out
 }
 
 /// Keeps the nodes reachable from node 0 that can reach a final node,

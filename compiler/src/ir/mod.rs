@@ -207,22 +207,46 @@ impl ByteSet {
     /// The set as maximal inclusive ranges, in order.
     pub fn ranges(&self) -> Vec<(u8, u8)> {
         let mut ranges = Vec::new();
-        let mut start: Option<u8> = None;
-        for byte in 0..=255u8 {
-            match (self.contains(byte), start) {
-                (true, None) => start = Some(byte),
-                (false, Some(lo)) => {
-                    ranges.push((lo, byte - 1));
-                    start = None;
-                }
-                _ => {}
-            }
-        }
-        if let Some(lo) = start {
-            ranges.push((lo, 255));
+        let mut at = 0;
+        while let Some(lo) = self.next_from(at, true) {
+            let end = self.next_from(lo, false).unwrap_or(256);
+            ranges.push((byte(lo), byte(end - 1)));
+            at = end;
         }
         ranges
     }
+
+    /// The first byte at or after `at` that is in the set (`member`) or
+    /// not in it (`!member`), a word at a time.
+    fn next_from(&self, at: u32, member: bool) -> Option<u32> {
+        if at >= 256 {
+            return None;
+        }
+        let word_of = |index: usize| {
+            if member {
+                self.0[index]
+            } else {
+                !self.0[index]
+            }
+        };
+        let mut index = usize::try_from(at / 64).ok()?;
+        let mut bits = word_of(index) & (!0u64 << (at % 64));
+        loop {
+            if bits != 0 {
+                return Some(u32::try_from(index).ok()? * 64 + bits.trailing_zeros());
+            }
+            index += 1;
+            if index == 4 {
+                return None;
+            }
+            bits = word_of(index);
+        }
+    }
+}
+
+/// A byte from a position below 256.
+fn byte(position: u32) -> u8 {
+    u8::try_from(position).expect("a byte position")
 }
 
 impl fmt::Debug for ByteSet {

@@ -4,14 +4,13 @@
 use xg_runtime::{RuleId, TokenId};
 
 use super::Scope;
-use super::regex::check_regex;
 use crate::budget::Budget;
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::json_schema;
 use crate::source::{Sources, Span};
 use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
 use crate::syntax::{decode_literal, decode_regex};
 use crate::tree::{self, CharSet, ExprKind};
+use crate::{json_schema, regex};
 
 /// The arguments of a macro call, positional and named.
 struct CallArgs<'b> {
@@ -155,14 +154,9 @@ impl<'a> Lowerer<'a> {
     }
 
     fn regex_literal(&mut self, pattern: &str, flags: &str, span: Span) -> ExprKind {
-        let mut regex = tree::Regex {
-            pattern: pattern.to_string(),
-            case_insensitive: false,
-            dot_matches_new_line: false,
-            json_string: false,
-        };
+        let mut options = regex::Options::default();
         let flags_start = span.end - flags.len();
-        let mut ok = self.flags(&mut regex, flags, |i| {
+        let flags_ok = self.flags(&mut options, flags, |i| {
             Span::new(span.file, flags_start + i, flags_start + i + 1)
         });
         let source = self.sources.slice(span);
@@ -171,24 +165,24 @@ impl<'a> Lowerer<'a> {
             let at = |i: usize| decoded.offsets.get(i).copied().unwrap_or(0) + span.start;
             Span::new(span.file, at(start), at(end).max(at(start)))
         };
-        if let Err(diagnostic) = check_regex(&regex, &locate) {
-            self.diagnostics.push(diagnostic);
-            ok = false;
-        }
-        if ok {
-            ExprKind::Regex(regex)
-        } else {
-            ExprKind::Empty
+        match regex::terminal(pattern, options, &locate, self.diagnostics) {
+            Some(regex) if flags_ok => ExprKind::Regex(regex),
+            _ => ExprKind::Empty,
         }
     }
 
     /// Applies regex flag letters; `at(i)` is the span of the i-th letter.
-    fn flags(&mut self, regex: &mut tree::Regex, flags: &str, at: impl Fn(usize) -> Span) -> bool {
+    fn flags(
+        &mut self,
+        options: &mut regex::Options,
+        flags: &str,
+        at: impl Fn(usize) -> Span,
+    ) -> bool {
         let mut ok = true;
         for (i, flag) in flags.char_indices() {
             match flag {
-                'i' => regex.case_insensitive = true,
-                's' => regex.dot_matches_new_line = true,
+                'i' => options.case_insensitive = true,
+                's' => options.dot_matches_new_line = true,
                 // Unicode is always on; XGrammar accepts the flag.
                 'u' => {}
                 _ => {
@@ -363,17 +357,15 @@ impl<'a> Lowerer<'a> {
             return ExprKind::Empty;
         };
         // XGrammar: without `flags`, `.` matches every character.
-        let mut regex = tree::Regex {
-            pattern: text.clone(),
-            case_insensitive: false,
+        let mut options = regex::Options {
             dot_matches_new_line: true,
-            json_string: false,
+            ..regex::Options::default()
         };
         let mut ok = true;
         for (name, value) in named {
             match name {
                 "flags" => {
-                    regex.dot_matches_new_line = false;
+                    options.dot_matches_new_line = false;
                     if let ValueKind::Str(flags) = &value.kind {
                         let file = value.span.file;
                         let decoded = decode_literal(self.sources.slice(value.span));
@@ -382,7 +374,7 @@ impl<'a> Lowerer<'a> {
                                 value.span.start + decoded.offsets.get(i).copied().unwrap_or(0);
                             Span::new(file, start, start + 1)
                         };
-                        ok &= self.flags(&mut regex, flags, at);
+                        ok &= self.flags(&mut options, flags, at);
                     } else {
                         self.error(
                             "bad-macro-argument",
@@ -394,7 +386,7 @@ impl<'a> Lowerer<'a> {
                     }
                 }
                 _ => match self.expect_bool(value, "json_string") {
-                    Some(json) => regex.json_string = json,
+                    Some(json) => options.json_string = json,
                     None => ok = false,
                 },
             }
@@ -405,14 +397,9 @@ impl<'a> Lowerer<'a> {
             let at = |i: usize| decoded.offsets.get(i).copied().unwrap_or(0) + base.start;
             Span::new(base.file, at(start), at(end).max(at(start)))
         };
-        if let Err(diagnostic) = check_regex(&regex, &locate) {
-            self.diagnostics.push(diagnostic);
-            ok = false;
-        }
-        if ok {
-            ExprKind::Regex(regex)
-        } else {
-            ExprKind::Empty
+        match regex::terminal(text, options, &locate, self.diagnostics) {
+            Some(regex) if ok => ExprKind::Regex(regex),
+            _ => ExprKind::Empty,
         }
     }
 

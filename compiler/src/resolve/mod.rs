@@ -11,7 +11,7 @@
 //!    by its import path (`json.value`). AFTER THIS POINT: duplicate rules and
 //!    rule names that clash with an import alias are reported.
 //! 3. **Lower** (`lower.rs`) — turn each body into a [`tree::Expr`]: references
-//!    to ids, literals and classes decoded, regexes checked (`regex.rs`),
+//!    to ids, literals and classes decoded, regexes checked ([`crate::regex`]),
 //!    macros and dispatch checked, JSON Schemas compiled by
 //!    [`crate::json_schema`] into rules appended after the declared ones.
 //! 4. **Analyse** (`analysis.rs`) — rules that can never produce a finite
@@ -22,7 +22,6 @@
 
 mod analysis;
 mod lower;
-mod regex;
 
 use std::cell::Cell;
 use std::collections::HashMap;

@@ -10,9 +10,11 @@
 //! - `xg json-schema SCHEMA.json [--report]`: a schema as `.xg` text, or
 //!   what was enforced, approximated and ignored.
 //!
-//! `match` and `trace` take `.xg` grammars or JSON Schemas (`.json`).
+//! `match` and `trace` take `.xg` grammars, JSON Schemas (`.json`) or a
+//! regular expression (`--regex PATTERN`).
 
 mod inspect;
+mod load;
 mod schema;
 mod trace;
 
@@ -67,19 +69,14 @@ enum Command {
     /// whole text is accepted and the grammar can end there, 1 with the place
     /// and what was expected if not.
     Match {
-        /// The `.xg` grammar or JSON Schema (`.json`).
-        grammar: PathBuf,
-        /// The entry rule.
-        #[arg(long, default_value = "root")]
-        rule: String,
+        #[command(flatten)]
+        grammar: load::GrammarArgs,
         /// The text to match.
         #[arg(long, required_unless_present = "file", conflicts_with = "file")]
         text: Option<String>,
         /// A file whose bytes to match.
         #[arg(long)]
         file: Option<PathBuf>,
-        #[command(flatten)]
-        schema: schema::SchemaFlags,
     },
     /// Trace a text through a grammar token by token: tokenize it with
     /// the model's tokenizer and print, per step, the token, how many tokens
@@ -87,11 +84,8 @@ enum Command {
     /// mask cache's work. Exit 0 if every token was allowed and the output
     /// can end there, 1 if not.
     Trace {
-        /// The `.xg` grammar or JSON Schema (`.json`).
-        grammar: PathBuf,
-        /// The entry rule.
-        #[arg(long, default_value = "root")]
-        rule: String,
+        #[command(flatten)]
+        grammar: load::GrammarArgs,
         /// The model's Hugging Face `tokenizer.json`.
         #[arg(long)]
         tokenizer: PathBuf,
@@ -108,8 +102,6 @@ enum Command {
         /// A file whose text to trace.
         #[arg(long)]
         file: Option<PathBuf>,
-        #[command(flatten)]
-        schema: schema::SchemaFlags,
     },
     /// Compile a JSON Schema and print the grammar as `.xg` text (warnings
     /// for what is approximated or ignored on stderr), or with `--report`
@@ -170,22 +162,18 @@ fn main() -> ExitCode {
         }) => check(&files, &root, format, color),
         Some(Command::Match {
             grammar,
-            rule,
             text,
             file,
-            schema,
-        }) => load_grammar(&grammar, &rule, &schema, color)
-            .and_then(|g| match_input(g, &rule, text, file.as_deref(), color)),
+        }) => load::load_grammar(&grammar, color)
+            .and_then(|g| match_input(g, grammar.rule_name(), text, file.as_deref(), color)),
         Some(Command::Trace {
             grammar,
-            rule,
             tokenizer,
             tokenizer_config,
             stop,
             text,
             file,
-            schema,
-        }) => load_grammar(&grammar, &rule, &schema, color).and_then(|compiled| {
+        }) => load::load_grammar(&grammar, color).and_then(|compiled| {
             let input = match (text, file.as_deref()) {
                 (Some(text), _) => trace::Input::Text(text),
                 (None, Some(file)) => trace::Input::File(file),
@@ -288,35 +276,6 @@ fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bo
         inspect::summary(&path.display().to_string(), &compiled)
     );
     Ok(true)
-}
-
-/// Compiles the grammar in `path`: a JSON Schema (`.json`, with `flags`)
-/// or `.xg` text from `rule`.
-fn load_grammar(
-    path: &Path,
-    rule: &str,
-    flags: &schema::SchemaFlags,
-    color: bool,
-) -> Result<xg_runtime::Grammar> {
-    if schema::is_schema(path) {
-        schema::compile(path, flags, color)
-    } else {
-        compile(path, rule, color)
-    }
-}
-
-/// Compiles the grammar in `path` from `rule`, printing its diagnostics.
-fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let file = sources
-        .load(path, &mut diagnostics)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let grammar = pipeline::grammar(&mut sources, file, rule, &mut diagnostics);
-    if diagnostics.has_errors() {
-        eprint!("{}", diagnostics.render(&sources, color));
-    }
-    grammar.with_context(|| format!("`{}` does not compile", path.display()))
 }
 
 /// `xg match`: true if the input matches. A grammar that does not compile

@@ -1,0 +1,80 @@
+//! Which grammar `xg match` and `xg trace` run, and compiling it: a `.xg`
+//! file, a JSON Schema file, or a regular expression on the command line.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{Context, Result};
+use clap::Args;
+use xg_compiler::{Diagnostics, Limits, Sources, pipeline, regex};
+
+use crate::schema::{self, SchemaFlags};
+
+/// The grammar of a command, as arguments.
+#[derive(Args)]
+pub struct GrammarArgs {
+    /// The `.xg` grammar or JSON Schema (`.json`).
+    #[arg(required_unless_present = "regex")]
+    pub grammar: Option<PathBuf>,
+    /// The entry rule of a `.xg` grammar.
+    #[arg(long, default_value = "root")]
+    pub rule: String,
+    /// A regular expression instead of a grammar file; the whole output
+    /// must match it (inline flags such as `(?i)` and `(?s)` apply).
+    #[arg(long, value_name = "PATTERN", conflicts_with = "grammar")]
+    pub regex: Option<String>,
+    /// With `--regex`: the match must also be a JSON string body (no `"`,
+    /// `\` or control character).
+    #[arg(long, requires = "regex")]
+    pub json_string: bool,
+    #[command(flatten)]
+    pub schema: SchemaFlags,
+}
+
+impl GrammarArgs {
+    /// The name of the entry rule, for messages.
+    pub fn rule_name(&self) -> &str {
+        if self.regex.is_some() {
+            "root"
+        } else {
+            &self.rule
+        }
+    }
+}
+
+/// Compiles the grammar `args` name, printing its diagnostics.
+pub fn load_grammar(args: &GrammarArgs, color: bool) -> Result<xg_runtime::Grammar> {
+    match (&args.regex, &args.grammar) {
+        (Some(pattern), _) => compile_regex(pattern, args.json_string, color),
+        (None, Some(path)) if schema::is_schema(path) => schema::compile(path, &args.schema, color),
+        (None, Some(path)) => compile(path, &args.rule, color),
+        (None, None) => anyhow::bail!("give a grammar file or --regex"),
+    }
+}
+
+/// Compiles the grammar in `path` from `rule`, printing its diagnostics.
+fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let file = sources
+        .load(path, &mut diagnostics)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let grammar = pipeline::grammar(&mut sources, file, rule, &mut diagnostics);
+    if diagnostics.has_errors() {
+        eprint!("{}", diagnostics.render(&sources, color));
+    }
+    grammar.with_context(|| format!("`{}` does not compile", path.display()))
+}
+
+/// Compiles a regex given on the command line, printing its diagnostics.
+fn compile_regex(pattern: &str, json_string: bool, color: bool) -> Result<xg_runtime::Grammar> {
+    let mut sources = Sources::new();
+    let file = sources.add("<regex>", pattern, None);
+    let mut diagnostics = Diagnostics::new();
+    let options = regex::Options {
+        json_string,
+        ..regex::Options::default()
+    };
+    let grammar = pipeline::regex(pattern, options, &Limits::default(), file, &mut diagnostics);
+    eprint!("{}", diagnostics.render(&sources, color));
+    grammar.context("the regex does not compile")
+}
