@@ -67,6 +67,9 @@ mod documentation {
     #[doc = include_str!("../../book/src/json-schema.md")]
     struct JsonSchema;
 
+    #[doc = include_str!("../../book/src/regex.md")]
+    struct Regex;
+
     #[doc = include_str!("../../book/src/masks.md")]
     struct Masks;
 }

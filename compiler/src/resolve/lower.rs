@@ -4,7 +4,7 @@
 use xg_runtime::{RuleId, TokenId};
 
 use super::Scope;
-use crate::budget::Budget;
+use crate::budget::{Budget, Limits};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{Sources, Span};
 use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
@@ -803,7 +803,8 @@ impl<'a> Lowerer<'a> {
             return ExprKind::Empty;
         }
         let options = json_schema::Options::default();
-        match json_schema::generate(&parsed, &options, &Budget::unlimited()) {
+        let budget = Budget::new(Limits::default());
+        match json_schema::generate(&parsed, &options, &budget) {
             Ok(generated) => {
                 json_schema::push_warnings(&generated.report, span, self.diagnostics);
                 let id = self.embedded.first + self.embedded.rules.len();
