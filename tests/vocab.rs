@@ -46,6 +46,20 @@ fn real_vocabularies_load_with_their_kind_size_and_stop_token() {
         assert_eq!(padded.kind_of(token(size + 3)), TokenKind::Absent);
         assert_ne!(padded.fingerprint(), vocab.fingerprint());
         assert!(vocab.clone().with_model_size(size - 1).is_err());
+        // Tokens by text: the stop token by its name, a text token by its
+        // bytes (the lowest id), nothing for a text no token has.
+        let eos_name =
+            serde_json::from_slice::<serde_json::Value>(&config).unwrap()["eos_token"].clone();
+        let eos_name = eos_name
+            .as_str()
+            .or_else(|| eos_name["content"].as_str())
+            .unwrap()
+            .to_owned();
+        assert_eq!(vocab.token_by_text(&eos_name), Some(token(eos)), "{name}");
+        let a = vocab.token_by_text("a").expect("a token for `a`");
+        assert_eq!(vocab.bytes(a), b"a");
+        assert!((0..a.as_usize()).all(|id| vocab.bytes(token(id)) != b"a"));
+        assert_eq!(vocab.token_by_text("no token is this text, surely"), None);
     }
 }
 

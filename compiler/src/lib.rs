@@ -1,5 +1,5 @@
-//! The xg compiler: `.xg` grammars (and, as they arrive, JSON Schema, regex
-//! and structural tags) → checked grammars → tables for the xg runtime.
+//! The xg compiler: `.xg` grammars, JSON Schemas, regular expressions and
+//! structural tags → checked grammars → tables for the xg runtime.
 //!
 //! # Overview
 //!
@@ -11,6 +11,7 @@
 //!   and [`ir::reference`], the slow recognizer every matcher is tested against.
 //! - [`json_schema`]: JSON Schema → grammar, with a report of every keyword.
 //! - [`regex`](mod@regex): a request-time regular expression → grammar.
+//! - [`structural_tag`]: XGrammar's structural-tag JSON → grammar.
 //! - [`budget`]: compile limits (rules, time, cancellation) for request-time
 //!   grammars.
 //! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
@@ -46,6 +47,7 @@ pub mod regex;
 pub mod resolve;
 mod source;
 mod stdlib;
+pub mod structural_tag;
 pub mod syntax;
 pub mod tables;
 pub mod tree;

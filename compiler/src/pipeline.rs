@@ -15,7 +15,7 @@ use crate::budget::{Budget, Exceeded, Limits};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
 use crate::source::{FileId, Sources};
-use crate::{fsm, hash, ir, json_schema, normalize, regex, resolve, tables, tree};
+use crate::{fsm, hash, ir, json_schema, normalize, regex, resolve, structural_tag, tables, tree};
 
 /// Runs the front end on `entry` with entry rule `root`: parse the file and
 /// its imports, resolve names, check everything. Diagnostics come back sorted
@@ -131,6 +131,25 @@ pub fn regex(
 ) -> Option<Grammar> {
     let tree = regex::check(pattern, options, file, diagnostics)?;
     let compiled = compile_tree(&tree, &Budget::new(limits.clone()), diagnostics)?;
+    runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
+}
+
+/// Compiles a structural tag (XGrammar's JSON, the whole text of `file`
+/// in `sources`) into a runtime [`Grammar`] within `limits`. `vocabulary`
+/// resolves tokens given by text. Errors name the JSON pointer of the
+/// offending part, or point into an embedded grammar or regex. `None` if
+/// there were errors.
+pub fn structural_tag(
+    tag: &serde_json::Value,
+    vocabulary: Option<&xg_runtime::Vocabulary>,
+    limits: &Limits,
+    sources: &mut Sources,
+    file: crate::FileId,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
+    let budget = Budget::new(limits.clone());
+    let tree = structural_tag::check(tag, vocabulary, &budget, sources, file, diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, diagnostics)?;
     runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
 }
 

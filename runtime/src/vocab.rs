@@ -78,6 +78,9 @@ pub struct Vocabulary {
     /// Per token: its bytes are `pool[offsets[id]..offsets[id + 1]]`.
     offsets: Vec<u32>,
     kinds: Vec<TokenKind>,
+    /// The special tokens' names (`<|im_end|>`), sorted, for
+    /// [`Vocabulary::token_by_text`].
+    special_names: Vec<(String, TokenId)>,
     /// Sorted, distinct.
     stop: Vec<TokenId>,
     kind: TokenizerKind,
@@ -93,7 +96,8 @@ pub struct Vocabulary {
 #[derive(Clone, Debug)]
 enum Entry {
     Absent,
-    Special,
+    /// With its name (`<|im_end|>`), which is not its text.
+    Special(String),
     Text(Vec<u8>),
 }
 
@@ -113,7 +117,9 @@ impl Vocabulary {
             let entry = entries
                 .get_mut(id.as_usize())
                 .ok_or_else(|| VocabError::new(format!("special token {id} is out of range")))?;
-            *entry = Entry::Special;
+            if let Entry::Text(bytes) = entry {
+                *entry = Entry::Special(String::from_utf8_lossy(bytes).into_owned());
+            }
         }
         Self::assemble(entries, TokenizerKind::Raw, &[])
     }
@@ -162,7 +168,7 @@ impl Vocabulary {
                 let special = token.get("special").and_then(Value::as_bool) == Some(true);
                 // Added tokens are written as plain text, not byte-mapped.
                 let entry = if special {
-                    Entry::Special
+                    Entry::Special(content.to_owned())
                 } else {
                     Entry::Text(content.as_bytes().to_vec())
                 };
@@ -208,16 +214,21 @@ impl Vocabulary {
             pool: Vec::new(),
             offsets: vec![0],
             kinds: Vec::with_capacity(entries.len()),
+            special_names: Vec::new(),
             stop: Vec::new(),
             kind,
             fingerprint: 0,
             trie: OnceLock::new(),
             cache: Arc::default(),
         };
-        for entry in entries {
+        for (index, entry) in entries.into_iter().enumerate() {
             let kind = match entry {
                 Entry::Absent => TokenKind::Absent,
-                Entry::Special => TokenKind::Special,
+                Entry::Special(name) => {
+                    let id = TokenId::new(index).map_err(|e| VocabError::new(e.to_string()))?;
+                    vocabulary.special_names.push((name, id));
+                    TokenKind::Special
+                }
                 Entry::Text(bytes) => {
                     vocabulary.pool.extend_from_slice(&bytes);
                     TokenKind::Text
@@ -228,6 +239,7 @@ impl Vocabulary {
                 .map_err(|_| VocabError::new("token bytes exceed 4 GiB"))?;
             vocabulary.offsets.push(end);
         }
+        vocabulary.special_names.sort_unstable();
         vocabulary.with_stop_tokens(stop)
     }
 
@@ -320,6 +332,25 @@ impl Vocabulary {
             return &[];
         }
         &self.pool[self.offsets[index] as usize..self.offsets[index + 1] as usize]
+    }
+
+    /// The token written `text`: a special token by its name
+    /// (`<|im_end|>`), else the lowest-numbered text token whose bytes are
+    /// `text`. For formats that name tokens by text (structural tags).
+    pub fn token_by_text(&self, text: &str) -> Option<TokenId> {
+        let special = self
+            .special_names
+            .binary_search_by(|(name, _)| name.as_str().cmp(text))
+            .ok()
+            .map(|at| self.special_names[at].1);
+        special.or_else(|| {
+            (0..self.len())
+                .map(|index| TokenId::new(index).expect("ids fit"))
+                .find(|&id| {
+                    self.kinds[id.as_usize()] == TokenKind::Text
+                        && self.bytes(id) == text.as_bytes()
+                })
+        })
     }
 
     /// The stop tokens, sorted.

@@ -1,18 +1,21 @@
 //! Which grammar `xg match` and `xg trace` run, and compiling it: a `.xg`
-//! file, a JSON Schema file, or a regular expression on the command line.
+//! file, a JSON file (a JSON Schema, or a structural tag when its `type` is
+//! `structural_tag`), or a regular expression on the command line.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{Context, Result};
 use clap::Args;
 use xg_compiler::{Diagnostics, Limits, Sources, pipeline, regex};
+use xg_runtime::Vocabulary;
 
 use crate::schema::{self, SchemaFlags};
 
 /// The grammar of a command, as arguments.
 #[derive(Args)]
 pub struct GrammarArgs {
-    /// The `.xg` grammar or JSON Schema (`.json`).
+    /// The `.xg` grammar, JSON Schema (`.json`) or structural tag (`.json`
+    /// with `"type": "structural_tag"`).
     #[arg(required_unless_present = "regex")]
     pub grammar: Option<PathBuf>,
     /// The entry rule of a `.xg` grammar.
@@ -41,14 +44,33 @@ impl GrammarArgs {
     }
 }
 
-/// Compiles the grammar `args` name, printing its diagnostics.
-pub fn load_grammar(args: &GrammarArgs, color: bool) -> Result<xg_runtime::Grammar> {
+/// Compiles the grammar `args` name, printing its diagnostics;
+/// `vocabulary` resolves a structural tag's tokens given by text.
+pub fn load_grammar(
+    args: &GrammarArgs,
+    vocabulary: Option<&Vocabulary>,
+    color: bool,
+) -> Result<xg_runtime::Grammar> {
     match (&args.regex, &args.grammar) {
         (Some(pattern), _) => compile_regex(pattern, args.json_string, color),
-        (None, Some(path)) if schema::is_schema(path) => schema::compile(path, &args.schema, color),
+        (None, Some(path)) if schema::is_schema(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            match serde_json::from_str::<serde_json::Value>(&text) {
+                Ok(value) if is_structural_tag(&value) => {
+                    compile_structural_tag(path, &value, text, vocabulary, color)
+                }
+                _ => schema::compile(path, &args.schema, color),
+            }
+        }
         (None, Some(path)) => compile(path, &args.rule, color),
         (None, None) => anyhow::bail!("give a grammar file or --regex"),
     }
+}
+
+/// Whether a JSON file holds a structural tag rather than a schema.
+fn is_structural_tag(value: &serde_json::Value) -> bool {
+    value.get("type").and_then(serde_json::Value::as_str) == Some("structural_tag")
 }
 
 /// Compiles the grammar in `path` from `rule`, printing its diagnostics.
@@ -62,6 +84,29 @@ fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> 
     if diagnostics.has_errors() {
         eprint!("{}", diagnostics.render(&sources, color));
     }
+    grammar.with_context(|| format!("`{}` does not compile", path.display()))
+}
+
+/// Compiles a structural tag read from `path`, printing its diagnostics.
+fn compile_structural_tag(
+    path: &Path,
+    tag: &serde_json::Value,
+    text: String,
+    vocabulary: Option<&Vocabulary>,
+    color: bool,
+) -> Result<xg_runtime::Grammar> {
+    let mut sources = Sources::new();
+    let file = sources.add(path.display().to_string(), text, None);
+    let mut diagnostics = Diagnostics::new();
+    let grammar = pipeline::structural_tag(
+        tag,
+        vocabulary,
+        &Limits::default(),
+        &mut sources,
+        file,
+        &mut diagnostics,
+    );
+    eprint!("{}", diagnostics.render(&sources, color));
     grammar.with_context(|| format!("`{}` does not compile", path.display()))
 }
 

@@ -164,7 +164,7 @@ fn main() -> ExitCode {
             grammar,
             text,
             file,
-        }) => load::load_grammar(&grammar, color)
+        }) => load::load_grammar(&grammar, None, color)
             .and_then(|g| match_input(g, grammar.rule_name(), text, file.as_deref(), color)),
         Some(Command::Trace {
             grammar,
@@ -173,7 +173,7 @@ fn main() -> ExitCode {
             stop,
             text,
             file,
-        }) => load::load_grammar(&grammar, color).and_then(|compiled| {
+        }) => (|| {
             let input = match (text, file.as_deref()) {
                 (Some(text), _) => trace::Input::Text(text),
                 (None, Some(file)) => trace::Input::File(file),
@@ -184,8 +184,10 @@ fn main() -> ExitCode {
                 config: tokenizer_config.as_deref(),
                 stop: &stop,
             };
-            trace::trace(compiled, &model, input)
-        }),
+            let (vocabulary, json) = model.load()?;
+            let compiled = load::load_grammar(&grammar, Some(&vocabulary), color)?;
+            trace::trace(compiled, vocabulary, &json, &tokenizer, input)
+        })(),
         Some(Command::JsonSchema {
             schema,
             report,

@@ -34,7 +34,7 @@ pub(crate) struct Model<'a> {
 
 impl Model<'_> {
     /// The vocabulary, and the tokenizer's JSON.
-    fn load(&self) -> Result<(Vocabulary, Vec<u8>)> {
+    pub(crate) fn load(&self) -> Result<(Vocabulary, Vec<u8>)> {
         let path = self.tokenizer;
         let json =
             std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
@@ -59,12 +59,17 @@ impl Model<'_> {
     }
 }
 
-/// Traces `input` through `grammar`; true if every token was allowed and
-/// the grammar can end after the last one.
-pub(crate) fn trace(grammar: Grammar, model: &Model<'_>, input: Input<'_>) -> Result<bool> {
-    let tokenizer_path = model.tokenizer;
-    let (vocabulary, json) = model.load()?;
-    let ids = tokenize(&json, tokenizer_path, input)?;
+/// Traces `input` through `grammar` with the model's vocabulary and
+/// tokenizer (`json`, read from `tokenizer_path`); true if every token was
+/// allowed and the grammar can end after the last one.
+pub(crate) fn trace(
+    grammar: Grammar,
+    vocabulary: Vocabulary,
+    json: &[u8],
+    tokenizer_path: &Path,
+    input: Input<'_>,
+) -> Result<bool> {
+    let ids = tokenize(json, tokenizer_path, input)?;
     let vocabulary = Arc::new(vocabulary);
     println!(
         "{} tokens ({:?} tokenizer, {} ids, {} stop tokens)\n",
