@@ -72,6 +72,9 @@ mod documentation {
     #[doc = include_str!("../../book/src/regex.md")]
     struct Regex;
 
+    #[doc = include_str!("../../book/src/structural-tags.md")]
+    struct StructuralTags;
+
     #[doc = include_str!("../../book/src/masks.md")]
     struct Masks;
 }
