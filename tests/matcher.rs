@@ -155,6 +155,29 @@ fn check_matcher(source: &str, seed: u64) -> Result<(), TestCaseError> {
     Ok(())
 }
 
+/// The library grammar that embeds JSON Schemas: it costs the reference
+/// about a second a case, so it gets fixed seeds, not the long run's count.
+const EMBEDDED_SCHEMAS: &str = "examples/tool_calling.xg";
+
+/// The indices of the other library grammars.
+fn reference_friendly() -> Vec<usize> {
+    (0..LIBRARY.len())
+        .filter(|&i| LIBRARY[i] != EMBEDDED_SCHEMAS)
+        .collect()
+}
+
+#[test]
+fn matcher_agrees_with_the_reference_on_embedded_schemas() {
+    let index = LIBRARY
+        .iter()
+        .position(|&path| path == EMBEDDED_SCHEMAS)
+        .expect("in the library");
+    let source = &library()[index];
+    for seed in 0..8 {
+        check_matcher(source, seed).unwrap();
+    }
+}
+
 proptest! {
     #![proptest_config(ProptestConfig::with_cases(48))]
 
@@ -164,7 +187,7 @@ proptest! {
     }
 
     #[test]
-    fn matcher_agrees_with_the_reference_on_the_library(index in 0..LIBRARY.len(), seed in any::<u64>()) {
+    fn matcher_agrees_with_the_reference_on_the_library(index in prop::sample::select(reference_friendly()), seed in any::<u64>()) {
         check_matcher(&library()[index], seed)?;
     }
 
