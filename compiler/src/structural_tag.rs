@@ -443,22 +443,41 @@ impl Builder<'_> {
             let begin = self.literal(begin);
             full_tags.push(self.sequence_of(vec![begin, body]));
         }
+        let arms = self.grouped(arms);
+        self.triggered(full_tags, at_least_one, stop_after_first, end, |this| {
+            this.free_text(fields.pointer, arms, !stop_after_first, excludes, end)
+        })
+    }
+
+    /// Triggered tags from their parts: with `at_least_one` and
+    /// `stop_after_first`, one tag and the end; else the dispatch, after a
+    /// first tag (with no text before it) if `at_least_one`.
+    fn triggered(
+        &mut self,
+        full_tags: Vec<Expr>,
+        at_least_one: bool,
+        stop_after_first: bool,
+        end: &End,
+        dispatch: impl FnOnce(&mut Self) -> Expr,
+    ) -> Expr {
         let any_tag = self.choice(full_tags);
         if at_least_one && stop_after_first {
             return self.then_end(any_tag, end);
         }
-        let arms: Vec<(String, Expr)> = arms
-            .into_iter()
-            .filter(|(_, bodies)| !bodies.is_empty())
-            .map(|(trigger, bodies)| (trigger, self.choice(bodies)))
-            .collect();
-        let dispatch = self.free_text(fields.pointer, arms, !stop_after_first, excludes, end);
+        let dispatch = dispatch(self);
         if at_least_one {
-            // The first tag comes at once; then text and tags as usual.
             self.sequence_of(vec![any_tag, dispatch])
         } else {
             dispatch
         }
+    }
+
+    /// One arm per trigger that starts some tag: the choice of its tags.
+    fn grouped<T>(&self, arms: Vec<(T, Vec<Expr>)>) -> Vec<(T, Expr)> {
+        arms.into_iter()
+            .filter(|(_, bodies)| !bodies.is_empty())
+            .map(|(trigger, bodies)| (trigger, self.choice(bodies)))
+            .collect()
     }
 
     fn tags_with_separator(&mut self, fields: &Fields<'_>, end: &End) -> Expr {
@@ -568,21 +587,10 @@ impl Builder<'_> {
             let begin = self.tokens(vec![token], false);
             full_tags.push(self.sequence_of(vec![begin, body]));
         }
-        let any_tag = self.choice(full_tags);
-        if at_least_one && stop_after_first {
-            return self.then_end(any_tag, end);
-        }
-        let arms: Vec<(TokenId, Expr)> = arms
-            .into_iter()
-            .filter(|(_, bodies)| !bodies.is_empty())
-            .map(|(trigger, bodies)| (trigger, self.choice(bodies)))
-            .collect();
-        let dispatch = self.free_tokens(fields.pointer, arms, !stop_after_first, excluded, end);
-        if at_least_one {
-            self.sequence_of(vec![any_tag, dispatch])
-        } else {
-            dispatch
-        }
+        let arms = self.grouped(arms);
+        self.triggered(full_tags, at_least_one, stop_after_first, end, |this| {
+            this.free_tokens(fields.pointer, arms, !stop_after_first, excluded, end)
+        })
     }
 
     fn token_dispatch(&mut self, fields: &Fields<'_>, end: &End) -> Expr {
