@@ -78,6 +78,11 @@ fn basic_formats() {
         &[r#"{"city":"Paris"}"#, r#"{ "city": "Paris"}"#],
     );
     check(
+        &json!({"type": "json_schema", "json_schema": weather(), "any_whitespace": false, "indent": 2}),
+        &["{\n  \"city\": \"Paris\"\n}"],
+        &[r#"{"city": "Paris"}"#, "{\n    \"city\": \"Paris\"\n}"],
+    );
+    check(
         &json!({"type": "regex", "pattern": r"\d{3}-\d{4}"}),
         &["555-0199"],
         &["555-01999", "5550199"],
@@ -460,6 +465,10 @@ fn bad_tags_are_errors_naming_the_place() {
         (
             json!({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}),
             "#/format/style: the argument style `qwen_xml` is not an xg format",
+        ),
+        (
+            json!({"type": "json_schema", "json_schema": {}, "any_whitespace": false, "indent": "\t"}),
+            "#/format/indent: `indent` must be a whole number of spaces up to 32",
         ),
     ] {
         let tag = json!({"type": "structural_tag", "format": format});

@@ -793,43 +793,50 @@ impl Builder<'_> {
     }
 
     /// XGrammar's JSON options in xg's terms: `any_whitespace` (default on)
-    /// with `max_whitespace_cnt`, `separators` (default `", "` and `": "`
-    /// without whitespace), `any_order`, `strict_mode` (default on: no
-    /// properties beyond those listed), `reject_unsupported` (strict).
+    /// with `max_whitespace_cnt`; otherwise `indent` (pretty-printed) or
+    /// none; `separators` (default `", "` and `": "`, `","` and `": "` with
+    /// an indent, trimmed with any whitespace), `any_order`, `strict_mode`
+    /// (default on: no properties beyond those listed), `reject_unsupported`
+    /// (strict).
     fn schema_options(&mut self, fields: &Fields<'_>) -> json_schema::Options {
         let get = |name: &str| fields.object.get(name);
         let any_whitespace = get("any_whitespace")
             .and_then(Value::as_bool)
             .unwrap_or(true);
+        let indent = match get("indent") {
+            None | Some(Value::Null) => None,
+            Some(value) => match value.as_u64().and_then(|n| u32::try_from(n).ok()) {
+                Some(n) if n <= json_schema::MAX_INDENT => Some(n),
+                _ => {
+                    let message = format!(
+                        "`indent` must be a whole number of spaces up to {}",
+                        json_schema::MAX_INDENT
+                    );
+                    self.error(&format!("{}/indent", fields.pointer), message);
+                    None
+                }
+            },
+        };
         let (item, key) = match get("separators")
             .and_then(Value::as_array)
             .map(Vec::as_slice)
         {
             Some([Value::String(item), Value::String(key)]) => (item.clone(), key.clone()),
             _ if any_whitespace => (",".to_string(), ":".to_string()),
+            _ if indent.is_some() => (",".to_string(), ": ".to_string()),
             _ => (", ".to_string(), ": ".to_string()),
         };
-        if get("indent").is_some_and(|v| !v.is_null()) && !any_whitespace {
-            self.diagnostics.push(Diagnostic::warning(
-                "structural-tag-approximated",
-                format!(
-                    "{}/indent: an indented layout is not enforced; the separators are used as given",
-                    fields.pointer
-                ),
-                self.span,
-                "in this structural tag",
-            ));
-        }
-        json_schema::Options {
-            whitespace: if any_whitespace {
-                json_schema::Whitespace::Flexible {
-                    max: get("max_whitespace_cnt")
-                        .and_then(Value::as_u64)
-                        .and_then(|n| u32::try_from(n).ok()),
-                }
-            } else {
-                json_schema::Whitespace::Compact
+        let whitespace = match indent {
+            _ if any_whitespace => json_schema::Whitespace::Flexible {
+                max: get("max_whitespace_cnt")
+                    .and_then(Value::as_u64)
+                    .and_then(|n| u32::try_from(n).ok()),
             },
+            Some(indent) => json_schema::Whitespace::Pretty { indent },
+            None => json_schema::Whitespace::Compact,
+        };
+        json_schema::Options {
+            whitespace,
             item_separator: item,
             key_separator: key,
             strict: get("reject_unsupported")

@@ -1,6 +1,6 @@
 //! Fuzz target: request-time grammars from untrusted input. The first byte
-//! picks the front end — JSON Schema, structural tag or regex — and the
-//! rest is its text. Compiling within tight limits must not panic or hang,
+//! picks the front end — JSON Schema (in one of its layouts), structural
+//! tag or regex — and the rest is its text. Compiling within tight limits must not panic or hang,
 //! diagnostics must lie inside their files, and a grammar that compiles
 //! must run in the matcher on the input's own bytes.
 #![no_main]
@@ -9,7 +9,7 @@ use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 use std::time::Duration;
 
-use xg_compiler::json_schema::Options;
+use xg_compiler::json_schema::{Options, Whitespace};
 use xg_compiler::{Diagnostics, Limits, Sources, pipeline, regex};
 use xg_runtime::Matcher;
 
@@ -33,12 +33,34 @@ fuzz_target!(|bytes: &[u8]| {
                 return;
             };
             if selector % 3 == 0 {
-                pipeline::json_schema(&value, &Options::default(), &limits, file, &mut diagnostics)
+                let whitespace = match selector / 3 % 3 {
+                    0 => Whitespace::Flexible { max: Some(3) },
+                    1 => Whitespace::Compact,
+                    _ => Whitespace::Pretty { indent: 2 },
+                };
+                let options = Options {
+                    whitespace,
+                    ..Options::default()
+                };
+                pipeline::json_schema(&value, &options, &limits, file, &mut diagnostics)
             } else {
-                pipeline::structural_tag(&value, None, &limits, &mut sources, file, &mut diagnostics)
+                pipeline::structural_tag(
+                    &value,
+                    None,
+                    &limits,
+                    &mut sources,
+                    file,
+                    &mut diagnostics,
+                )
             }
         }
-        _ => pipeline::regex(text, regex::Options::default(), &limits, file, &mut diagnostics),
+        _ => pipeline::regex(
+            text,
+            regex::Options::default(),
+            &limits,
+            file,
+            &mut diagnostics,
+        ),
     };
     if let Some(grammar) = grammar {
         let mut matcher = Matcher::new(Arc::new(grammar));

@@ -13,8 +13,8 @@ use super::grammar::{G, Rules};
 use super::numbers::{self, Decimal};
 use super::schema::{self, ArrayPart, Node, Others, types};
 use super::{
-    EXACT_ANY_ORDER, Generated, MAX_TRACKED, Note, Options, PropertyOrder, Report, SchemaError,
-    Treatment, Whitespace, formats, strings,
+    EXACT_ANY_ORDER, Generated, MAX_INDENT, MAX_TRACKED, Note, Options, PRETTY_DEPTH,
+    PropertyOrder, Report, SchemaError, Treatment, Whitespace, formats, strings,
 };
 
 /// The shared building blocks, declared on first use.
@@ -31,6 +31,14 @@ enum Block {
     Whitespace,
 }
 
+/// What goes between a container's brackets: its non-empty member lists
+/// (`Nothing` if it cannot have members) and whether it may be empty. Kept
+/// apart because the layout of `[]` differs from that of `[ items ]`.
+struct Members {
+    some: G,
+    none: bool,
+}
+
 /// The state of one schema's compilation.
 pub(crate) struct Emitter<'a> {
     pub(crate) doc: &'a Value,
@@ -41,9 +49,13 @@ pub(crate) struct Emitter<'a> {
     pub(crate) root_id: Option<String>,
     pub(crate) anchors: HashMap<String, String>,
     rules: Rules,
-    memo: HashMap<Vec<String>, usize>,
-    queue: VecDeque<(usize, Vec<String>)>,
-    blocks: HashMap<Block, usize>,
+    /// The rule of each conjunction at each nesting level (always level 0
+    /// unless the layout is pretty).
+    memo: HashMap<(Vec<String>, u32), usize>,
+    queue: VecDeque<(usize, Vec<String>, u32)>,
+    blocks: HashMap<(Block, u32), usize>,
+    /// The nesting depth of the rule being built.
+    depth: u32,
     report: Report,
     /// Where each `(pointer, keyword)` note is in the report.
     noted: HashMap<(String, String), usize>,
@@ -71,6 +83,7 @@ impl<'a> Emitter<'a> {
             memo: HashMap::new(),
             queue: VecDeque::new(),
             blocks: HashMap::new(),
+            depth: 0,
             report: Report::default(),
             noted: HashMap::new(),
             errors: Vec::new(),
@@ -85,8 +98,19 @@ impl<'a> Emitter<'a> {
                 message: "a JSON Schema must be an object or a boolean".into(),
             }]);
         }
-        self.rule_for(vec![String::new()], "root");
-        while let Some((rule, key)) = self.queue.pop_front() {
+        if let Whitespace::Pretty { indent } = self.options.whitespace
+            && indent > MAX_INDENT
+        {
+            return Err(vec![SchemaError {
+                pointer: "#".into(),
+                message: format!(
+                    "an indent of {indent} spaces is more than the {MAX_INDENT} the pretty layout takes"
+                ),
+            }]);
+        }
+        self.rule_for(vec![String::new()], 0, "root");
+        while let Some((rule, key, depth)) = self.queue.pop_front() {
+            self.depth = depth;
             if let Err(exceeded) = self.budget.check_rules(self.rules.len()) {
                 self.errors.push(SchemaError {
                     pointer: "#".into(),
@@ -187,38 +211,65 @@ impl<'a> Emitter<'a> {
 
     // ---- Rules -----------------------------------------------------------
 
-    /// The rule for the conjunction `key`, declared (and queued) on first use.
-    fn rule_for(&mut self, mut key: Vec<String>, name: &str) -> usize {
+    /// The rule for the conjunction `key` at nesting `depth`, declared (and
+    /// queued) on first use.
+    fn rule_for(&mut self, mut key: Vec<String>, depth: u32, name: &str) -> usize {
         key.sort();
         key.dedup();
-        if let Some(&rule) = self.memo.get(&key) {
+        let level = self.level(depth);
+        let memo_key = (key, level);
+        if let Some(&rule) = self.memo.get(&memo_key) {
             return rule;
         }
         let rule = self.rules.declare(name);
-        self.memo.insert(key.clone(), rule);
-        self.queue.push_back((rule, key));
+        let (key, _) = memo_key.clone();
+        self.memo.insert(memo_key, rule);
+        self.queue.push_back((rule, key, level));
         rule
     }
 
-    /// A value valid under every schema of `key` (any value if `key` is empty).
+    /// A value inside a container of the rule being built, valid under
+    /// every schema of `key` (any value if `key` is empty).
     fn child(&mut self, key: Vec<String>, name: &str) -> G {
+        let depth = self.depth + 1;
         let trivial = key.iter().all(|p| match self.lookup(p) {
             Some(Value::Bool(true)) => true,
             Some(Value::Object(map)) => map.is_empty(),
             _ => false,
         });
         if trivial {
-            self.block(Block::Value)
+            self.block(Block::Value, depth)
         } else {
-            G::Ref(self.rule_for(key, name))
+            G::Ref(self.rule_for(key, depth, name))
         }
     }
 
-    fn block(&mut self, block: Block) -> G {
-        if block == Block::Whitespace && self.options.whitespace == Whitespace::Compact {
-            return G::Empty;
+    /// The level whose rules a value at `depth` uses: its depth, up to one
+    /// past [`PRETTY_DEPTH`], when the layout is pretty; otherwise 0 (the
+    /// layout does not depend on the depth, so every depth shares rules).
+    fn level(&self, depth: u32) -> u32 {
+        match self.options.whitespace {
+            Whitespace::Pretty { .. } => depth.min(PRETTY_DEPTH + 1),
+            _ => 0,
         }
-        if let Some(&rule) = self.blocks.get(&block) {
+    }
+
+    /// The layout of a container at `depth`: pretty layouts turn flexible
+    /// past [`PRETTY_DEPTH`].
+    fn layout(&self, depth: u32) -> Whitespace {
+        match self.options.whitespace {
+            Whitespace::Pretty { .. } if depth > PRETTY_DEPTH => Whitespace::Flexible { max: None },
+            ref layout => layout.clone(),
+        }
+    }
+
+    /// A shared building block; containers and values are per level.
+    fn block(&mut self, block: Block, depth: u32) -> G {
+        let level = match block {
+            Block::Value | Block::Object | Block::Array => self.level(depth),
+            _ => 0,
+        };
+        if let Some(&rule) = self.blocks.get(&(block, level)) {
             return G::Ref(rule);
         }
         let name = match block {
@@ -232,33 +283,37 @@ impl<'a> Emitter<'a> {
             Block::Integer => "json_integer",
             Block::Whitespace => "ws",
         };
-        let rule = self.rules.declare(name);
-        self.blocks.insert(block, rule);
+        let rule = if level == 0 {
+            self.rules.declare(name)
+        } else {
+            self.rules.declare(&format!("{name}_depth{level}"))
+        };
+        self.blocks.insert((block, level), rule);
         let body = match block {
             Block::Value => G::alt([
-                self.block(Block::Object),
-                self.block(Block::Array),
-                self.block(Block::String),
-                self.block(Block::Number),
+                self.block(Block::Object, depth),
+                self.block(Block::Array, depth),
+                self.block(Block::String, depth),
+                self.block(Block::Number, depth),
                 G::lit("true"),
                 G::lit("false"),
                 G::lit("null"),
             ]),
             Block::Object => {
                 let member = G::seq([
-                    self.block(Block::String),
-                    self.key_separator(),
-                    self.block(Block::Value),
+                    self.block(Block::String, depth),
+                    self.key_separator(depth),
+                    self.block(Block::Value, depth + 1),
                 ]);
-                self.list("{", member, "}")
+                self.list("{", member, "}", depth)
             }
             Block::Array => {
-                let value = self.block(Block::Value);
-                self.list("[", value, "]")
+                let value = self.block(Block::Value, depth + 1);
+                self.list("[", value, "]", depth)
             }
             Block::String => G::seq([
                 G::lit("\""),
-                G::rep(self.block(Block::Char), 0, None),
+                G::rep(self.block(Block::Char, depth), 0, None),
                 G::lit("\""),
             ]),
             Block::Char => json_char(),
@@ -269,6 +324,7 @@ impl<'a> Emitter<'a> {
                 let max = match self.options.whitespace {
                     Whitespace::Flexible { max } => max,
                     Whitespace::Compact => Some(0),
+                    Whitespace::Pretty { .. } => None,
                 };
                 G::rep(
                     G::class([(' ', ' '), ('\t', '\t'), ('\n', '\n'), ('\r', '\r')]),
@@ -281,40 +337,62 @@ impl<'a> Emitter<'a> {
         G::Ref(rule)
     }
 
-    fn separator(&mut self, text: &str) -> G {
-        match self.options.whitespace {
-            Whitespace::Compact => G::lit(text),
+    /// `text` between the members of a container at `depth`; in a pretty
+    /// layout a `line_break` ends it and indents the next member.
+    fn separator(&mut self, text: &str, depth: u32, line_break: bool) -> G {
+        match self.layout(depth) {
             Whitespace::Flexible { .. } => {
-                let ws = self.block(Block::Whitespace);
+                let ws = self.block(Block::Whitespace, depth);
                 G::seq([ws.clone(), G::lit(text.trim()), ws])
             }
+            Whitespace::Pretty { indent } if line_break => G::lit(format!(
+                "{}{}",
+                text.trim_end(),
+                new_line(indent, depth + 1)
+            )),
+            Whitespace::Compact | Whitespace::Pretty { .. } => G::lit(text),
         }
     }
 
-    fn item_separator(&mut self) -> G {
+    fn item_separator(&mut self, depth: u32) -> G {
         let text = self.options.item_separator.clone();
-        self.separator(&text)
+        self.separator(&text, depth, true)
     }
 
-    fn key_separator(&mut self) -> G {
+    fn key_separator(&mut self, depth: u32) -> G {
         let text = self.options.key_separator.clone();
-        self.separator(&text)
+        self.separator(&text, depth, false)
     }
 
-    /// `open item (sep item)* close`, or empty, with whitespace inside.
-    fn list(&mut self, open: &str, item: G, close: &str) -> G {
-        let ws = self.block(Block::Whitespace);
-        let sep = self.item_separator();
-        G::seq([
-            G::lit(open),
-            ws.clone(),
-            G::opt(G::seq([
-                item.clone(),
-                G::rep(G::seq([sep, item]), 0, None),
-                ws.clone(),
-            ])),
-            G::lit(close),
-        ])
+    /// A container at `depth`: `open`, `members` laid out, `close`.
+    fn container(&mut self, open: &str, members: Members, close: &str, depth: u32) -> G {
+        let none = if members.none { G::Empty } else { G::Nothing };
+        let inside = match self.layout(depth) {
+            Whitespace::Compact => G::alt([members.some, none]),
+            Whitespace::Flexible { .. } => {
+                let ws = self.block(Block::Whitespace, depth);
+                G::seq([ws.clone(), G::alt([G::seq([members.some, ws]), none])])
+            }
+            Whitespace::Pretty { indent } => G::alt([
+                G::seq([
+                    G::lit(new_line(indent, depth + 1)),
+                    members.some,
+                    G::lit(new_line(indent, depth)),
+                ]),
+                none,
+            ]),
+        };
+        G::seq([G::lit(open), inside, G::lit(close)])
+    }
+
+    /// `open item (sep item)* close`, or empty, at `depth`.
+    fn list(&mut self, open: &str, item: G, close: &str, depth: u32) -> G {
+        let sep = self.item_separator(depth);
+        let members = Members {
+            some: G::seq([item.clone(), G::rep(G::seq([sep, item]), 0, None)]),
+            none: true,
+        };
+        self.container(open, members, close, depth)
     }
 
     // ---- Schemas ---------------------------------------------------------
@@ -347,7 +425,8 @@ impl<'a> Emitter<'a> {
             for (i, branch) in choice.branches.iter().enumerate() {
                 let mut branch_key = key.to_vec();
                 branch_key.extend(branch.iter().cloned());
-                alternatives.push(G::Ref(self.rule_for(branch_key, &format!("{name}_{i}"))));
+                let rule = self.rule_for(branch_key, self.depth, &format!("{name}_{i}"));
+                alternatives.push(G::Ref(rule));
             }
             return G::alt(alternatives);
         }
@@ -358,7 +437,7 @@ impl<'a> Emitter<'a> {
             let fitting: Vec<G> = values
                 .iter()
                 .filter(|v| fits(&node, v))
-                .map(|v| self.literal(v))
+                .map(|v| self.literal(v, self.depth))
                 .collect();
             return G::alt(fitting);
         }
@@ -490,73 +569,53 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// The JSON text of `value` in the configured layout.
-    fn literal(&mut self, value: &Value) -> G {
+    /// The JSON text of `value` at `depth` in the configured layout.
+    fn literal(&mut self, value: &Value, depth: u32) -> G {
         match value {
             Value::Null => G::lit("null"),
             Value::Bool(b) => G::lit(b.to_string()),
             Value::Number(n) => number_literal(&n.to_string()),
-            Value::String(s) => G::seq([G::lit("\""), strings::encoded_text(s), G::lit("\"")]),
+            Value::String(s) => quoted(strings::encoded_text(s)),
             Value::Array(items) => {
-                let ws = self.block(Block::Whitespace);
-                let sep = self.item_separator();
-                let mut parts = vec![G::lit("["), ws.clone()];
+                let sep = self.item_separator(depth);
+                let mut parts = Vec::new();
                 for (i, item) in items.iter().enumerate() {
                     if i > 0 {
                         parts.push(sep.clone());
                     }
-                    parts.push(self.literal(item));
+                    parts.push(self.literal(item, depth + 1));
                 }
-                if !items.is_empty() {
-                    parts.push(ws);
-                }
-                parts.push(G::lit("]"));
-                G::seq(parts)
-            }
-            Value::Object(map)
-                if self.options.property_order == PropertyOrder::Any && map.len() > 1 =>
-            {
-                let ws = self.block(Block::Whitespace);
-                let sep = self.item_separator();
-                let key_sep = self.key_separator();
-                let members: Vec<(G, bool)> = map
-                    .iter()
-                    .map(|(k, v)| {
-                        let member = G::seq([
-                            G::lit("\""),
-                            strings::encoded_text(k),
-                            G::lit("\""),
-                            key_sep.clone(),
-                            self.literal(v),
-                        ]);
-                        (member, true)
-                    })
-                    .collect();
-                let body = self.any_order_body(&members, None, &sep, &Node::default(), "value");
-                G::seq([G::lit("{"), ws.clone(), body, ws, G::lit("}")])
+                let members = fixed_members(parts);
+                self.container("[", members, "]", depth)
             }
             Value::Object(map) => {
-                let ws = self.block(Block::Whitespace);
-                let sep = self.item_separator();
-                let key_sep = self.key_separator();
-                let mut parts = vec![G::lit("{"), ws.clone()];
-                for (i, (k, v)) in map.iter().enumerate() {
-                    if i > 0 {
-                        parts.push(sep.clone());
+                let sep = self.item_separator(depth);
+                let key_sep = self.key_separator(depth);
+                let entries: Vec<G> = map
+                    .iter()
+                    .map(|(k, v)| {
+                        G::seq([
+                            quoted(strings::encoded_text(k)),
+                            key_sep.clone(),
+                            self.literal(v, depth + 1),
+                        ])
+                    })
+                    .collect();
+                let members = if self.options.property_order == PropertyOrder::Any && map.len() > 1
+                {
+                    let entries: Vec<(G, bool)> = entries.into_iter().map(|e| (e, true)).collect();
+                    self.any_order_body(&entries, None, &sep, &Node::default(), "value")
+                } else {
+                    let mut parts = Vec::new();
+                    for (i, entry) in entries.into_iter().enumerate() {
+                        if i > 0 {
+                            parts.push(sep.clone());
+                        }
+                        parts.push(entry);
                     }
-                    parts.push(G::seq([
-                        G::lit("\""),
-                        strings::encoded_text(k),
-                        G::lit("\""),
-                    ]));
-                    parts.push(key_sep.clone());
-                    parts.push(self.literal(v));
-                }
-                if !map.is_empty() {
-                    parts.push(ws);
-                }
-                parts.push(G::lit("}"));
-                G::seq(parts)
+                    fixed_members(parts)
+                };
+                self.container("{", members, "}", depth)
             }
         }
     }
@@ -588,7 +647,7 @@ impl<'a> Emitter<'a> {
         }
         if integer_only {
             if node.lower.is_none() && node.upper.is_none() {
-                return self.block(Block::Integer);
+                return self.block(Block::Integer, self.depth);
             }
             let (lo, hi) = numbers::integer_range(node.lower.as_ref(), node.upper.as_ref());
             return numbers::integers(lo, hi);
@@ -610,7 +669,7 @@ impl<'a> Emitter<'a> {
             ]);
         }
         if node.lower.is_none() && node.upper.is_none() {
-            return self.block(Block::Number);
+            return self.block(Block::Number, self.depth);
         }
         numbers::bounded_numbers(node.lower.as_ref(), node.upper.as_ref())
     }
@@ -688,11 +747,11 @@ impl<'a> Emitter<'a> {
             None if length_limited => {
                 let min = u32::try_from(node.min_length).unwrap_or(u32::MAX);
                 let max = node.max_length.and_then(|m| u32::try_from(m).ok());
-                G::rep(self.block(Block::Char), min, max)
+                G::rep(self.block(Block::Char, self.depth), min, max)
             }
-            None => return self.block(Block::String),
+            None => return self.block(Block::String, self.depth),
         };
-        G::seq([G::lit("\""), body, G::lit("\"")])
+        quoted(body)
     }
 
     fn array(&mut self, node: &Node, name: &str) -> G {
@@ -740,11 +799,9 @@ impl<'a> Emitter<'a> {
             .collect();
         let rest_key = position(prefix_len, &node.arrays);
         let rest = self.child(rest_key, &format!("{name}_item"));
-        let sep = self.item_separator();
-        let ws = self.block(Block::Whitespace);
-        let min = node.min_items;
-        let body = items_from(0, &items, &rest, &sep, min, max_items);
-        G::seq([G::lit("["), ws.clone(), body, ws, G::lit("]")])
+        let sep = self.item_separator(self.depth);
+        let members = array_members(&items, &rest, &sep, node.min_items, max_items);
+        self.container("[", members, "]", self.depth)
     }
 
     fn object(&mut self, node: &Node, name: &str) -> G {
@@ -806,10 +863,8 @@ impl<'a> Emitter<'a> {
             }
             let value = self.child(key, &format!("{name}_{property}"));
             let member = G::seq([
-                G::lit("\""),
-                strings::encoded_text(property),
-                G::lit("\""),
-                self.key_separator(),
+                quoted(strings::encoded_text(property)),
+                self.key_separator(self.depth),
                 value,
             ]);
             members.push((member, required));
@@ -819,23 +874,24 @@ impl<'a> Emitter<'a> {
             self.rules.define(rule, g);
             G::Ref(rule)
         });
-        let ws = self.block(Block::Whitespace);
-        let sep = self.item_separator();
-        if members.is_empty() {
-            let body = self.extra_members_only(node, extra.as_ref(), &sep);
-            return G::seq([G::lit("{"), ws.clone(), body, ws, G::lit("}")]);
-        }
-        self.note_property_counts(node, &members, extra.is_some());
-        let body = match self.options.property_order {
-            PropertyOrder::Given => self.members_body(&members, extra.as_ref(), &sep, name),
-            PropertyOrder::Any => self.any_order_body(&members, extra.as_ref(), &sep, node, name),
+        let sep = self.item_separator(self.depth);
+        let body = if members.is_empty() {
+            self.extra_members_only(node, extra.as_ref(), &sep)
+        } else {
+            self.note_property_counts(node, &members, extra.is_some());
+            match self.options.property_order {
+                PropertyOrder::Given => self.members_body(&members, extra.as_ref(), &sep, name),
+                PropertyOrder::Any => {
+                    self.any_order_body(&members, extra.as_ref(), &sep, node, name)
+                }
+            }
         };
-        G::seq([G::lit("{"), ws.clone(), body, ws, G::lit("}")])
+        self.container("{", body, "}", self.depth)
     }
 
     /// The members of an object that declares none: extra members, their
     /// count within `minProperties` / `maxProperties` exactly.
-    fn extra_members_only(&mut self, node: &Node, extra: Option<&G>, sep: &G) -> G {
+    fn extra_members_only(&mut self, node: &Node, extra: Option<&G>, sep: &G) -> Members {
         let min = node.min_properties.as_ref().map_or(0, |(m, _)| *m);
         let max = node.max_properties.as_ref().map(|(m, _)| *m);
         for (keyword, bound) in [
@@ -847,9 +903,11 @@ impl<'a> Emitter<'a> {
             }
         }
         match extra {
-            Some(extra) => items_from(0, &[], extra, sep, min, max),
-            None if min == 0 => G::Empty,
-            None => G::Nothing,
+            Some(extra) => array_members(&[], extra, sep, min, max),
+            None => Members {
+                some: G::Nothing,
+                none: min == 0,
+            },
         }
     }
 
@@ -886,7 +944,13 @@ impl<'a> Emitter<'a> {
     /// The members of an object in declared order: each optional unless
     /// required, separated, then extra members (if any) at the end. The
     /// tails are rules, so the grammar stays linear in the member count.
-    fn members_body(&mut self, members: &[(G, bool)], extra: Option<&G>, sep: &G, name: &str) -> G {
+    fn members_body(
+        &mut self,
+        members: &[(G, bool)],
+        extra: Option<&G>,
+        sep: &G,
+        name: &str,
+    ) -> Members {
         let n = members.len();
         // after[i]: members i.. when something came before (each with a
         // leading separator).
@@ -914,7 +978,10 @@ impl<'a> Emitter<'a> {
         for (i, (member, required)) in members.iter().enumerate() {
             alternatives.push(G::seq([member.clone(), after[i + 1].clone()]));
             if *required {
-                return G::alt(alternatives);
+                return Members {
+                    some: G::alt(alternatives),
+                    none: false,
+                };
             }
         }
         if let Some(extra) = extra {
@@ -923,8 +990,10 @@ impl<'a> Emitter<'a> {
                 G::rep(G::seq([sep.clone(), extra.clone()]), 0, None),
             ]));
         }
-        alternatives.push(G::Empty);
-        G::alt(alternatives)
+        Members {
+            some: G::alt(alternatives),
+            none: true,
+        }
     }
 
     /// Members in any order: rules per set of tracked members written so far
@@ -936,7 +1005,7 @@ impl<'a> Emitter<'a> {
         sep: &G,
         node: &Node,
         name: &str,
-    ) -> G {
+    ) -> Members {
         let track_all = members.len() <= EXACT_ANY_ORDER;
         let required = members.iter().filter(|m| m.1).count();
         let tracked: Vec<usize> = (0..members.len())
@@ -1001,16 +1070,16 @@ impl<'a> Emitter<'a> {
             self.rules.define(rules[seen], G::alt(alternatives));
         }
         let mut first = Vec::new();
-        if required_mask == 0 {
-            first.push(G::Empty);
-        }
         for (bit, &i) in tracked.iter().enumerate() {
             first.push(G::seq([members[i].0.clone(), G::Ref(rules[1 << bit])]));
         }
         for member in &free {
             first.push(G::seq([member.clone(), G::Ref(rules[0])]));
         }
-        G::alt(first)
+        Members {
+            some: G::alt(first),
+            none: required_mask == 0,
+        }
     }
 
     /// A member whose key is none of `declared` (`None` if none may appear).
@@ -1059,7 +1128,7 @@ impl<'a> Emitter<'a> {
             })
             .collect();
         let value = self.child(key, &format!("{name}_value"));
-        let key_separator = self.key_separator();
+        let key_separator = self.key_separator(self.depth);
         let key_body = if let Some(pointer) = node.property_names.first().cloned() {
             let names = self.collect(&node.property_names);
             let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
@@ -1080,19 +1149,13 @@ impl<'a> Emitter<'a> {
                 "propertyNames",
                 "only checked when no properties are declared",
             );
-            let any = self.block(Block::CanonicalChar);
+            let any = self.block(Block::CanonicalChar, self.depth);
             strings::encoded_text_except(&excluded, &any)
         } else {
-            let any = self.block(Block::CanonicalChar);
+            let any = self.block(Block::CanonicalChar, self.depth);
             strings::encoded_text_except(&excluded, &any)
         };
-        alternatives.push(G::seq([
-            G::lit("\""),
-            key_body,
-            G::lit("\""),
-            key_separator,
-            value,
-        ]));
+        alternatives.push(G::seq([quoted(key_body), key_separator, value]));
         Some(G::alt(alternatives))
     }
 
@@ -1104,7 +1167,7 @@ impl<'a> Emitter<'a> {
         declared: &[String],
         name: &str,
     ) -> Vec<G> {
-        let key_separator = self.key_separator();
+        let key_separator = self.key_separator(self.depth);
         let mut members = Vec::new();
         for (pattern, pointer) in &part.patterns {
             if declared.iter().any(|d| pattern_matches(pattern, d)) {
@@ -1118,13 +1181,7 @@ impl<'a> Emitter<'a> {
             match strings::pattern_body(pattern) {
                 Ok(key) => {
                     self.enforced(&part.pointer, "patternProperties");
-                    members.push(G::seq([
-                        G::lit("\""),
-                        key,
-                        G::lit("\""),
-                        key_separator.clone(),
-                        value,
-                    ]));
+                    members.push(G::seq([quoted(key), key_separator.clone(), value]));
                 }
                 Err(err) => {
                     self.approximate(
@@ -1133,7 +1190,7 @@ impl<'a> Emitter<'a> {
                         &format!("{}; any key is allowed", err.0),
                     );
                     members.push(G::seq([
-                        self.block(Block::String),
+                        self.block(Block::String, self.depth),
                         key_separator.clone(),
                         value,
                     ]));
@@ -1142,6 +1199,39 @@ impl<'a> Emitter<'a> {
         }
         members
     }
+}
+
+/// The items of an array: prefix items by position, then `rest`, with the
+/// count between `min` and `max`.
+fn array_members(prefix: &[G], rest: &G, sep: &G, min: u64, max: Option<u64>) -> Members {
+    Members {
+        some: if max == Some(0) {
+            G::Nothing
+        } else {
+            items_from(0, prefix, rest, sep, min.max(1), max)
+        },
+        none: min == 0,
+    }
+}
+
+/// Members of a literal: `parts` in turn, if there are any.
+fn fixed_members(parts: Vec<G>) -> Members {
+    let none = parts.is_empty();
+    Members {
+        some: if none { G::Nothing } else { G::seq(parts) },
+        none,
+    }
+}
+
+/// `body` between double quotes.
+fn quoted(body: G) -> G {
+    G::seq([G::lit("\""), body, G::lit("\"")])
+}
+
+/// A line break and the indentation of `depth` levels of `indent` spaces.
+fn new_line(indent: u32, depth: u32) -> String {
+    let width = usize::try_from(indent.saturating_mul(depth)).unwrap_or(usize::MAX);
+    format!("\n{:width$}", "")
 }
 
 /// Items `i..` of an array: prefix items by position, then `rest`, with

@@ -44,7 +44,26 @@ pub enum Whitespace {
         /// Longest whitespace run; `None` is unbounded.
         max: Option<u32>,
     },
+    /// Pretty-printed as Python's `json.dumps(value, indent=N)` writes it:
+    /// each array item and object member on its own line, indented by
+    /// `indent` spaces per level, the closing bracket on a line of its own
+    /// at its container's indentation, empty containers as `[]` and `{}`.
+    /// The item separator is followed by the line break (its trailing
+    /// whitespace dropped), the key separator is used as given (`": "` is
+    /// the usual choice). Values nested deeper than [`PRETTY_DEPTH`]
+    /// levels take any JSON whitespace instead (each level has its own
+    /// rules, so the depth is bounded).
+    Pretty {
+        /// Spaces per level.
+        indent: u32,
+    },
 }
+
+/// Nesting levels laid out exactly by [`Whitespace::Pretty`].
+pub const PRETTY_DEPTH: u32 = 12;
+
+/// The widest indentation level [`Whitespace::Pretty`] takes, in spaces.
+pub const MAX_INDENT: u32 = 32;
 
 /// In which order an object's properties may appear.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

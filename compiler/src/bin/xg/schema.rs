@@ -12,18 +12,22 @@ use xg_compiler::{Budget, Diagnostics, Limits, Sources, pipeline};
 /// The options of the JSON Schema front end, as flags.
 #[derive(Args, Clone)]
 pub struct SchemaFlags {
-    /// Whitespace between tokens: none, or any JSON whitespace.
+    /// Whitespace between tokens: none, any JSON whitespace, or
+    /// pretty-printed (one item per line, indented).
     #[arg(long, value_enum, default_value_t = Layout::Flexible)]
     whitespace: Layout,
     /// With flexible whitespace, the longest run allowed.
     #[arg(long, value_name = "N")]
     max_whitespace: Option<u32>,
+    /// With pretty whitespace, the spaces per level.
+    #[arg(long, value_name = "N", default_value_t = 2)]
+    indent: u32,
     /// Between array items and object members.
     #[arg(long, default_value = ",")]
     item_separator: String,
-    /// Between a key and its value.
-    #[arg(long, default_value = ":")]
-    key_separator: String,
+    /// Between a key and its value [default: `:`, or `: ` when pretty].
+    #[arg(long)]
+    key_separator: Option<String>,
     /// Properties in any order (required ones still required, none twice)
     /// instead of the schema's order.
     #[arg(long)]
@@ -47,6 +51,8 @@ enum Layout {
     Compact,
     /// Any JSON whitespace around punctuation.
     Flexible,
+    /// As `json.dumps(value, indent=N)` writes it.
+    Pretty,
 }
 
 impl SchemaFlags {
@@ -57,9 +63,18 @@ impl SchemaFlags {
                 Layout::Flexible => Whitespace::Flexible {
                     max: self.max_whitespace,
                 },
+                Layout::Pretty => Whitespace::Pretty {
+                    indent: self.indent,
+                },
             },
             item_separator: self.item_separator.clone(),
-            key_separator: self.key_separator.clone(),
+            key_separator: self.key_separator.clone().unwrap_or_else(|| {
+                match self.whitespace {
+                    Layout::Pretty => ": ",
+                    Layout::Compact | Layout::Flexible => ":",
+                }
+                .to_string()
+            }),
             strict: self.strict,
             property_order: if self.any_order {
                 PropertyOrder::Any

@@ -1,0 +1,122 @@
+//! The layouts of the JSON Schema front end (compact, flexible, pretty) on
+//! the vendored JSON-Schema-Test-Suite: a layout never changes which values
+//! are accepted, only how they are written. The pretty layout accepts
+//! exactly what a pretty-printer writes (serde_json's, which writes as
+//! Python's `json.dumps(value, indent=N, ensure_ascii=False)`) and nothing
+//! else; the flexible one accepts both.
+
+mod common;
+
+use std::sync::Arc;
+
+use serde::Serialize;
+use serde_json::Value;
+use serde_json::ser::{PrettyFormatter, Serializer};
+use xg_compiler::json_schema::{Options, PRETTY_DEPTH, PropertyOrder, Whitespace};
+use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+use xg_runtime::{Grammar, Matcher};
+
+fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
+    let key_separator = match whitespace {
+        Whitespace::Pretty { .. } => ": ",
+        _ => ":",
+    };
+    let options = Options {
+        whitespace,
+        key_separator: key_separator.to_string(),
+        property_order: PropertyOrder::Any,
+        ..Options::default()
+    };
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", schema.to_string(), None);
+    let mut diagnostics = Diagnostics::new();
+    pipeline::json_schema(schema, &options, &Limits::default(), file, &mut diagnostics)
+        .map(Arc::new)
+}
+
+fn accepts(grammar: &Arc<Grammar>, text: &str) -> bool {
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    matcher.accept_str(text).is_ok() && matcher.can_terminate()
+}
+
+/// `value` pretty-printed with `indent` spaces per level.
+fn pretty(value: &Value, indent: usize) -> String {
+    let indent = " ".repeat(indent);
+    let mut out = Vec::new();
+    let mut serializer =
+        Serializer::with_formatter(&mut out, PrettyFormatter::with_indent(indent.as_bytes()));
+    value.serialize(&mut serializer).expect("JSON");
+    String::from_utf8(out).expect("UTF-8")
+}
+
+#[test]
+fn layouts_accept_the_same_values() {
+    let (mut instances, mut nested) = (0, 0);
+    for (path, cases) in common::vendored_json("json-schema-test-suite/tests.tar.gz") {
+        for case in cases.as_array().expect("a list of cases") {
+            let schema = &case["schema"];
+            let Some(compact) = compile(schema, Whitespace::Compact) else {
+                continue;
+            };
+            let flexible = compile(schema, Whitespace::Flexible { max: None }).expect("compiles");
+            let pretty_2 = compile(schema, Whitespace::Pretty { indent: 2 }).expect("compiles");
+            let pretty_4 = compile(schema, Whitespace::Pretty { indent: 4 }).expect("compiles");
+            for test in case["tests"].as_array().expect("tests") {
+                let data = &test["data"];
+                let label = format!("{path}: {} / {}", case["description"], test["description"]);
+                let text = serde_json::to_string(data).expect("JSON");
+                let (two, four) = (pretty(data, 2), pretty(data, 4));
+                let expected = accepts(&compact, &text);
+                instances += 1;
+                assert_eq!(accepts(&flexible, &text), expected, "{label}: {text}");
+                assert_eq!(accepts(&flexible, &two), expected, "{label}: {two}");
+                assert_eq!(accepts(&pretty_2, &two), expected, "{label}: {two}");
+                assert_eq!(accepts(&pretty_4, &four), expected, "{label}: {four}");
+                if two != text {
+                    // Only the pretty layout, and only its own indentation.
+                    nested += 1;
+                    assert!(!accepts(&pretty_2, &text), "{label}: {text}");
+                    assert!(!accepts(&pretty_2, &four), "{label}: {four}");
+                    assert!(!accepts(&pretty_4, &two), "{label}: {two}");
+                }
+            }
+        }
+    }
+    assert!(instances > 3000 && nested > 1000, "{instances} {nested}");
+}
+
+#[test]
+fn pretty_layout_is_exact_up_to_its_depth_and_flexible_beyond() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "children": {"type": "array", "items": {"$ref": "#"}},
+            "name": {"type": "string"}
+        },
+        "additionalProperties": false
+    });
+    let grammar = compile(&schema, Whitespace::Pretty { indent: 2 }).expect("compiles");
+    let mut tree = serde_json::json!({"name": "leaf"});
+    for depth in 0..PRETTY_DEPTH + 4 {
+        tree = serde_json::json!({"name": format!("n{depth}"), "children": [tree, {}]});
+        let text = pretty(&tree, 2);
+        assert!(accepts(&grammar, &text), "{text}");
+        // One space too many before the leaf's member.
+        let wrong = text.replacen("\"name\": \"leaf\"", " \"name\": \"leaf\"", 1);
+        let leaf = 2 * (depth + 1);
+        assert_eq!(
+            accepts(&grammar, &wrong),
+            leaf > PRETTY_DEPTH,
+            "leaf at depth {leaf}: {wrong}"
+        );
+    }
+    assert!(accepts(&grammar, "{}"));
+    assert!(!accepts(&grammar, "{\n}"));
+    assert!(accepts(&grammar, "{\n  \"children\": []\n}"));
+    assert!(!accepts(&grammar, "{\n  \"children\": [\n  ]\n}"));
+}
+
+#[test]
+fn an_indent_too_wide_is_an_error() {
+    assert!(compile(&serde_json::json!({}), Whitespace::Pretty { indent: 1000 }).is_none());
+}
