@@ -1,6 +1,6 @@
 //! Subset construction over byte ranges and the other labels.
 
-use std::collections::{BTreeMap, BTreeSet};
+use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
@@ -19,24 +19,30 @@ pub const GROWTH: usize = 4;
 /// would grow past the budget of [`MAX_STATES`].
 pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
     let budget = MAX_STATES.max(GROWTH * nfa.nodes.len());
-    let mut ids: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
-    let mut sets: Vec<Vec<u32>> = vec![vec![0]];
-    ids.insert(vec![0], 0);
+    // Each subset once, shared by the lookup table and the work list.
+    let start: Rc<[u32]> = Rc::from([0u32].as_slice());
+    let mut ids: FxHashMap<Rc<[u32]>, u32> = FxHashMap::default();
+    ids.insert(Rc::clone(&start), 0);
+    let mut sets: Vec<Rc<[u32]>> = vec![start];
+    let mut scratch = Scratch::default();
     let mut nodes = Vec::new();
     let mut next = 0;
     while next < sets.len() {
-        let set = sets[next].clone();
+        let set = Rc::clone(&sets[next]);
         next += 1;
-        let mut edges = Vec::new();
-        for (label, targets) in transitions(nfa, &set) {
-            let target = match ids.get(&targets) {
+        scratch.transitions(nfa, &set);
+        let mut edges = Vec::with_capacity(scratch.out.len());
+        for &(label, start, end) in &scratch.out {
+            let targets = &scratch.targets[start..end];
+            let target = match ids.get(targets) {
                 Some(&id) => id,
                 None => {
                     if sets.len() >= budget {
                         return None;
                     }
                     let id = u32::try_from(sets.len()).expect("below the budget");
-                    ids.insert(targets.clone(), id);
+                    let targets: Rc<[u32]> = Rc::from(targets);
+                    ids.insert(Rc::clone(&targets), id);
                     sets.push(targets);
                     id
                 }
@@ -52,61 +58,101 @@ pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
     Some(Fsm { nodes })
 }
 
-/// The outgoing transitions of a set of nodes: one per non-byte label and
-/// one per maximal byte range with the same set of targets.
-fn transitions(nfa: &Fsm, set: &[u32]) -> Vec<(Label, Vec<u32>)> {
-    let mut others: BTreeMap<Label, BTreeSet<u32>> = BTreeMap::new();
-    let mut ranges: Vec<(u8, u8, u32)> = Vec::new();
-    for &node in set {
-        for edge in &nfa.nodes[node as usize].edges {
-            match edge.label {
-                Label::Bytes { lo, hi } => ranges.push((lo, hi, edge.target)),
-                label => {
-                    others.entry(label).or_default().insert(edge.target);
+/// Buffers reused from one subset to the next.
+#[derive(Default)]
+struct Scratch {
+    /// Byte edges of the subset: `(lo, hi, target)`.
+    ranges: Vec<(u8, u8, u32)>,
+    /// Other edges of the subset: `(label, target)`.
+    others: Vec<(Label, u32)>,
+    cuts: Vec<u16>,
+    /// The transitions: a label and its targets, `targets[start..end]`.
+    out: Vec<(Label, usize, usize)>,
+    targets: Vec<u32>,
+}
+
+impl Scratch {
+    /// The outgoing transitions of a set of nodes: one per non-byte label
+    /// and one per maximal byte range with the same set of targets (sorted,
+    /// without duplicates).
+    fn transitions(&mut self, nfa: &Fsm, set: &[u32]) {
+        self.ranges.clear();
+        self.others.clear();
+        self.out.clear();
+        self.targets.clear();
+        for &node in set {
+            for edge in &nfa.nodes[node as usize].edges {
+                match edge.label {
+                    Label::Bytes { lo, hi } => self.ranges.push((lo, hi, edge.target)),
+                    label => self.others.push((label, edge.target)),
                 }
             }
         }
-    }
-    let mut out: Vec<(Label, Vec<u32>)> = Vec::new();
-    // Split 0..=255 at every range boundary; each piece has one target set.
-    let mut cuts: Vec<u16> = ranges
-        .iter()
-        .flat_map(|&(lo, hi, _)| [u16::from(lo), u16::from(hi) + 1])
-        .collect();
-    cuts.sort_unstable();
-    cuts.dedup();
-    let mut targets: Vec<u32> = Vec::new();
-    for pair in cuts.windows(2) {
-        let (start, end) = (pair[0], pair[1] - 1);
-        targets.clear();
-        targets.extend(
-            ranges
+        // Split 0..=255 at every range boundary; each piece has one target set.
+        self.cuts.clear();
+        self.cuts.extend(
+            self.ranges
                 .iter()
-                .filter(|&&(lo, hi, _)| u16::from(lo) <= start && end <= u16::from(hi))
-                .map(|&(_, _, target)| target),
+                .flat_map(|&(lo, hi, _)| [u16::from(lo), u16::from(hi) + 1]),
         );
-        if targets.is_empty() {
-            continue;
-        }
-        targets.sort_unstable();
-        targets.dedup();
-        let (lo, hi) = (byte(start), byte(end));
-        match out.last_mut() {
-            // Extend the previous range if it is adjacent and goes to the same set.
-            Some((Label::Bytes { hi: last_hi, .. }, last))
-                if u16::from(*last_hi) + 1 == start && *last == targets =>
+        self.cuts.sort_unstable();
+        self.cuts.dedup();
+        for i in 1..self.cuts.len() {
+            let (start, end) = (self.cuts[i - 1], self.cuts[i] - 1);
+            let first = self.targets.len();
+            self.targets.extend(
+                self.ranges
+                    .iter()
+                    .filter(|&&(lo, hi, _)| u16::from(lo) <= start && end <= u16::from(hi))
+                    .map(|&(_, _, target)| target),
+            );
+            if self.targets.len() == first {
+                continue;
+            }
+            self.targets[first..].sort_unstable();
+            let len = dedup_sorted(&mut self.targets[first..]);
+            self.targets.truncate(first + len);
+            let (lo, hi) = (byte(start), byte(end));
+            // Extend the previous range if it is adjacent and goes to the
+            // same set.
+            if let Some((Label::Bytes { hi: last_hi, .. }, last_start, last_end)) =
+                self.out.last_mut()
+                && u16::from(*last_hi) + 1 == start
+                && self.targets[*last_start..*last_end] == self.targets[first..]
             {
                 *last_hi = hi;
+                self.targets.truncate(first);
+                continue;
             }
-            _ => out.push((Label::Bytes { lo, hi }, targets.clone())),
+            self.out
+                .push((Label::Bytes { lo, hi }, first, self.targets.len()));
+        }
+        self.others.sort_unstable();
+        self.others.dedup();
+        let mut i = 0;
+        while i < self.others.len() {
+            let label = self.others[i].0;
+            let first = self.targets.len();
+            while i < self.others.len() && self.others[i].0 == label {
+                self.targets.push(self.others[i].1);
+                i += 1;
+            }
+            self.out.push((label, first, self.targets.len()));
         }
     }
-    out.extend(
-        others
-            .into_iter()
-            .map(|(label, targets)| (label, targets.into_iter().collect())),
-    );
-    out
+}
+
+/// Moves the distinct values of the sorted `values` to its front; their
+/// count.
+fn dedup_sorted(values: &mut [u32]) -> usize {
+    let mut len = 0;
+    for i in 0..values.len() {
+        if len == 0 || values[len - 1] != values[i] {
+            values[len] = values[i];
+            len += 1;
+        }
+    }
+    len
 }
 
 fn byte(value: u16) -> u8 {

@@ -26,6 +26,8 @@ enum Block {
     String,
     Char,
     CanonicalChar,
+    /// A canonical character that is not printable ASCII.
+    NotPlainChar,
     Number,
     Integer,
     Whitespace,
@@ -279,6 +281,7 @@ impl<'a> Emitter<'a> {
             Block::String => "json_string",
             Block::Char => "json_char",
             Block::CanonicalChar => "canonical_char",
+            Block::NotPlainChar => "not_plain_char",
             Block::Number => "json_number",
             Block::Integer => "json_integer",
             Block::Whitespace => "ws",
@@ -317,7 +320,11 @@ impl<'a> Emitter<'a> {
                 G::lit("\""),
             ]),
             Block::Char => json_char(),
-            Block::CanonicalChar => strings::encoded_class(&[('\0', char::MAX)]),
+            Block::CanonicalChar => G::alt([
+                G::class(strings::PLAIN),
+                self.block(Block::NotPlainChar, depth),
+            ]),
+            Block::NotPlainChar => strings::encoded_class(&strings::NOT_PLAIN),
             Block::Number => numbers::any_number(),
             Block::Integer => numbers::integers(None, None),
             Block::Whitespace => {
@@ -1150,10 +1157,12 @@ impl<'a> Emitter<'a> {
                 "only checked when no properties are declared",
             );
             let any = self.block(Block::CanonicalChar, self.depth);
-            strings::encoded_text_except(&excluded, &any)
+            let not_plain = self.block(Block::NotPlainChar, self.depth);
+            strings::encoded_text_except(&excluded, &any, &not_plain)
         } else {
             let any = self.block(Block::CanonicalChar, self.depth);
-            strings::encoded_text_except(&excluded, &any)
+            let not_plain = self.block(Block::NotPlainChar, self.depth);
+            strings::encoded_text_except(&excluded, &any, &not_plain)
         };
         alternatives.push(G::seq([quoted(key_body), key_separator, value]));
         Some(G::alt(alternatives))

@@ -2,8 +2,10 @@
 //! simplified as they are built, pruned of what can never match, and then
 //! either printed as `.xg` text or turned into the resolved tree directly.
 
-use std::collections::HashSet;
 use std::fmt::Write as _;
+use std::hash::BuildHasher as _;
+
+use rustc_hash::{FxBuildHasher, FxHashSet};
 
 use xg_runtime::RuleId;
 
@@ -80,17 +82,19 @@ impl G {
     /// duplicates are kept once.
     pub(crate) fn alt(items: impl IntoIterator<Item = G>) -> G {
         let mut out: Vec<G> = Vec::new();
-        let mut seen: HashSet<G> = HashSet::new();
+        // Hashes of `out`'s items: a new hash is a new item; a known one is
+        // compared in full (a duplicate, or rarely a collision).
+        let mut seen: FxHashSet<u64> = FxHashSet::default();
+        let mut push = |g: G| {
+            if seen.insert(FxBuildHasher.hash_one(&g)) || !out.contains(&g) {
+                out.push(g);
+            }
+        };
         for item in items {
-            let flat = match item {
-                G::Nothing => Vec::new(),
-                G::Alt(inner) => inner,
-                g => vec![g],
-            };
-            for g in flat {
-                if seen.insert(g.clone()) {
-                    out.push(g);
-                }
+            match item {
+                G::Nothing => {}
+                G::Alt(inner) => inner.into_iter().for_each(&mut push),
+                g => push(g),
             }
         }
         match out.len() {
@@ -217,7 +221,14 @@ impl Rules {
             return false;
         }
         let bodies = std::mem::take(&mut self.bodies);
-        self.bodies = bodies.into_iter().map(|g| g.prune(&productive)).collect();
+        self.bodies = bodies
+            .into_iter()
+            .map(|g| {
+                let mut dead = false;
+                g.visit_refs(&mut |target| dead |= !productive[target]);
+                if dead { g.prune(&productive) } else { g }
+            })
+            .collect();
         // Keep the rules the root reaches, in first-reached order.
         let mut order = vec![0];
         let mut new_index = vec![usize::MAX; self.bodies.len()];

@@ -44,6 +44,18 @@ fn unicode_escape(c: char) -> G {
     ])
 }
 
+/// The printable ASCII characters written as themselves (all but `"` and
+/// `\`): the characters property names are usually made of.
+pub(crate) const PLAIN: [(char, char); 3] = [(' ', '!'), ('#', '['), (']', '~')];
+
+/// Every character but the [`PLAIN`] ones: with them, any character.
+pub(crate) const NOT_PLAIN: [(char, char); 4] = [
+    ('\0', '\u{1f}'),
+    ('"', '"'),
+    ('\\', '\\'),
+    ('\u{7f}', char::MAX),
+];
+
 /// One character of `ranges`, written canonically inside a JSON string.
 pub(crate) fn encoded_class(ranges: &[(char, char)]) -> G {
     let raw: Vec<(char, char)> = ranges
@@ -137,17 +149,20 @@ pub(crate) fn encoded_text(value: &str) -> G {
 /// canonically. Built from the trie of the excluded strings: a body leaves
 /// the trie by a character no excluded string has there, or ends at a node
 /// where no excluded string ends, or goes on past one that does.
-/// `any` is one canonical character (usually a shared rule).
-pub(crate) fn encoded_text_except(excluded: &[&str], any: &G) -> G {
+/// `any` is one canonical character and `not_plain` one of the
+/// [`NOT_PLAIN`] characters (usually shared rules: a body leaves the trie
+/// through `not_plain` at every node where no excluded string goes on with
+/// such a character, so the trie's nodes share its automaton).
+pub(crate) fn encoded_text_except(excluded: &[&str], any: &G, not_plain: &G) -> G {
     let mut set: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
     set.sort();
     set.dedup();
-    except_from(&set, 0, any)
+    except_from(&set, 0, any, not_plain)
 }
 
 /// Bodies that are none of `strings` (which share their first `depth`
 /// characters), after those characters.
-fn except_from(strings: &[Vec<char>], depth: usize, any: &G) -> G {
+fn except_from(strings: &[Vec<char>], depth: usize, any: &G, not_plain: &G) -> G {
     let ends_here = strings.iter().any(|s| s.len() == depth);
     let mut alternatives = Vec::new();
     if !ends_here {
@@ -160,17 +175,26 @@ fn except_from(strings: &[Vec<char>], depth: usize, any: &G) -> G {
         .collect();
     next_chars.dedup();
     // Leave the trie: a character no string has next, then anything.
-    let mut other = vec![('\0', char::MAX)];
+    let all_plain = next_chars
+        .iter()
+        .all(|&c| PLAIN.iter().any(|&(lo, hi)| lo <= c && c <= hi));
+    let mut other = if all_plain {
+        PLAIN.to_vec()
+    } else {
+        vec![('\0', char::MAX)]
+    };
     for &c in &next_chars {
         other = other
             .into_iter()
             .flat_map(|range| subtract(range, (c, c)))
             .collect();
     }
-    alternatives.push(G::seq([
-        encoded_class(&other),
-        G::rep(any.clone(), 0, None),
-    ]));
+    let leave = if all_plain {
+        G::alt([G::class(other), not_plain.clone()])
+    } else {
+        encoded_class(&other)
+    };
+    alternatives.push(G::seq([leave, G::rep(any.clone(), 0, None)]));
     for c in next_chars {
         let group: Vec<Vec<char>> = strings
             .iter()
@@ -179,7 +203,7 @@ fn except_from(strings: &[Vec<char>], depth: usize, any: &G) -> G {
             .collect();
         alternatives.push(G::seq([
             encoded_class(&[(c, c)]),
-            except_from(&group, depth + 1, any),
+            except_from(&group, depth + 1, any, not_plain),
         ]));
     }
     G::alt(alternatives)
