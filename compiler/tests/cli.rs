@@ -230,3 +230,155 @@ fn trace_shows_each_token_and_its_mask() {
     assert_eq!(short.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&short.stdout).contains("cannot end here"));
 }
+
+/// A byte-level BPE tokenizer (as GPT-2 and Llama 3 write them) with one
+/// token per printable ASCII character and an end-of-sequence token.
+fn byte_level_tokenizer() -> PathBuf {
+    let mut vocab = serde_json::Map::new();
+    for byte in 0x21u8..=0x7E {
+        vocab.insert(char::from(byte).to_string(), vocab.len().into());
+    }
+    vocab.insert("\u{120}".to_string(), vocab.len().into()); // the space
+    let eos = vocab.len();
+    let tokenizer = serde_json::json!({
+        "version": "1.0",
+        "truncation": null,
+        "padding": null,
+        "added_tokens": [{
+            "id": eos, "content": "<|eos|>", "single_word": false, "lstrip": false,
+            "rstrip": false, "normalized": false, "special": true
+        }],
+        "normalizer": null,
+        "pre_tokenizer": {"type": "ByteLevel", "add_prefix_space": false, "trim_offsets": true, "use_regex": true},
+        "post_processor": null,
+        "decoder": {"type": "ByteLevel", "add_prefix_space": true, "trim_offsets": true, "use_regex": true},
+        "model": {
+            "type": "BPE", "dropout": null, "unk_token": null,
+            "continuing_subword_prefix": null, "end_of_word_suffix": null,
+            "fuse_unk": false, "byte_fallback": false, "ignore_merges": false,
+            "vocab": vocab, "merges": []
+        }
+    });
+    let dir = std::env::temp_dir().join(format!("xg-bench-test-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).expect("write");
+    std::fs::write(
+        dir.join("tokenizer_config.json"),
+        r#"{"eos_token": "<|eos|>"}"#,
+    )
+    .expect("write");
+    dir.join("tokenizer.json")
+}
+
+/// Three MaskBench files in a directory of their own: two that compile
+/// (one valid and one invalid instance each) and one that does not.
+fn maskbench_files() -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xg-bench-files-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let files = [
+        (
+            "a_object.json",
+            serde_json::json!({
+                "schema": {"type": "object", "properties": {"a": {"type": "integer"}}, "required": ["a"]},
+                "tests": [{"data": {"a": 12}, "valid": true}, {"data": {"a": "x"}, "valid": false}]
+            }),
+        ),
+        (
+            "b_string.json",
+            serde_json::json!({
+                "schema": {"type": "string", "maxLength": 3},
+                "tests": [{"data": "a b", "valid": true}, {"data": "abcd", "valid": false}]
+            }),
+        ),
+        (
+            "c_remote.json",
+            serde_json::json!({
+                "schema": {"$ref": "https://example.com/elsewhere.json"},
+                "tests": [{"data": 1, "valid": true}]
+            }),
+        ),
+    ];
+    for (name, document) in files {
+        std::fs::write(dir.join(name), document.to_string()).expect("write");
+    }
+    dir
+}
+
+/// Runs `xg bench maskbench` on the three files with `engine`; its stdout
+/// and results.
+fn bench(engine: &str) -> (String, Vec<serde_json::Value>) {
+    let tokenizer = byte_level_tokenizer();
+    let files = maskbench_files();
+    let out = files.join(format!("results-{engine}.jsonl"));
+    let output = xg(&[
+        "bench",
+        "maskbench",
+        "--tokenizer",
+        tokenizer.to_str().unwrap(),
+        "--engine",
+        engine,
+        "--out",
+        out.to_str().unwrap(),
+        files.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let svg = std::fs::read_to_string(out.with_extension("svg")).expect("a plot");
+    assert!(svg.starts_with("<svg") && svg.contains("time to first mask"));
+    let results = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines"))
+        .collect();
+    (stdout, results)
+}
+
+/// Checks one engine's results on the three files.
+fn check_results(results: &[serde_json::Value], engine: &str) {
+    let mine: Vec<&serde_json::Value> = results.iter().filter(|r| r["engine"] == engine).collect();
+    assert_eq!(mine.len(), 3, "{results:?}");
+    for result in &mine[..2] {
+        assert!(
+            result["compile_us"].as_f64().is_some_and(|us| us > 0.0),
+            "{result}"
+        );
+        let tests = result["tests"].as_array().expect("tests");
+        assert_eq!(
+            tests[0],
+            serde_json::json!({"valid": true, "accepted": true}),
+            "{result}"
+        );
+        assert_eq!(
+            tests[1],
+            serde_json::json!({"valid": false, "accepted": false}),
+            "{result}"
+        );
+        assert!(!result["token_us"].as_array().expect("times").is_empty());
+    }
+    assert!(mine[2]["compile_error"].is_string(), "{}", mine[2]);
+}
+
+#[test]
+fn bench_maskbench_reports_each_file_and_a_summary() {
+    let (stdout, results) = bench("xg");
+    check_results(&results, "xg");
+    assert!(stdout.contains("valid accepted"), "{stdout}");
+    assert!(stdout.contains("2/2"), "{stdout}");
+}
+
+#[cfg(feature = "llguidance")]
+#[test]
+fn bench_maskbench_runs_llguidance_side_by_side() {
+    let (stdout, results) = bench("all");
+    check_results(&results, "xg");
+    check_results(&results, "llguidance");
+    assert!(
+        stdout.contains("files every engine compiled (2)"),
+        "{stdout}"
+    );
+    assert!(stdout.contains("time as a multiple of xg's"), "{stdout}");
+}

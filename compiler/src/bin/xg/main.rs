@@ -10,9 +10,13 @@
 //! - `xg json-schema SCHEMA.json [--report]`: a schema as `.xg` text, or
 //!   what was enforced, approximated and ignored.
 //!
+//! - `xg bench maskbench --tokenizer TOKENIZER.json --out RESULTS.jsonl
+//!   FILE…`: xg side by side with LLGuidance on MaskBench files.
+//!
 //! `match` and `trace` take `.xg` grammars, JSON Schemas (`.json`) or a
 //! regular expression (`--regex PATTERN`).
 
+mod bench;
 mod inspect;
 mod load;
 mod schema;
@@ -116,6 +120,10 @@ enum Command {
         #[command(flatten)]
         flags: schema::SchemaFlags,
     },
+    /// Benchmarks, side by side with peer engines (LLGuidance when built
+    /// with `--features llguidance`).
+    #[command(subcommand)]
+    Bench(bench::Bench),
     /// Print grammars in canonical form.
     Fmt {
         /// The `.xg` files to format.
@@ -193,6 +201,7 @@ fn main() -> ExitCode {
             report,
             flags,
         }) => schema::json_schema(&schema, &flags, report, color),
+        Some(Command::Bench(bench)) => bench::run(&bench),
         Some(Command::Fmt {
             files,
             write,

@@ -1,0 +1,307 @@
+//! `xg bench`: xg side by side with its peers, in one run, on the same data
+//! and machine.
+//!
+//! `xg bench maskbench` runs MaskBench files (`{"schema": …, "tests":
+//! [{"data": …, "valid": bool}]}`): per engine, the time to first mask
+//! (compile plus the first mask), then every test instance written as
+//! compact JSON, tokenized with the model's tokenizer and fed token by
+//! token — each step timed as "fill the mask, check the token, commit it".
+//! A valid instance must be accepted to its end (where the grammar can
+//! stop); an invalid one must be refused at some token. One JSON line per
+//! file and engine goes to `--out`, a summary table to stdout and the
+//! distributions to an SVG beside the results.
+
+mod engines;
+mod plot;
+mod summary;
+
+use std::fs::File;
+use std::io::{BufWriter, Write as _};
+use std::path::{Path, PathBuf};
+use std::time::{Duration, Instant};
+
+use anyhow::{Context, Result, bail};
+use clap::{Args, Subcommand, ValueEnum};
+use serde_json::{Value, json};
+
+use self::engines::{Engine, Xg};
+
+/// The benchmarks.
+#[derive(Subcommand)]
+pub(crate) enum Bench {
+    /// MaskBench files: time to first mask and per-token mask time, valid
+    /// instances accepted and invalid ones rejected, per engine.
+    Maskbench(MaskbenchArgs),
+}
+
+/// `xg bench maskbench`'s options.
+#[derive(Args)]
+pub(crate) struct MaskbenchArgs {
+    /// The model's `tokenizer.json` (the `tokenizer_config.json` beside it,
+    /// if any, names the end-of-sequence token).
+    #[arg(long)]
+    tokenizer: PathBuf,
+    /// Which engines to run.
+    #[arg(long, value_enum, default_value_t = EngineChoice::All)]
+    engine: EngineChoice,
+    /// Files benchmarked at once (per-token times are cleanest with 1).
+    #[arg(long, default_value_t = 1)]
+    threads: usize,
+    /// Per file and engine: past this, the file is marked as timed out.
+    #[arg(long, value_name = "MS", default_value_t = 30_000)]
+    timeout_ms: u64,
+    /// Where the results go, one JSON object per line per file and engine;
+    /// the plot goes beside it (same name, `.svg`).
+    #[arg(long)]
+    out: PathBuf,
+    /// MaskBench files, or directories of them.
+    #[arg(required = true)]
+    files: Vec<PathBuf>,
+}
+
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum EngineChoice {
+    Xg,
+    Llguidance,
+    /// Every engine this build has.
+    All,
+}
+
+/// Runs a benchmark; true if it ran to the end.
+pub(crate) fn run(bench: &Bench) -> Result<bool> {
+    match bench {
+        Bench::Maskbench(args) => maskbench(args),
+    }
+}
+
+/// One file's outcome with one engine.
+#[derive(Clone, Debug)]
+pub(crate) struct Outcome {
+    pub file: String,
+    pub engine: &'static str,
+    /// Time to first mask, in microseconds; `None` if it did not compile.
+    pub compile_us: Option<f64>,
+    pub compile_error: Option<String>,
+    /// Every step of every test, in microseconds.
+    pub token_us: Vec<f64>,
+    /// `(valid, accepted)` per test instance.
+    pub tests: Vec<(bool, bool)>,
+    pub timeout: bool,
+}
+
+impl Outcome {
+    fn to_json(&self) -> Value {
+        json!({
+            "file": self.file,
+            "engine": self.engine,
+            "compile_us": self.compile_us,
+            "compile_error": self.compile_error,
+            "token_us": self.token_us,
+            "tests": self.tests.iter().map(|&(valid, accepted)| json!({"valid": valid, "accepted": accepted})).collect::<Vec<_>>(),
+            "timeout": self.timeout,
+        })
+    }
+}
+
+fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
+    let files = expand(&args.files)?;
+    let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
+        .map_err(|e| anyhow::anyhow!("{e}"))
+        .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
+    let engines = engines(args)?;
+    let timeout = Duration::from_millis(args.timeout_ms);
+    let pool = rayon::ThreadPoolBuilder::new()
+        .num_threads(args.threads.max(1))
+        .build()
+        .context("cannot start the worker threads")?;
+    let mut out = BufWriter::new(
+        File::create(&args.out)
+            .with_context(|| format!("cannot write `{}`", args.out.display()))?,
+    );
+    let done = std::sync::atomic::AtomicUsize::new(0);
+    let outcomes: Vec<Vec<Outcome>> = pool.install(|| {
+        use rayon::prelude::*;
+        files
+            .par_iter()
+            .map(|path| {
+                let outcomes = bench_file(path, &engines, &tokenizer, timeout);
+                let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
+                eprint!("\r{n}/{} files", files.len());
+                outcomes
+            })
+            .collect()
+    });
+    eprintln!();
+    let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
+    for outcome in &outcomes {
+        writeln!(out, "{}", outcome.to_json())?;
+    }
+    out.flush()?;
+    let names: Vec<&'static str> = engines.iter().map(|e| e.name()).collect();
+    print!("{}", summary::table(&outcomes, &names));
+    let svg = args.out.with_extension("svg");
+    plot::svg(&outcomes, &names, &svg)?;
+    println!("\nresults: {}\nplot: {}", args.out.display(), svg.display());
+    Ok(true)
+}
+
+/// The engines to run.
+fn engines(args: &MaskbenchArgs) -> Result<Vec<Box<dyn Engine>>> {
+    let mut engines: Vec<Box<dyn Engine>> = Vec::new();
+    if matches!(args.engine, EngineChoice::Xg | EngineChoice::All) {
+        engines.push(Box::new(Xg::new(engines::xg_vocabulary(&args.tokenizer)?)));
+    }
+    if matches!(args.engine, EngineChoice::Llguidance | EngineChoice::All) {
+        #[cfg(feature = "llguidance")]
+        engines.push(Box::new(engines::llguidance_engine::Llguidance::new(
+            &args.tokenizer,
+        )?));
+        #[cfg(not(feature = "llguidance"))]
+        {
+            if args.engine == EngineChoice::Llguidance {
+                bail!("this xg was built without LLGuidance: build with `--features llguidance`");
+            }
+            eprintln!(
+                "note: this xg was built without LLGuidance (`--features llguidance`); running xg only"
+            );
+        }
+    }
+    Ok(engines)
+}
+
+/// The files of `paths`, directories expanded to their `.json` files, sorted.
+fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
+    let mut files = Vec::new();
+    for path in paths {
+        if path.is_dir() {
+            let mut inside: Vec<PathBuf> = std::fs::read_dir(path)
+                .with_context(|| format!("cannot list `{}`", path.display()))?
+                .filter_map(|entry| entry.ok().map(|e| e.path()))
+                .filter(|p| p.extension().is_some_and(|e| e == "json"))
+                .collect();
+            inside.sort();
+            files.extend(inside);
+        } else {
+            files.push(path.clone());
+        }
+    }
+    if files.is_empty() {
+        bail!("no MaskBench files given");
+    }
+    Ok(files)
+}
+
+/// One file through every engine.
+fn bench_file(
+    path: &Path,
+    engines: &[Box<dyn Engine>],
+    tokenizer: &tokenizers::Tokenizer,
+    timeout: Duration,
+) -> Vec<Outcome> {
+    let name = path.file_name().map_or_else(
+        || path.display().to_string(),
+        |n| n.to_string_lossy().into_owned(),
+    );
+    let document = std::fs::read_to_string(path)
+        .map_err(|e| e.to_string())
+        .and_then(|text| serde_json::from_str::<Value>(&text).map_err(|e| e.to_string()));
+    let (schema, tests) = match &document {
+        Ok(doc) => (
+            doc.get("schema").cloned().unwrap_or(Value::Null),
+            tokenize_tests(doc, tokenizer),
+        ),
+        Err(error) => (Value::Null, Err(error.clone())),
+    };
+    engines
+        .iter()
+        .map(|engine| {
+            let mut outcome = Outcome {
+                file: name.clone(),
+                engine: engine.name(),
+                compile_us: None,
+                compile_error: None,
+                token_us: Vec::new(),
+                tests: Vec::new(),
+                timeout: false,
+            };
+            match &tests {
+                Ok(tests) => bench_engine(engine.as_ref(), &schema, tests, timeout, &mut outcome),
+                Err(error) => outcome.compile_error = Some(format!("bad MaskBench file: {error}")),
+            }
+            outcome
+        })
+        .collect()
+}
+
+/// Each test's validity and tokens: its data as compact JSON (`,` and
+/// `:`, non-ASCII as is), tokenized without special tokens.
+fn tokenize_tests(
+    doc: &Value,
+    tokenizer: &tokenizers::Tokenizer,
+) -> Result<Vec<(bool, Vec<u32>)>, String> {
+    let tests = doc
+        .get("tests")
+        .and_then(Value::as_array)
+        .ok_or("no `tests` list")?;
+    tests
+        .iter()
+        .map(|test| {
+            let valid = test.get("valid").and_then(Value::as_bool).unwrap_or(false);
+            let text = serde_json::to_string(test.get("data").unwrap_or(&Value::Null))
+                .map_err(|e| e.to_string())?;
+            let encoding = tokenizer
+                .encode(text.as_str(), false)
+                .map_err(|e| e.to_string())?;
+            Ok((valid, encoding.get_ids().to_vec()))
+        })
+        .collect()
+}
+
+/// Compiles `schema` with `engine` and runs every test through it.
+fn bench_engine(
+    engine: &dyn Engine,
+    schema: &Value,
+    tests: &[(bool, Vec<u32>)],
+    timeout: Duration,
+    outcome: &mut Outcome,
+) {
+    let start = Instant::now();
+    let compiled = match engine.compile(schema, timeout) {
+        Ok(compiled) => compiled,
+        Err(error) => {
+            outcome.timeout = start.elapsed() >= timeout;
+            outcome.compile_error = Some(error);
+            return;
+        }
+    };
+    let mut first = compiled.matcher();
+    if let Err(error) = first.fill_mask() {
+        outcome.compile_error = Some(format!("first mask: {error}"));
+        return;
+    }
+    outcome.compile_us = Some(micros(start.elapsed()));
+    for (valid, tokens) in tests {
+        let mut matcher = compiled.matcher();
+        let mut accepted = true;
+        for &token in tokens {
+            let step = Instant::now();
+            let allowed = matcher.fill_mask().is_ok() && matcher.allows(token);
+            let committed = allowed && matcher.commit(token).is_ok();
+            outcome.token_us.push(micros(step.elapsed()));
+            if !committed {
+                accepted = false;
+                break;
+            }
+            if start.elapsed() >= timeout {
+                outcome.timeout = true;
+                return;
+            }
+        }
+        let accepted = accepted && matcher.accepting();
+        outcome.tests.push((*valid, accepted));
+    }
+}
+
+fn micros(duration: Duration) -> f64 {
+    duration.as_secs_f64() * 1e6
+}
