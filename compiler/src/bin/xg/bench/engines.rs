@@ -9,11 +9,10 @@
 //! Both compile the same compact layout (`,` and `:`, no whitespace) and
 //! both are lenient (unsupported keywords do not fail the compile).
 
-use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use serde_json::Value;
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
 use xg_compiler::{Diagnostics, Limits, Severity, Sources, pipeline};
@@ -141,12 +140,13 @@ impl TokenMatcher for XgMatcher {
 /// LLGuidance, when `xg` is built with the `llguidance` feature.
 #[cfg(feature = "llguidance")]
 pub(crate) mod llguidance_engine {
-    use super::{Compiled, Engine, Path, Result, TokenMatcher, Value};
+    use super::{Compiled, Engine, Result, TokenMatcher, Value};
     use anyhow::Context as _;
     use llguidance::api::TopLevelGrammar;
     use llguidance::earley::SlicedBiasComputer;
     use llguidance::toktrie::{InferenceCapabilities, SimpleVob};
     use llguidance::{Matcher, ParserFactory, TokenParser};
+    use std::path::Path;
     use std::time::Duration;
 
     /// LLGuidance's parser factory for the model's tokenizer.
@@ -236,14 +236,4 @@ pub(crate) mod llguidance_engine {
             self.matcher.is_accepting().unwrap_or(false)
         }
     }
-}
-
-/// The model's vocabulary for xg, from `tokenizer.json` and the
-/// `tokenizer_config.json` beside it (if any).
-pub(crate) fn xg_vocabulary(tokenizer: &Path) -> Result<Vocabulary> {
-    let json = std::fs::read(tokenizer)
-        .with_context(|| format!("cannot read `{}`", tokenizer.display()))?;
-    let config = std::fs::read(tokenizer.with_file_name("tokenizer_config.json")).ok();
-    Vocabulary::from_tokenizer_json(&json, config.as_deref())
-        .with_context(|| format!("`{}`", tokenizer.display()))
 }

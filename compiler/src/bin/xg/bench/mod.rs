@@ -149,7 +149,12 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
 fn engines(args: &MaskbenchArgs) -> Result<Vec<Box<dyn Engine>>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     if matches!(args.engine, EngineChoice::Xg | EngineChoice::All) {
-        engines.push(Box::new(Xg::new(engines::xg_vocabulary(&args.tokenizer)?)));
+        let model = crate::trace::Model {
+            tokenizer: &args.tokenizer,
+            config: None,
+            stop: &[],
+        };
+        engines.push(Box::new(Xg::new(model.load()?.0)));
     }
     if matches!(args.engine, EngineChoice::Llguidance | EngineChoice::All) {
         #[cfg(feature = "llguidance")]
