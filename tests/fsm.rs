@@ -8,7 +8,7 @@ mod common;
 use common::{CORPUS, LIBRARY, compile, fsm_as_ir, library, random_grammar, same_language};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
-use xg_compiler::normalize::{self, REPETITION_THRESHOLD};
+use xg_compiler::normalize;
 use xg_compiler::{Budget, fsm, ir};
 
 fn check_automata(source: &str, seed: u64) -> Result<(), TestCaseError> {
@@ -143,7 +143,7 @@ fn huge_repetitions_stay_small_and_exact() {
     let source = "root ::= [a-z]{0,100000}";
     let grammar = fsm::build(&normalize::normalize(compile(source)), &Budget::unlimited()).unwrap();
     let nodes = node_count(&grammar);
-    assert!(nodes <= 4 * REPETITION_THRESHOLD as usize, "{nodes} nodes");
+    assert!(nodes <= 4, "{nodes} nodes");
     let counted = root_fsm(&grammar)
         .nodes
         .iter()
@@ -152,10 +152,10 @@ fn huge_repetitions_stay_small_and_exact() {
             fsm::Label::Repeat { min, max, .. } => Some((min, max)),
             _ => None,
         });
-    assert_eq!(counted, Some((1, Some(100_000 - REPETITION_THRESHOLD))));
-    // The counted edge plus the explicit copies reach exactly 100000; the same
-    // construction is checked end to end, at its boundary, on a range the
-    // reference recognizer can afford.
+    assert_eq!(counted, Some((0, Some(100_000))));
+    // The counted edge reaches exactly 100000; the same construction is
+    // checked end to end, at its boundary, on a range the reference
+    // recognizer can afford.
     let grammar = fsm::build(
         &normalize::normalize(compile("root ::= [a-z]{0,300}")),
         &Budget::unlimited(),

@@ -117,6 +117,35 @@ proptest! {
     }
 }
 
+/// Short rules (characters, digits) inside counted repetitions, whose
+/// mask-cache entries cover the repetition and count how many matches it
+/// still needs and allows; short rules several items wait for; and JSON
+/// Schema strings and arrays with bounds. Walks are long enough to reach
+/// the bounds.
+const COUNTED: &[&str] = &[
+    r#"root ::= """ ch{1,255} """ ("," """ ch{0,20} """)* | "<" ch{24} ">"
+       ch ::= [a-z0-9 ] | "\\" [nt"] | [é-ü]"#,
+    r#"root ::= "[" hex{24} "]" | "(" (hex{1,4} ":"){6} hex{1,4} ")" | hex{9,} "."
+       hex ::= [0-9A-Fa-f]"#,
+    r#"root ::= ch ch | ch "x" ch{2,30} | ch{9,40} "!" | (ch | ch ch){10,12} "?"
+       ch ::= "a" | "ab" | "b""#,
+    r#"root ::= %json {"type": "object", "properties": {"a": {"type": "string", "maxLength": 12}, "b": {"type": "string", "pattern": "^[a-f0-9]{24}$"}, "c": {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 30}, "maxItems": 12}}, "required": ["a", "b", "c"]}"#,
+];
+
+proptest! {
+    #![proptest_config(ProptestConfig::with_cases(32))]
+
+    /// Every token, every step, on grammars with counted repetitions of
+    /// short rules, with walks long enough to reach their bounds.
+    #[test]
+    fn masks_are_exact_in_counted_repetitions(index in 0..COUNTED.len(), seed in any::<u64>()) {
+        let grammar = runtime_grammar(COUNTED[index]);
+        let vocabulary = small_vocabulary();
+        let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+        walk(&grammar, &vocabulary, |_| all.clone(), &mut Rng::new(seed), 80)?;
+    }
+}
+
 /// One small vocabulary for every case of a property, so its mask cache is
 /// shared across grammars the way a server's is; `evicting` is bounded so
 /// tightly that entries are dropped all the time.
@@ -156,6 +185,7 @@ fn masks_are_exact_on_real_vocabularies() {
     let grammars: Vec<String> = library()
         .into_iter()
         .chain(CORPUS.iter().take(3).map(|s| (*s).to_owned()))
+        .chain(COUNTED.iter().map(|s| (*s).to_owned()))
         .collect();
     let full = !cfg!(debug_assertions);
     for tokenizer in REAL_TOKENIZERS {
@@ -177,7 +207,11 @@ fn masks_are_exact_on_real_vocabularies() {
                 &vocabulary,
                 sample,
                 &mut Rng::new(k as u64 + 1),
-                10,
+                if k >= grammars.len() - COUNTED.len() {
+                    40
+                } else {
+                    10
+                },
             );
             if let Err(error) = result {
                 panic!("{} on grammar {k}: {error}", tokenizer.name);

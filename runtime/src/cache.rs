@@ -34,7 +34,11 @@ pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
 /// Bytes counted for each entry beyond its arrays.
 const SLOT_OVERHEAD: usize = 64;
 
-/// What a cache entry is for: an item's state, up to renaming.
+/// The most items above a scanning item that one entry covers.
+pub(crate) const MAX_PARENTS: usize = 3;
+
+/// What a cache entry is for: an item's state, and the items that wait for
+/// its rule when the entry covers them too — up to renaming.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Key {
     /// The structural hash of the item's rule.
@@ -43,6 +47,29 @@ pub(crate) struct Key {
     pub kind: u32,
     /// Node: its canonical index within the rule; free text: the scanner state.
     pub state: u32,
+    /// The item that waits for the item's rule, the one that waits for
+    /// that item's rule, and so on (the rest `None`).
+    pub parents: [Option<Parent>; MAX_PARENTS],
+}
+
+/// An item that waits for a rule, in a [`Key`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) struct Parent {
+    /// The structural hash of the item's rule.
+    pub rule_hash: u64,
+    /// The canonical index of its node within the rule.
+    pub node: u32,
+    /// A counted repetition: which edge of the node (else [`Parent::AT_NODE`]).
+    pub edge: u32,
+    /// A counted repetition: the matches it still needs and the most it
+    /// may still take, each capped where a token cannot tell them apart
+    /// (`needed << 16 | room`).
+    pub count: u32,
+}
+
+impl Parent {
+    /// [`Parent::edge`] of an item at a node rather than in a repetition.
+    pub(crate) const AT_NODE: u32 = u32::MAX;
 }
 
 impl Key {

@@ -26,6 +26,10 @@ pub struct Grammar {
     node_waits: Vec<bool>,
     /// Per node: whether it has byte edges (an item there scans text).
     node_scans: Vec<bool>,
+    /// Per edge: the node it leaves.
+    edge_node: Vec<u32>,
+    /// Per rule: whether it is short (see [`Grammar::is_short`]).
+    short: Vec<bool>,
     /// Identifies the grammar among those of this process (mask-cache
     /// combinations are per grammar).
     id: u64,
@@ -95,6 +99,16 @@ impl Grammar {
             kind == EdgeRecord::RULE || kind == EdgeRecord::REPEAT
         });
         let node_scans = nodes_with_edges(&tables, |kind| kind == EdgeRecord::BYTES);
+        let mut edge_node = vec![RuleRecord::NONE; tables.edges.len()];
+        for (n, node) in tables.nodes.iter().enumerate() {
+            let first = node.first_edge as usize;
+            for owner in &mut edge_node[first..first + node.edge_count as usize] {
+                if *owner == RuleRecord::NONE {
+                    *owner = u32::try_from(n).expect("validated tables index in u32");
+                }
+            }
+        }
+        let short = short_rules(&tables);
         let mut scanners = vec![None; tables.dispatches.len()];
         for rule in &tables.rules {
             if rule.kind != RuleRecord::DISPATCH {
@@ -137,6 +151,8 @@ impl Grammar {
             node_in_lookahead,
             node_waits,
             node_scans,
+            edge_node,
+            short,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             scanners,
             has_lookahead,
@@ -200,6 +216,19 @@ impl Grammar {
         self.node_scans[node as usize]
     }
 
+    /// The node that edge `edge` leaves.
+    pub(crate) fn edge_node(&self, edge: u32) -> u32 {
+        self.edge_node[edge as usize]
+    }
+
+    /// Whether every match of `rule` is text of at most [`SHORT_RULE_BYTES`]
+    /// bytes — a character, an escape, a digit: a rule that usually ends
+    /// inside a token, so mask-cache entries for its items are built
+    /// together with the item that waits for it.
+    pub(crate) fn is_short(&self, rule: u32) -> bool {
+        self.short[rule as usize]
+    }
+
     /// The grammar's id among those of this process.
     pub(crate) fn id(&self) -> u64 {
         self.id
@@ -259,6 +288,100 @@ impl Grammar {
         let ids = &self.tables.token_pool[set.offset as usize..(set.offset + set.len) as usize];
         ids.binary_search(&token).is_ok() != (set.negated == 1)
     }
+}
+
+/// The longest match of a rule that [`Grammar::is_short`] calls short.
+pub(crate) const SHORT_RULE_BYTES: u32 = 16;
+
+/// How deep rule calls are followed when sizing a rule; rules that call
+/// deeper count as long.
+const SHORT_RULE_DEPTH: usize = 32;
+
+/// What is known of the longest match of a rule.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Longest {
+    Unknown,
+    /// Being sized: a call back to it is recursion.
+    Sizing,
+    /// At most [`SHORT_RULE_BYTES`] bytes, or `None`: longer, unbounded,
+    /// or not only text.
+    Known(Option<u32>),
+}
+
+/// Per rule: whether it is short.
+fn short_rules(tables: &Tables) -> Vec<bool> {
+    let mut memo = vec![Longest::Unknown; tables.rules.len()];
+    (0..tables.rules.len())
+        .map(|rule| longest_match(tables, rule, &mut memo, 0).is_some())
+        .collect()
+}
+
+/// The longest match of `rule` in bytes, if it is short.
+fn longest_match(tables: &Tables, rule: usize, memo: &mut [Longest], depth: usize) -> Option<u32> {
+    match memo[rule] {
+        Longest::Known(bytes) => return bytes,
+        Longest::Sizing => return None,
+        Longest::Unknown if depth > SHORT_RULE_DEPTH => return None,
+        Longest::Unknown => {}
+    }
+    let record = tables.rules[rule];
+    if record.kind != RuleRecord::AUTOMATON || record.lookahead != RuleRecord::NONE {
+        memo[rule] = Longest::Known(None);
+        return None;
+    }
+    memo[rule] = Longest::Sizing;
+    let longest = longest_path(tables, &record, memo, depth);
+    memo[rule] = Longest::Known(longest);
+    longest
+}
+
+/// The longest path through `rule`'s automaton in bytes, if short: edges
+/// are relaxed from a work list, and a path past the limit (a loop that
+/// reads text, too) ends the search.
+fn longest_path(
+    tables: &Tables,
+    rule: &RuleRecord,
+    memo: &mut [Longest],
+    depth: usize,
+) -> Option<u32> {
+    let start = rule.body as usize;
+    let mut distance = vec![None; rule.node_count as usize];
+    distance[0] = Some(0u32);
+    let mut work = vec![start];
+    let mut longest = 0;
+    while let Some(node) = work.pop() {
+        let here = distance[node - start].expect("queued nodes have a distance");
+        let record = tables.nodes[node];
+        let first = record.first_edge as usize;
+        for edge in &tables.edges[first..first + record.edge_count as usize] {
+            let bytes = match edge.kind {
+                EdgeRecord::BYTES => 1,
+                EdgeRecord::RULE => longest_match(tables, edge.a as usize, memo, depth + 1)?,
+                EdgeRecord::REPEAT => {
+                    let body = longest_match(tables, edge.a as usize, memo, depth + 1)?;
+                    if body == 0 {
+                        0
+                    } else if edge.c == EdgeRecord::UNBOUNDED {
+                        return None;
+                    } else {
+                        body.checked_mul(edge.c)?
+                    }
+                }
+                _ => return None,
+            };
+            let there = here.checked_add(bytes)?;
+            if there > SHORT_RULE_BYTES {
+                return None;
+            }
+            let target = edge.target as usize - start;
+            if distance[target].is_none_or(|d| d < there) {
+                distance[target] = Some(there);
+                longest = longest.max(there);
+                work.push(edge.target as usize);
+            }
+        }
+    }
+    Some(longest)
 }
 
 /// Per node: whether it has an edge of a kind `wanted` picks.

@@ -32,6 +32,8 @@ pub(crate) struct TokenTrie {
     empty: Vec<TokenId>,
     /// Every token in the trie, as a bitset in mask layout.
     universe: Vec<u32>,
+    /// The length of the longest token, in bytes.
+    max_depth: usize,
 }
 
 impl TokenTrie {
@@ -49,6 +51,7 @@ impl TokenTrie {
             tokens: Vec::new(),
             empty: Vec::new(),
             universe: vec![0; vocabulary.mask_words()],
+            max_depth: 0,
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -77,6 +80,7 @@ impl TokenTrie {
             trie.tokens.push(id);
             *trie.tokens_start.last_mut().expect("starts with 0") += 1;
         }
+        trie.max_depth = trie.depths.iter().max().map_or(0, |&d| d as usize);
         for id in &trie.tokens {
             trie.universe[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
         }
@@ -117,6 +121,11 @@ impl TokenTrie {
     /// The tokens whose bytes end at `node`.
     pub(crate) fn tokens(&self, node: usize) -> &[TokenId] {
         &self.tokens[self.tokens_start[node] as usize..self.tokens_start[node + 1] as usize]
+    }
+
+    /// The length of the longest token, in bytes.
+    pub(crate) fn max_depth(&self) -> usize {
+        self.max_depth
     }
 
     /// Text tokens with no bytes.

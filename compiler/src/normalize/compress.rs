@@ -1,28 +1,27 @@
-//! Repetition state compression (XGrammar 2, §3.5 and Appendix C).
+//! Repetition state compression (after XGrammar 2, §3.5 and Appendix C).
 //!
 //! `x{m,n}` with `n` above the threshold `T` would need `n` copies of `x`'s
 //! automaton. Instead `x` becomes a rule `X` and the repetition becomes
+//! `X#{m,n}` ([`Expr::RepeatRule`]): a single automaton edge whose count
+//! the matcher keeps. The number of states no longer grows with the bounds.
 //!
-//! - `m ≥ T`: `X#{m-T, n-T} x x … x` (`T` explicit copies), and
-//! - `m < T`: `x{m,T} | X#{1, n-T} x x … x`,
-//!
-//! where `X#{a,b}` ([`Expr::RepeatRule`]) is a single automaton edge whose
-//! count the matcher keeps. The copies at the end keep what must follow exact
-//! (the last `T` repetitions are known to come), so masks stay precise near
-//! the end; the states in the middle of the range share one edge and one mask
-//! cache entry. `x{m,}` with `m > T` is `X#{m-T,} x^T`. The number of states
-//! no longer grows with the bounds.
+//! XGrammar follows the counted edge with `T` explicit copies of `x`, so
+//! that masks stay precise near the end of the range. xg does not need
+//! them: its mask cache keys an item inside a counted repetition by how
+//! many matches the repetition still needs and allows, up to what one
+//! token can tell apart, so masks are exact at every count. The copies
+//! would make the parse ambiguous (after `k` matches the text could be in
+//! the repetition or in any copy) and cost work at every byte.
 //!
 //! Small bounds multiply too when repetitions nest (`((x{8}){8}){8}` is 512
 //! copies): a repetition whose expansion would exceed [`EXPANSION_LIMIT`]
-//! expression nodes is counted as well, without explicit copies.
+//! expression nodes is counted as well.
 
 use super::add_rule;
 use crate::ir::{Expr, Grammar};
 
 /// `T`: repetitions with bounds up to this are expanded into copies; larger
-/// ones are compressed. Cost: up to `2T` copies of the repeated automaton per
-/// compressed repetition.
+/// ones are counted.
 pub const REPETITION_THRESHOLD: u32 = 8;
 
 /// The most expression nodes one repetition may expand to; past this it is
@@ -65,44 +64,12 @@ fn rewrite(expr: Expr, grammar: &mut Grammar, name: &str, next_id: &mut usize) -
             }
             let rule = match inner {
                 Expr::Ref(id) => id,
-                ref other => {
+                other => {
                     *next_id += 1;
-                    add_rule(grammar, format!("{name}#repeat{next_id}"), other.clone())
+                    add_rule(grammar, format!("{name}#repeat{next_id}"), other)
                 }
             };
-            let counted = |min: u32, max: Option<u32>| Expr::RepeatRule { rule, min, max };
-            // Explicit copies only where they are cheap and the bounds large.
-            let tail_affordable =
-                expanded_size(&inner).saturating_mul(2 * T as usize) <= EXPANSION_LIMIT;
-            if small || !tail_affordable {
-                return counted(min, max);
-            }
-            let copies = || std::iter::repeat_n(inner.clone(), T as usize);
-            match max {
-                // x{m,} with m > T: X#{m-T,} x^T
-                None => Expr::Sequence(
-                    std::iter::once(counted(min - T, None))
-                        .chain(copies())
-                        .collect(),
-                ),
-                Some(max) if min >= T => Expr::Sequence(
-                    std::iter::once(counted(min - T, Some(max - T)))
-                        .chain(copies())
-                        .collect(),
-                ),
-                Some(max) => Expr::Choice(vec![
-                    Expr::Repeat {
-                        expr: Box::new(inner.clone()),
-                        min,
-                        max: Some(T),
-                    },
-                    Expr::Sequence(
-                        std::iter::once(counted(1, Some(max - T)))
-                            .chain(copies())
-                            .collect(),
-                    ),
-                ]),
-            }
+            Expr::RepeatRule { rule, min, max }
         }
         Expr::Dispatch(mut dispatch) => {
             for (_, arm) in &mut dispatch.arms {

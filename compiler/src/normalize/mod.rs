@@ -5,10 +5,9 @@
 //! 1. `extract` — every dispatch becomes the whole body of a rule, and each
 //!    of its arms a reference to a rule of its own. AFTER THIS POINT: a
 //!    dispatch only appears as a rule body, and its arms are `Expr::Ref`s.
-//! 2. `compress` — repetitions with large bounds are rewritten as in the
-//!    XGrammar 2 paper (§3.5, Algorithm 3): a counted repetition of a rule
-//!    (one automaton edge, counted at run time) followed by
-//!    [`REPETITION_THRESHOLD`] explicit copies. AFTER THIS POINT: every
+//! 2. `compress` — repetitions with bounds above [`REPETITION_THRESHOLD`]
+//!    become a counted repetition of a rule (one automaton edge, counted at
+//!    run time), after the XGrammar 2 paper (§3.5). AFTER THIS POINT: every
 //!    `Repeat` is small enough to expand into copies; the others are
 //!    `RepeatRule`s, which become one counted edge.
 //! 3. `inline` — small reference-free rules are copied into the rules that

@@ -28,9 +28,10 @@ use std::sync::Arc;
 
 use super::Matcher;
 use super::earley::{Start, Symbol};
+use super::history::History;
 use super::item::{Item, Kind, WILD};
 use crate::TokenId;
-use crate::cache::{Classified, Combined, Group, Key, Lookup, TokenSet};
+use crate::cache::{Classified, Combined, Group, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
 use crate::grammar::Grammar;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
 use crate::vocab::{TokenKind, Vocabulary};
@@ -240,21 +241,17 @@ impl Matcher {
         start: u64,
     ) -> Result<(), MaskError> {
         let grammar = Arc::clone(&self.grammar);
+        let longest_token = vocabulary.trie().max_depth();
         // Equal rules share entries, but not contexts: a combination is
         // keyed by entry and rule.
-        let mut seeds: Vec<(Key, u32, Item)> = self
-            .history
-            .last()
-            .iter()
-            .filter_map(|&item| {
-                let key = cache_key(&grammar, item)?;
-                Some((key, seed_rule(&grammar, item), item))
-            })
-            .collect();
-        seeds.sort_unstable_by_key(|&(key, rule, _)| (key, rule));
-        seeds.dedup_by_key(|&mut (key, rule, _)| (key, rule));
+        let mut seeds: Vec<Seed> = Vec::new();
+        for &item in self.history.last() {
+            Seed::add(&grammar, &self.history, item, longest_token, &mut seeds);
+        }
+        seeds.sort_unstable_by_key(|seed| (seed.key, seed.rule));
+        seeds.dedup_by_key(|seed| (seed.key, seed.rule));
         self.mask_stats.entries = u32::try_from(seeds.len()).expect("row items fit in u32");
-        let keys: Vec<(Key, u32)> = seeds.iter().map(|&(key, rule, _)| (key, rule)).collect();
+        let keys: Vec<(Key, u32)> = seeds.iter().map(|seed| (seed.key, seed.rule)).collect();
         let budget = self.mask_budget;
         let mut work = 0;
         let mut built = 0;
@@ -344,23 +341,146 @@ impl Matcher {
     }
 }
 
-/// The cache key of an item that scans text; `None` for items that scan
-/// none.
-fn cache_key(grammar: &Grammar, item: Item) -> Option<Key> {
-    let (rule, kind, state) = match item.kind {
-        Kind::Node if grammar.scans(item.a) => {
-            let rule = grammar.node_rule(item.a);
-            (rule, Key::NODE, item.a - grammar.rule(rule).body)
+/// The most items that may wait for one short rule for a [`Seed`] to
+/// cover them (one seed each).
+const MAX_WAITING: usize = 4;
+
+/// A scanning item of a row and what its mask-cache entry covers: the
+/// item, and — while the rule it is in is short (a character, a digit, an
+/// escape: it usually ends inside a token) — an item that waits for that
+/// rule, and so on up. Covering them makes the entry decide tokens that
+/// run past the end of the short rule, which would otherwise all be left
+/// uncertain (think of the characters of a string of bounded length).
+/// Where several items wait, the item has one seed per waiting item.
+#[derive(Clone, Copy)]
+struct Seed {
+    key: Key,
+    /// The rule of the topmost item covered: where it ends, the entry ends.
+    rule: u32,
+    item: Item,
+    /// The items that wait, lowest first.
+    parents: [Option<Item>; MAX_PARENTS],
+}
+
+impl Seed {
+    /// Adds the seeds of `item` of the last row of `history` to `seeds`
+    /// (none for items that scan no text). Counts of repetitions are keyed
+    /// up to what a token of `longest_token` bytes can tell apart.
+    fn add(
+        grammar: &Grammar,
+        history: &History,
+        item: Item,
+        longest_token: usize,
+        seeds: &mut Vec<Seed>,
+    ) {
+        let (rule, kind, state) = match item.kind {
+            Kind::Node if grammar.scans(item.a) => {
+                let rule = grammar.node_rule(item.a);
+                (rule, Key::NODE, item.a - grammar.rule(rule).body)
+            }
+            Kind::Free => (item.a, Key::FREE, item.aux),
+            Kind::TokenFree => (item.a, Key::TOKEN_FREE, 0),
+            _ => return,
+        };
+        let seed = Self {
+            key: Key {
+                rule_hash: grammar.rule(rule).hash,
+                kind,
+                state,
+                parents: [None; MAX_PARENTS],
+            },
+            rule,
+            item,
+            parents: [None; MAX_PARENTS],
+        };
+        // (seed, its topmost item, how many parents it has)
+        let mut open = vec![(seed, item, 0)];
+        while let Some((seed, top, level)) = open.pop() {
+            let waiting =
+                if item.kind == Kind::Node && level < MAX_PARENTS && grammar.is_short(seed.rule) {
+                    waiting_parents(grammar, history, top, seed.rule, longest_token)
+                } else {
+                    None
+                };
+            let Some(waiting) = waiting else {
+                seeds.push(seed);
+                continue;
+            };
+            for (parent, owner, link) in waiting {
+                let mut above = seed;
+                above.key.parents[level] = Some(link);
+                above.parents[level] = Some(parent);
+                above.rule = owner;
+                open.push((above, parent, level + 1));
+            }
         }
-        Kind::Free => (item.a, Key::FREE, item.aux),
-        Kind::TokenFree => (item.a, Key::TOKEN_FREE, 0),
-        _ => return None,
-    };
-    Some(Key {
-        rule_hash: grammar.rule(rule).hash,
-        kind,
-        state,
-    })
+    }
+}
+
+/// The items that wait for `rule`, begun by `child`: each with its rule
+/// and its place in a [`Key`]. `None` if none or more than [`MAX_WAITING`]
+/// wait, or one is not at a node or in a counted repetition.
+fn waiting_parents(
+    grammar: &Grammar,
+    history: &History,
+    child: Item,
+    rule: u32,
+    longest_token: usize,
+) -> Option<Vec<(Item, u32, Parent)>> {
+    let mut found = Vec::new();
+    for &parent in history.row(child.origin as usize) {
+        if parent.ctx != child.pred {
+            continue;
+        }
+        let (node, edge) = match parent.kind {
+            Kind::Node => {
+                let waits = grammar.waits(parent.a)
+                    && grammar
+                        .edges(parent.a)
+                        .iter()
+                        .any(|e| e.kind == EdgeRecord::RULE && e.a == rule);
+                if !waits {
+                    continue;
+                }
+                (parent.a, None)
+            }
+            Kind::Repeat => {
+                let edge = *grammar.edge(parent.a);
+                if edge.a != rule || (edge.c != EdgeRecord::UNBOUNDED && parent.aux >= edge.c) {
+                    continue;
+                }
+                (grammar.edge_node(parent.a), Some(edge))
+            }
+            Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => return None,
+            Kind::Top if parent.a == rule => return None,
+            _ => continue,
+        };
+        if found.len() == MAX_WAITING {
+            return None;
+        }
+        let owner = grammar.node_rule(node);
+        let record = grammar.rule(owner);
+        let count = edge.map_or(0, |edge| {
+            // A token ends at most one match per byte, plus one: counts
+            // further from the bounds than that behave alike.
+            let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
+            let needed = edge.b.saturating_sub(parent.aux).min(cap);
+            let room = if edge.c == EdgeRecord::UNBOUNDED {
+                cap
+            } else {
+                edge.c.saturating_sub(parent.aux).min(cap)
+            };
+            needed << 16 | room
+        });
+        let link = Parent {
+            rule_hash: record.hash,
+            node: node - record.body,
+            edge: edge.map_or(Parent::AT_NODE, |_| parent.a - grammar.first_edge(node)),
+            count,
+        };
+        found.push((parent, owner, link));
+    }
+    (!found.is_empty()).then_some(found)
 }
 
 /// Byte strings fed to a matcher in sorted order, each pushed after the
@@ -414,7 +534,7 @@ impl PrefixWalk {
 fn combine(
     grammar: &Arc<Grammar>,
     vocabulary: &Vocabulary,
-    seeds: &[(Key, u32, Item)],
+    seeds: &[Seed],
     budget: u64,
     work: &mut u64,
     built: &mut u32,
@@ -423,18 +543,18 @@ fn combine(
     let mut entries = Vec::with_capacity(seeds.len());
     let mut accepted = vec![0; vocabulary.mask_words()];
     let mut scratch = Vec::new();
-    for &(key, rule, item) in seeds {
+    for seed in seeds {
         let remaining = budget.saturating_sub(*work);
-        let (entry, lookup) = vocabulary
-            .mask_cache()
-            .entry(key, || classify(grammar, vocabulary, item, remaining, work))?;
+        let (entry, lookup) = vocabulary.mask_cache().entry(seed.key, || {
+            classify(grammar, vocabulary, seed, remaining, work)
+        })?;
         if lookup == Lookup::Built {
             *built += 1;
         }
         entry
             .accepted
             .add_to(&mut accepted, trie.universe(), &mut scratch);
-        entries.push((rule, entry));
+        entries.push((seed.rule, entry));
     }
     // Per item: the rest of each uncertain token after each place the
     // item's rule can end in it, checked against what can follow the rule.
@@ -493,14 +613,6 @@ fn combine(
         uncertain: uncertain.into(),
     };
     Ok((combined, reused))
-}
-
-/// The rule whose end is the end of `seed`'s entry.
-fn seed_rule(grammar: &Grammar, seed: Item) -> u32 {
-    match seed.kind {
-        Kind::Node => grammar.node_rule(seed.a),
-        _ => seed.a,
-    }
 }
 
 /// Every item that waits for `rule`, or for a rule that can end with it,
@@ -576,19 +688,20 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
 }
 
 /// What `seed` alone does with every token: walks the token trie with a
-/// matcher seeded with it. A token whose bytes stay viable is accepted; one
+/// matcher seeded with it (and the items above it that it covers). A token whose bytes stay viable is accepted; one
 /// that dies after the seed's rule could have ended is uncertain, grouped
 /// with the places it could end; the rest are rejected. Adds the Earley
 /// items built to `work`, and stops past `budget` of them.
 fn classify(
     grammar: &Arc<Grammar>,
     vocabulary: &Vocabulary,
-    seed: Item,
+    seed: &Seed,
     budget: u64,
     work: &mut u64,
 ) -> Result<Classified, MaskError> {
     let trie = vocabulary.trie();
-    let mut matcher = Matcher::seeded(Arc::clone(grammar), seed, seed_rule(grammar, seed));
+    let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
+    let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
     let base = matcher.history.rows();
     let mut accepted = vec![0; vocabulary.mask_words()];
     // Per depth on the current path: the places (bit j: after j bytes) the

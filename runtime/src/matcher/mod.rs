@@ -226,10 +226,12 @@ impl Matcher {
         &self.grammar
     }
 
-    /// A matcher whose only item is `seed` (at origin 0, in the main
-    /// context) of rule `rule`: where `rule` ends, the row can terminate. Mask-cache
+    /// A matcher whose only item is `seed` (in the main context) below
+    /// `parents` (topmost first, each waiting for the rule of the one
+    /// below it, the lowest for `seed`'s), each in a row of its own: where
+    /// the topmost's rule `rule` ends, the row can terminate. Mask-cache
     /// entries are built with it.
-    fn seeded(grammar: Arc<Grammar>, seed: Item, rule: u32) -> Self {
+    fn seeded(grammar: Arc<Grammar>, seed: Item, parents: &[Item], rule: u32) -> Self {
         let mut matcher = Self::empty(grammar, None);
         let sentinel = Item {
             kind: Kind::Top,
@@ -240,8 +242,18 @@ impl Matcher {
             ctx: 0,
         };
         matcher.history.push(&[sentinel], 0);
+        for &parent in parents {
+            let origin = u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32");
+            let parent = Item {
+                origin,
+                pred: 0,
+                ctx: 0,
+                ..parent
+            };
+            matcher.history.push(&[parent], 0);
+        }
         let seed = Item {
-            origin: 0,
+            origin: u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32"),
             pred: 0,
             ctx: 0,
             ..seed
