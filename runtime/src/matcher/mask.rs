@@ -30,6 +30,7 @@ use super::Matcher;
 use super::earley::{Start, Symbol};
 use super::history::History;
 use super::item::{Item, Kind, WILD};
+use super::memo::StepMemo;
 use crate::TokenId;
 use crate::cache::{Classified, Combined, Group, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
 use crate::grammar::Grammar;
@@ -702,7 +703,7 @@ fn classify(
     let trie = vocabulary.trie();
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
-    let base = matcher.history.rows();
+    let mut steps = StepMemo::new(&matcher);
     let mut accepted = vec![0; vocabulary.mask_words()];
     // Per depth on the current path: the places (bit j: after j bytes) the
     // rule can end up to there.
@@ -711,13 +712,12 @@ fn classify(
     let mut node = 0;
     while node < trie.len() {
         let depth = trie.depth(node);
-        matcher.truncate(base + depth - 1);
         ends.truncate(depth);
-        if matcher.push(Start::Scan(Symbol::Byte(trie.byte(node)))) {
+        if steps.step(&mut matcher, depth, trie.byte(node)) {
             for &id in trie.tokens(node) {
                 set(&mut accepted, id);
             }
-            let here = if matcher.can_terminate() {
+            let here = if steps.can_terminate(depth, &matcher) {
                 1 << depth.min(63)
             } else {
                 0

@@ -12,6 +12,7 @@ mod history;
 mod item;
 mod lookahead;
 mod mask;
+mod memo;
 mod tokens;
 
 use std::fmt;

@@ -1,0 +1,209 @@
+//! Earley steps memoized by configuration, for walks of the token trie from
+//! one seeded matcher (building mask-cache entries).
+//!
+//! What a row does with the rest of the input depends only on its items and,
+//! for each item's origin, on the row there (whose items a completion
+//! advances) — not on the path that led to it. A *configuration* is a row
+//! whose origins are replaced by the configuration of the row they point to
+//! (or by "this row"; rows before the walk are fixed and stay as they are).
+//! Equal configurations behave alike, so the step from a configuration over
+//! a byte is computed once, by the ordinary Earley code, and looked up ever
+//! after. Inside a JSON string, where every plain character leads back to
+//! the same configuration, a trie node then costs a table lookup instead of
+//! an Earley row.
+//!
+//! Rows are only built into the matcher's history when a step must be
+//! computed: the rows of the current path that were looked up are first
+//! rebuilt from their configurations (any row of the path with the
+//! configuration an origin names will do, since they behave alike).
+//!
+//! Only for grammars without lookahead, whose rows are all there is to the
+//! state.
+
+use rustc_hash::FxHashMap;
+
+use super::Matcher;
+use super::earley::{Start, Symbol};
+use super::history::CAN_TERMINATE;
+use super::item::Item;
+
+/// A step not computed yet.
+const UNKNOWN: u32 = u32::MAX;
+/// A step that no derivation survives.
+const DEAD: u32 = u32::MAX - 1;
+/// An origin that is the row itself, in a configuration.
+const SELF: u32 = u32::MAX;
+/// The most configurations one walk keeps (a table of 1 KiB each); past
+/// it, new rows are computed without memoizing.
+const MAX_CONFIGS: usize = 1 << 14;
+/// The configuration of a path row built past [`MAX_CONFIGS`].
+const NONE: u32 = u32::MAX;
+
+/// Memoized steps of a trie walk from the last row of a matcher.
+pub(super) struct StepMemo {
+    /// Rows of the history before the walk; the walk's depth `d` is row
+    /// `base - 1 + d`.
+    base: usize,
+    ids: FxHashMap<Box<[Item]>, u32>,
+    /// Per configuration: its items, origins encoded (see [`StepMemo::encode`]).
+    shapes: Vec<Box<[Item]>>,
+    /// Per configuration: whether the output may end there.
+    can_end: Vec<bool>,
+    /// Per configuration and byte: the configuration after it, [`DEAD`] or
+    /// [`UNKNOWN`].
+    next: Vec<[u32; 256]>,
+    /// Per depth of the current path: its configuration.
+    path: Vec<u32>,
+    /// Depths of the current path whose rows are in the history.
+    built: usize,
+}
+
+impl StepMemo {
+    /// A walk from the last row of `matcher` (depth 0).
+    pub(super) fn new(matcher: &Matcher) -> Self {
+        debug_assert!(!matcher.grammar.has_lookahead());
+        let base = matcher.history.rows();
+        let mut memo = Self {
+            base,
+            ids: FxHashMap::default(),
+            shapes: Vec::new(),
+            can_end: Vec::new(),
+            next: Vec::new(),
+            path: Vec::new(),
+            built: 0,
+        };
+        let start = memo.intern(matcher);
+        memo.path.push(start);
+        memo
+    }
+
+    /// Steps from depth `depth - 1` of the current path over `byte` (the
+    /// path below it is dropped); whether a derivation survives.
+    pub(super) fn step(&mut self, matcher: &mut Matcher, depth: usize, byte: u8) -> bool {
+        self.path.truncate(depth);
+        self.built = self.built.min(depth - 1);
+        let from = self.path[depth - 1];
+        let known = self
+            .next
+            .get(from as usize)
+            .map_or(UNKNOWN, |next| next[usize::from(byte)]);
+        match known {
+            DEAD => return false,
+            UNKNOWN => {}
+            to => {
+                self.path.push(to);
+                return true;
+            }
+        }
+        self.build(matcher, depth - 1);
+        let viable = matcher.push(Start::Scan(Symbol::Byte(byte)));
+        let to = if viable {
+            self.built = depth;
+            self.intern(matcher)
+        } else {
+            DEAD
+        };
+        if let Some(next) = self.next.get_mut(from as usize)
+            && to != NONE
+        {
+            next[usize::from(byte)] = to;
+        }
+        if viable {
+            self.path.push(to);
+        }
+        viable
+    }
+
+    /// Whether the output may end at `depth` of the current path.
+    pub(super) fn can_terminate(&self, depth: usize, matcher: &Matcher) -> bool {
+        match self.path[depth] {
+            NONE => matcher.can_terminate(),
+            config => self.can_end[config as usize],
+        }
+    }
+
+    /// Puts the rows of the current path up to `depth` into the history.
+    fn build(&mut self, matcher: &mut Matcher, depth: usize) {
+        matcher.truncate(self.base + self.built);
+        let mut items = Vec::new();
+        for d in self.built + 1..=depth {
+            let config = self.path[d];
+            let row = self.row(d);
+            items.clear();
+            items.extend(self.shapes[config as usize].iter().map(|&shape| {
+                let origin = match shape.origin {
+                    SELF => row,
+                    origin if (origin as usize) < self.base => origin,
+                    code => {
+                        let wanted = code - self.base_code();
+                        let at = self.path[..d]
+                            .iter()
+                            .rposition(|&c| c == wanted)
+                            .expect("a configuration's origins are on every path to it");
+                        self.row(at)
+                    }
+                };
+                Item { origin, ..shape }
+            }));
+            let flags = if self.can_end[config as usize] {
+                CAN_TERMINATE
+            } else {
+                0
+            };
+            matcher.history.push(&items, flags);
+        }
+        self.built = self.built.max(depth);
+    }
+
+    /// The history row of `depth` on the path.
+    fn row(&self, depth: usize) -> u32 {
+        u32::try_from(self.base - 1 + depth).expect("rows fit in u32")
+    }
+
+    /// The code of configuration 0 as an origin: configurations follow the
+    /// rows before the walk.
+    fn base_code(&self) -> u32 {
+        u32::try_from(self.base).expect("rows fit in u32")
+    }
+
+    /// The configuration of the matcher's last row (at the end of the
+    /// current path), added if new; [`NONE`] past [`MAX_CONFIGS`] or if
+    /// the row points to one without a configuration.
+    fn intern(&mut self, matcher: &Matcher) -> u32 {
+        let last = matcher.history.rows() - 1;
+        let mut shape = Vec::with_capacity(matcher.history.last().len());
+        for &item in matcher.history.last() {
+            let Some(origin) = self.encode(item.origin as usize, last) else {
+                return NONE;
+            };
+            shape.push(Item { origin, ..item });
+        }
+        let shape: Box<[Item]> = shape.into();
+        if let Some(&id) = self.ids.get(&shape) {
+            return id;
+        }
+        if self.shapes.len() == MAX_CONFIGS {
+            return NONE;
+        }
+        let id = u32::try_from(self.shapes.len()).expect("configurations fit in u32");
+        self.ids.insert(shape.clone(), id);
+        self.shapes.push(shape);
+        self.can_end.push(matcher.can_terminate());
+        self.next.push([UNKNOWN; 256]);
+        id
+    }
+
+    /// An origin of an item of row `row`, as a configuration holds it.
+    fn encode(&self, origin: usize, row: usize) -> Option<u32> {
+        if origin == row && row >= self.base {
+            Some(SELF)
+        } else if origin < self.base {
+            Some(u32::try_from(origin).expect("rows fit in u32"))
+        } else {
+            match self.path[origin + 1 - self.base] {
+                NONE => None,
+                config => Some(self.base_code() + config),
+            }
+        }
+    }
+}
