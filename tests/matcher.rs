@@ -7,7 +7,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{CORPUS, LIBRARY, Rng, compile, library, random_grammar, runtime_grammar, sample};
+use common::{
+    CORPUS, LIBRARY, Rng, compile, library, random_grammar, runtime_grammar, sample, wide_grammar,
+};
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::ir::{self};
@@ -175,6 +177,16 @@ fn matcher_agrees_with_the_reference_on_embedded_schemas() {
     let source = &library()[index];
     for seed in 0..8 {
         check_matcher(source, seed).unwrap();
+    }
+}
+
+/// Rows large enough to be indexed by awaited rule, with empty matches
+/// completed in them and matches completed from them.
+#[test]
+fn matcher_agrees_with_the_reference_on_wide_rows() {
+    let source = wide_grammar();
+    for seed in 0..6 {
+        check_matcher(&source, seed).unwrap();
     }
 }
 

@@ -398,6 +398,28 @@ pub fn random_grammar() -> impl Strategy<Value = String> {
     })
 }
 
+/// A grammar whose rows hold more items than the matcher indexes by awaited
+/// rule: 40 nullable rules called side by side, each with its own short
+/// words, some sharing first bytes.
+pub fn wide_grammar() -> String {
+    let rules: Vec<String> = (0..40).map(|k| format!("w{k}")).collect();
+    let mut text = format!(
+        "root ::= ({choice}) ({choice})* \".\"\n",
+        choice = rules.join(" | ")
+    );
+    for k in 0..40u8 {
+        let first = char::from(b'a' + k % 5);
+        let second = char::from(b'a' + k / 5);
+        let next = (k + 1) % 40;
+        writeln!(
+            text,
+            "w{k} ::= \"\" | \"{first}{second}\" w{k} | \"{second}\" w{next}"
+        )
+        .expect("writing to a string");
+    }
+    text
+}
+
 /// Compiles `.xg` text through every stage into a runtime grammar,
 /// panicking with the diagnostics on error.
 pub fn runtime_grammar(text: &str) -> Arc<xg_runtime::Grammar> {

@@ -9,7 +9,7 @@
 
 use rustc_hash::FxHashSet;
 
-use super::history::History;
+use super::history::{History, INDEX_ABOVE, Waiting};
 use super::item::{Item, Kind, WILD};
 use super::lookahead::{Lookahead, Settled};
 use crate::TokenId;
@@ -55,6 +55,12 @@ pub(super) struct Scratch {
     completed_set: FxHashSet<(u32, u32, u32, u32)>,
     /// Completions of empty matches in this row: (rule, pred, ctx).
     empty: Vec<(u32, u32, u32)>,
+    /// The row's items by awaited rule, once it has more than
+    /// [`INDEX_ABOVE`]: the first `indexed` of them.
+    waiting: Waiting,
+    indexed: usize,
+    /// Places of items that wait for a rule just completed.
+    parents: Vec<u32>,
 }
 
 /// The row being built and everything it needs.
@@ -81,6 +87,8 @@ pub(super) fn build(
     scratch.completed.clear();
     scratch.completed_set.clear();
     scratch.empty.clear();
+    scratch.waiting.clear();
+    scratch.indexed = 0;
     let row = u32::try_from(history.rows()).expect("rows fit in u32");
     let mut builder = Builder {
         grammar,
@@ -359,19 +367,46 @@ impl Builder<'_> {
         scratch.completed.push(completion);
         if child.origin == self.row {
             self.scratch.empty.push((rule, child.pred, ctx));
-            let mut k = 0;
-            while k < self.scratch.items.len() {
-                let parent = self.scratch.items[k];
-                k += 1;
-                if parent.ctx == child.pred {
-                    self.advance(parent, rule, ctx, true);
+            // Items that arrive later see the completion when they call
+            // the rule; the ones here now are advanced now.
+            let scratch = &mut *self.scratch;
+            if scratch.items.len() > INDEX_ABOVE {
+                let new = &scratch.items[scratch.indexed..];
+                scratch.waiting.extend(self.grammar, new, scratch.indexed);
+                scratch.indexed = scratch.items.len();
+                scratch.parents.clear();
+                scratch.parents.extend_from_slice(scratch.waiting.get(rule));
+                for k in 0..self.scratch.parents.len() {
+                    let parent = self.scratch.items[self.scratch.parents[k] as usize];
+                    if parent.ctx == child.pred {
+                        self.advance(parent, rule, ctx, true);
+                    }
+                }
+            } else {
+                let mut k = 0;
+                while k < self.scratch.items.len() {
+                    let parent = self.scratch.items[k];
+                    k += 1;
+                    if parent.ctx == child.pred {
+                        self.advance(parent, rule, ctx, true);
+                    }
                 }
             }
         } else {
             let history = self.history;
-            for &parent in history.row(child.origin as usize) {
-                if parent.ctx == child.pred {
-                    self.advance(parent, rule, ctx, false);
+            let parents = history.row(child.origin as usize);
+            if let Some(waiting) = history.waiting(child.origin as usize) {
+                for &place in waiting.get(rule) {
+                    let parent = parents[place as usize];
+                    if parent.ctx == child.pred {
+                        self.advance(parent, rule, ctx, false);
+                    }
+                }
+            } else {
+                for &parent in parents {
+                    if parent.ctx == child.pred {
+                        self.advance(parent, rule, ctx, false);
+                    }
                 }
             }
         }

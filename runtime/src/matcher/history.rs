@@ -7,13 +7,76 @@
 
 use std::sync::Arc;
 
-use super::item::Item;
+use rustc_hash::FxHashMap;
+
+use super::item::{Item, Kind};
+use crate::grammar::Grammar;
+use crate::tables::EdgeRecord;
 
 /// Rows per segment.
 const SEGMENT_ROWS: usize = 64;
 
 /// Per-row flag: the input so far is a complete sentence.
 pub(super) const CAN_TERMINATE: u8 = 1;
+
+/// Rows with more items than this index them by the rule they wait for, so
+/// completing a rule does not look at every item of a large row (a context
+/// matcher's first row holds every item of the grammar that waits for a
+/// rule).
+pub(super) const INDEX_ABOVE: usize = 32;
+
+/// Calls `f` with each rule `item` waits for: whose match advances it.
+fn awaited_rules(grammar: &Grammar, item: &Item, mut f: impl FnMut(u32)) {
+    match item.kind {
+        Kind::Node if grammar.waits(item.a) => {
+            for edge in grammar.edges(item.a) {
+                if edge.kind == EdgeRecord::RULE {
+                    f(edge.a);
+                }
+            }
+        }
+        Kind::Repeat => f(grammar.edge(item.a).a),
+        Kind::Arm | Kind::TokenArm => f(grammar.pattern(item.aux).arm),
+        Kind::Top => f(item.a),
+        _ => {}
+    }
+}
+
+/// The items of a large row that wait for each rule: their places in the
+/// row.
+#[derive(Debug, Default)]
+pub(super) struct Waiting(FxHashMap<u32, Vec<u32>>);
+
+impl Waiting {
+    fn of(grammar: &Grammar, items: &[Item]) -> Self {
+        let mut waiting = Self::default();
+        waiting.extend(grammar, items, 0);
+        waiting
+    }
+
+    /// Adds `items`, the row's items from place `first` on.
+    pub(super) fn extend(&mut self, grammar: &Grammar, items: &[Item], first: usize) {
+        for (place, item) in (first..).zip(items) {
+            let place = u32::try_from(place).expect("row items fit in u32");
+            awaited_rules(grammar, item, |rule| {
+                let list = self.0.entry(rule).or_default();
+                if list.last() != Some(&place) {
+                    list.push(place);
+                }
+            });
+        }
+    }
+
+    /// Forgets every item.
+    pub(super) fn clear(&mut self) {
+        self.0.clear();
+    }
+
+    /// The places of the items that wait for `rule`.
+    pub(super) fn get(&self, rule: u32) -> &[u32] {
+        self.0.get(&rule).map_or(&[], Vec::as_slice)
+    }
+}
 
 #[derive(Clone, Debug, Default)]
 struct Segment {
@@ -22,6 +85,8 @@ struct Segment {
     starts: Vec<u32>,
     /// Per row: flags.
     flags: Vec<u8>,
+    /// Per row: its index by awaited rule, if it is large.
+    waiting: Vec<Option<Arc<Waiting>>>,
 }
 
 impl Segment {
@@ -43,6 +108,7 @@ impl Segment {
             self.items.truncate(self.starts[rows] as usize);
             self.starts.truncate(rows);
             self.flags.truncate(rows);
+            self.waiting.truncate(rows);
         }
     }
 }
@@ -78,13 +144,19 @@ impl History {
         segment.flags[row]
     }
 
+    /// The index of `row` by awaited rule, if the row is large.
+    pub(super) fn waiting(&self, row: usize) -> Option<&Waiting> {
+        let (segment, row) = self.segment(row);
+        segment.waiting[row].as_deref()
+    }
+
     /// The items of the last row.
     pub(super) fn last(&self) -> &[Item] {
         self.row(self.rows() - 1)
     }
 
-    /// Appends a row.
-    pub(super) fn push(&mut self, items: &[Item], flags: u8) {
+    /// Appends a row of `grammar`.
+    pub(super) fn push(&mut self, grammar: &Grammar, items: &[Item], flags: u8) {
         if self.open.rows() == SEGMENT_ROWS {
             let full = std::mem::take(&mut self.open);
             self.frozen.push(Arc::new(full));
@@ -93,6 +165,8 @@ impl History {
         self.open.starts.push(start);
         self.open.flags.push(flags);
         self.open.items.extend_from_slice(items);
+        let waiting = (items.len() > INDEX_ABOVE).then(|| Arc::new(Waiting::of(grammar, items)));
+        self.open.waiting.push(waiting);
     }
 
     /// Keeps the first `rows` rows.

@@ -527,6 +527,37 @@ impl PrefixWalk {
     }
 }
 
+/// A set of trie ranks as a bitset.
+struct RankSet(Vec<u64>);
+
+impl RankSet {
+    fn new(ranks: usize) -> Self {
+        Self(vec![0; ranks.div_ceil(64)])
+    }
+
+    fn contains(&self, rank: u32) -> bool {
+        self.0[rank as usize / 64] & (1 << (rank % 64)) != 0
+    }
+
+    fn insert(&mut self, rank: u32) {
+        self.0[rank as usize / 64] |= 1 << (rank % 64);
+    }
+
+    /// The ranks in the set, in order.
+    fn ranks(&self) -> Box<[u32]> {
+        let mut ranks = Vec::new();
+        for (w, &word) in self.0.iter().enumerate() {
+            let mut word = word;
+            while word != 0 {
+                let bit = word.trailing_zeros();
+                ranks.push(u32::try_from(w * 64).expect("trie ranks fit in u32") + bit);
+                word &= word - 1;
+            }
+        }
+        ranks.into()
+    }
+}
+
 /// The combination of a row's items (`seeds`, one per key and rule): their entries,
 /// built where missing (counted in `built`), the union of their accepted
 /// tokens, and the uncertain tokens that survive context expansion. Also
@@ -560,13 +591,14 @@ fn combine(
     // Per item: the rest of each uncertain token after each place the
     // item's rule can end in it, checked against what can follow the rule.
     let ranked = trie.ranked();
-    let mut uncertain = vec![false; ranked.len()];
+    // A bitset of ranks: cleared and read back in words, not per token.
+    let mut uncertain = RankSet::new(ranked.len());
     for &(rule, ref entry) in &entries {
         let mut rests: Vec<(&[u8], u32)> = Vec::new();
         for group in &entry.groups {
             for rank in group.start..group.end {
                 let id = ranked[rank as usize];
-                if is_set(&accepted, id) || uncertain[rank as usize] {
+                if is_set(&accepted, id) || uncertain.contains(rank) {
                     continue;
                 }
                 let bytes = vocabulary.bytes(id);
@@ -576,7 +608,7 @@ fn combine(
                     ends &= ends - 1;
                     if end == 63 || end >= bytes.len() {
                         // Too far in to follow: left to the full check.
-                        uncertain[rank as usize] = true;
+                        uncertain.insert(rank);
                     } else {
                         rests.push((&bytes[end..], rank));
                     }
@@ -594,8 +626,8 @@ fn combine(
         let base = context.history.rows();
         let mut walk = PrefixWalk::default();
         for (rest, rank) in rests {
-            if !uncertain[rank as usize] && walk.accepts(&mut context, base, rest).0 {
-                uncertain[rank as usize] = true;
+            if !uncertain.contains(rank) && walk.accepts(&mut context, base, rest).0 {
+                uncertain.insert(rank);
             }
             if *work + context.work > budget {
                 *work += context.work;
@@ -604,14 +636,11 @@ fn combine(
         }
         *work += context.work;
     }
-    let uncertain: Vec<u32> = (0..ranked.len())
-        .filter(|&rank| uncertain[rank])
-        .map(|rank| u32::try_from(rank).expect("trie ranks fit in u32"))
-        .collect();
+    let uncertain = uncertain.ranks();
     let reused = *built == 0;
     let combined = Combined {
         accepted: TokenSet::new(accepted, trie.universe()),
-        uncertain: uncertain.into(),
+        uncertain,
     };
     Ok((combined, reused))
 }
@@ -662,6 +691,7 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
         }
     }
     let mut row = Vec::new();
+    let mut in_row = rustc_hash::FxHashSet::default();
     let mut seen = vec![false; tables.rules.len()];
     let mut work = vec![rule];
     seen[rule as usize] = true;
@@ -670,7 +700,7 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
             row.push(item(Kind::Top, r, 0));
         }
         for &waiter in &waiting[r as usize] {
-            if !row.contains(&waiter) {
+            if in_row.insert(waiter) {
                 row.push(waiter);
             }
             // The waiter's own rule can end after `r`: its callers wait too.

@@ -150,7 +150,7 @@ impl StepMemo {
             } else {
                 0
             };
-            matcher.history.push(&items, flags);
+            matcher.history.push(&matcher.grammar, &items, flags);
         }
         self.built = self.built.max(depth);
     }

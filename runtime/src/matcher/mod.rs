@@ -242,7 +242,7 @@ impl Matcher {
             pred: 0,
             ctx: 0,
         };
-        matcher.history.push(&[sentinel], 0);
+        matcher.history.push(&matcher.grammar, &[sentinel], 0);
         for &parent in parents {
             let origin = u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32");
             let parent = Item {
@@ -251,7 +251,7 @@ impl Matcher {
                 ctx: 0,
                 ..parent
             };
-            matcher.history.push(&[parent], 0);
+            matcher.history.push(&matcher.grammar, &[parent], 0);
         }
         let seed = Item {
             origin: u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32"),
@@ -272,7 +272,7 @@ impl Matcher {
     /// nothing can follow `rule`.
     fn context(grammar: Arc<Grammar>, waiting: &[Item], rule: u32) -> Option<Self> {
         let mut matcher = Self::empty(grammar, None);
-        matcher.history.push(waiting, 0);
+        matcher.history.push(&matcher.grammar, waiting, 0);
         matcher.push(Start::Complete(rule)).then_some(matcher)
     }
 
@@ -294,7 +294,8 @@ impl Matcher {
             } else {
                 0
             };
-            self.history.push(self.scratch.items(), flags);
+            self.history
+                .push(&self.grammar, self.scratch.items(), flags);
         } else {
             self.lookahead.truncate(rows);
         }

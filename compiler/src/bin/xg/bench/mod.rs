@@ -114,29 +114,38 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
         .num_threads(args.threads.max(1))
         .build()
         .context("cannot start the worker threads")?;
-    let mut out = BufWriter::new(
+    let out = std::sync::Mutex::new(BufWriter::new(
         File::create(&args.out)
             .with_context(|| format!("cannot write `{}`", args.out.display()))?,
-    );
+    ));
     let done = std::sync::atomic::AtomicUsize::new(0);
-    let outcomes: Vec<Vec<Outcome>> = pool.install(|| {
+    // Each file's lines are written as soon as it is done, so a long run
+    // that is stopped keeps what it measured.
+    let outcomes: Vec<Result<Vec<Outcome>>> = pool.install(|| {
         use rayon::prelude::*;
         files
             .par_iter()
             .map(|path| {
                 let outcomes = bench_file(path, &engines, &tokenizer, timeout);
+                let mut out = out
+                    .lock()
+                    .unwrap_or_else(std::sync::PoisonError::into_inner);
+                for outcome in &outcomes {
+                    writeln!(out, "{}", outcome.to_json())?;
+                }
+                out.flush()?;
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
                 eprint!("\r{n}/{} files", files.len());
-                outcomes
+                Ok(outcomes)
             })
             .collect()
     });
     eprintln!();
-    let outcomes: Vec<Outcome> = outcomes.into_iter().flatten().collect();
-    for outcome in &outcomes {
-        writeln!(out, "{}", outcome.to_json())?;
+    let mut all = Vec::new();
+    for outcome in outcomes {
+        all.extend(outcome.with_context(|| format!("cannot write `{}`", args.out.display()))?);
     }
-    out.flush()?;
+    let outcomes = all;
     let names: Vec<&'static str> = engines.iter().map(|e| e.name()).collect();
     print!("{}", summary::table(&outcomes, &names));
     let svg = args.out.with_extension("svg");
