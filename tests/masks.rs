@@ -275,6 +275,25 @@ fn equal_rules_share_entries_across_grammars() {
     assert_eq!(mask, other_mask);
 }
 
+/// Grammars whose copies of one rule (`std/json.xg` imported by two JSON
+/// Schema embeds, say) have equal structure use the mask cache: their
+/// tables list each node's edges in the same order in every copy.
+#[test]
+fn grammars_with_equal_rules_use_the_cache() {
+    let vocabulary = small_vocabulary();
+    let no_lookahead: Vec<String> = library()
+        .into_iter()
+        .filter(|text| !text.contains("(="))
+        .collect();
+    assert!(no_lookahead.iter().any(|text| text.contains("%json")));
+    for text in no_lookahead {
+        let mut matcher = Matcher::with_vocabulary(runtime_grammar(&text), Arc::clone(&vocabulary));
+        let mut mask = vec![0; vocabulary.mask_words()];
+        matcher.fill_next_token_bitmask(&mut mask).unwrap();
+        assert!(matcher.last_mask_stats().cached, "{text}");
+    }
+}
+
 #[test]
 fn a_mask_over_budget_is_a_clear_error_and_changes_nothing() {
     // Ambiguous: every byte costs many items.

@@ -30,7 +30,7 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
         let (kind, body, node_count) = match &rule.body {
             Body::Automaton(fsm) => (
                 RuleRecord::AUTOMATON,
-                add_automaton(&mut tables, fsm),
+                add_automaton(&mut tables, fsm, hashes),
                 index(fsm.nodes.len()),
             ),
             Body::Dispatch(dispatch) => {
@@ -43,7 +43,7 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
             ),
         };
         let (lookahead, lookahead_node_count) = match &rule.lookahead {
-            Some(fsm) => (add_automaton(&mut tables, fsm), index(fsm.nodes.len())),
+            Some(fsm) => (add_automaton(&mut tables, fsm, hashes), index(fsm.nodes.len())),
             None => (RuleRecord::NONE, 0),
         };
         tables.rules.push(RuleRecord {
@@ -63,8 +63,11 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
     tables
 }
 
-/// Appends an automaton's nodes and edges; returns its start node.
-fn add_automaton(tables: &mut Tables, fsm: &Fsm) -> u32 {
+/// Appends an automaton's nodes and edges; returns its start node. A
+/// node's edges are in canonical order — callees by structural hash, not
+/// by rule id — so rules with equal hashes have equal tables in every
+/// grammar (mask-cache keys name edges by their place in the node).
+fn add_automaton(tables: &mut Tables, fsm: &Fsm, hashes: &[RuleHash]) -> u32 {
     let base = index(tables.nodes.len());
     for node in &fsm.nodes {
         tables.nodes.push(NodeRecord {
@@ -94,6 +97,14 @@ fn add_automaton(tables: &mut Tables, fsm: &Fsm) -> u32 {
                 target: base + edge.target,
             });
         }
+        let first = tables.nodes.last().expect("just pushed").first_edge as usize;
+        tables.edges[first..].sort_by_key(|edge| {
+            let label = match edge.kind {
+                EdgeRecord::RULE | EdgeRecord::REPEAT => hashes[edge.a as usize].rule,
+                _ => u64::from(edge.a),
+            };
+            (edge.kind, label, edge.b, edge.c, edge.target)
+        });
     }
     base
 }
