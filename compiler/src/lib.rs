@@ -77,4 +77,7 @@ mod documentation {
 
     #[doc = include_str!("../../book/src/masks.md")]
     struct Masks;
+
+    #[doc = include_str!("../../book/src/bundles.md")]
+    struct Bundles;
 }

@@ -43,7 +43,10 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
             ),
         };
         let (lookahead, lookahead_node_count) = match &rule.lookahead {
-            Some(fsm) => (add_automaton(&mut tables, fsm, hashes), index(fsm.nodes.len())),
+            Some(fsm) => (
+                add_automaton(&mut tables, fsm, hashes),
+                index(fsm.nodes.len()),
+            ),
             None => (RuleRecord::NONE, 0),
         };
         tables.rules.push(RuleRecord {

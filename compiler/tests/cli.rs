@@ -382,3 +382,74 @@ fn bench_maskbench_runs_llguidance_side_by_side() {
     );
     assert!(stdout.contains("time as a multiple of xg's"), "{stdout}");
 }
+
+#[test]
+fn compile_writes_a_bundle_that_inspect_describes_and_trace_uses() {
+    let grammar = temp_grammar(
+        "bundle.xg",
+        "root ::= \"{\" pair (\",\" pair)* \"}\"\npair ::= [a-z]+ \":\" [0-9]+\n",
+    );
+    let tokenizer = temp_tokenizer();
+    let (grammar, tokenizer) = (grammar.to_str().unwrap(), tokenizer.to_str().unwrap());
+    let out = grammar.replace(".xg", ".xgb");
+    let again = grammar.replace(".xg", "-again.xgb");
+    for path in [&out, &again] {
+        let output = xg(&[
+            "compile",
+            grammar,
+            "--tokenizer",
+            tokenizer,
+            "--precompute",
+            "all",
+            "-o",
+            path,
+        ]);
+        let stderr = String::from_utf8_lossy(&output.stderr);
+        assert!(output.status.success(), "{stderr}");
+        assert!(stderr.contains("entries precomputed"), "{stderr}");
+    }
+    // Deterministic: the same input gives the same bytes.
+    assert_eq!(std::fs::read(&out).unwrap(), std::fs::read(&again).unwrap());
+    let output = xg(&["inspect", &out]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("format version 1"), "{stdout}");
+    assert!(stdout.contains("mask index"), "{stdout}");
+    assert!(!stdout.contains("DAMAGED"), "{stdout}");
+    let output = xg(&[
+        "trace",
+        &out,
+        "--tokenizer",
+        tokenizer,
+        "--text",
+        "{ab:1,a:1}",
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(stdout.contains("0 entries built"), "{stdout}");
+    // A damaged bundle is refused with the reason.
+    let mut bytes = std::fs::read(&out).unwrap();
+    bytes[600] ^= 1;
+    let damaged = grammar.replace(".xg", "-damaged.xgb");
+    std::fs::write(&damaged, bytes).unwrap();
+    let output = xg(&["match", &damaged, "--text", "{a:1}"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(2), "{stderr}");
+    assert!(stderr.contains("damaged bundle"), "{stderr}");
+}
+
+#[test]
+fn compile_without_a_tokenizer_writes_tables_only() {
+    let grammar = temp_grammar("tables.xg", "root ::= [0-9]+\n");
+    let grammar = grammar.to_str().unwrap();
+    let out = grammar.replace(".xg", ".xgb");
+    let output = xg(&["compile", grammar, "-o", &out]);
+    assert!(output.status.success());
+    let output = xg(&["inspect", &out]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(stdout.contains("vocabulary: any"), "{stdout}");
+    assert!(xg(&["match", &out, "--text", "123"]).status.success());
+    let output = xg(&["compile", grammar, "-o", &out, "--precompute", "all"]);
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("--tokenizer"));
+}

@@ -24,9 +24,12 @@
 
 use std::collections::hash_map::Entry::Vacant;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rustc_hash::FxHashMap;
+
+use crate::bundle::MaskSection;
+use crate::vocab::Vocabulary;
 
 /// The default bound on a cache's size: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -199,6 +202,8 @@ pub(crate) enum Lookup {
     Hit,
     /// It was built now.
     Built,
+    /// It was read from a bundle's precomputed entries.
+    Loaded,
 }
 
 /// Counters and sizes of a [`MaskCache`].
@@ -211,6 +216,8 @@ pub struct CacheStats {
     pub partial_hits: u64,
     /// Item entries built by walking the token trie.
     pub misses: u64,
+    /// Item entries read from bundles' precomputed entries.
+    pub loaded: u64,
     /// Entries and combinations removed to stay within the size bound.
     pub evictions: u64,
     /// Item entries held now.
@@ -260,7 +267,11 @@ pub struct MaskCache {
     hits: AtomicU64,
     partial_hits: AtomicU64,
     misses: AtomicU64,
+    loaded: AtomicU64,
     evictions: AtomicU64,
+    /// Precomputed entries of the bundles of live grammars, looked up
+    /// when an entry is not in the pool.
+    sections: Mutex<Vec<Weak<MaskSection>>>,
 }
 
 impl std::fmt::Debug for MaskCache {
@@ -281,7 +292,9 @@ impl MaskCache {
             hits: AtomicU64::new(0),
             partial_hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            loaded: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            sections: Mutex::default(),
         }
     }
 
@@ -297,6 +310,7 @@ impl MaskCache {
             hits: self.hits.load(Ordering::Relaxed),
             partial_hits: self.partial_hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            loaded: self.loaded.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
             entries: pool.entries.len(),
             combinations: pool.combinations.len(),
@@ -345,22 +359,66 @@ impl MaskCache {
         Ok(found)
     }
 
-    /// The entry for `key`, built with `build` if it is not cached.
+    /// Makes the precomputed entries of `section` (for this cache's
+    /// vocabulary) available, for as long as a grammar holds them.
+    pub(crate) fn attach(&self, section: &Arc<MaskSection>) {
+        let mut sections = self.sections.lock().unwrap_or_else(PoisonError::into_inner);
+        sections.retain(|weak| weak.strong_count() > 0);
+        let known = sections
+            .iter()
+            .filter_map(Weak::upgrade)
+            .any(|known| known.id == section.id);
+        if !known {
+            sections.push(Arc::downgrade(section));
+        }
+    }
+
+    /// The precomputed entry for `key` in an attached section, if any.
+    fn precomputed(&self, key: &Key, vocabulary: &Vocabulary) -> Option<Classified> {
+        let sections: Vec<Arc<MaskSection>> = self
+            .sections
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .iter()
+            .filter_map(Weak::upgrade)
+            .collect();
+        sections
+            .iter()
+            .find_map(|section| section.find(key, vocabulary))
+    }
+
+    /// The entry for `key`: cached, else precomputed in an attached bundle,
+    /// else built with `build`.
     pub(crate) fn entry<E>(
         &self,
         key: Key,
+        vocabulary: &Vocabulary,
         build: impl FnOnce() -> Result<Classified, E>,
     ) -> Result<(Arc<Classified>, Lookup), E> {
-        self.find_or_build(
+        let mut loaded = false;
+        let found = self.find_or_build(
             |pool| &mut pool.entries,
             key,
             || {
-                let classified = build()?;
-                self.misses.fetch_add(1, Ordering::Relaxed);
+                let classified = match self.precomputed(&key, vocabulary) {
+                    Some(classified) => {
+                        loaded = true;
+                        self.loaded.fetch_add(1, Ordering::Relaxed);
+                        classified
+                    }
+                    None => {
+                        self.misses.fetch_add(1, Ordering::Relaxed);
+                        build()?
+                    }
+                };
                 let bytes = classified.bytes();
                 Ok((classified, bytes))
             },
-        )
+        )?;
+        Ok(match found {
+            (entry, Lookup::Built) if loaded => (entry, Lookup::Loaded),
+            found => found,
+        })
     }
 
     /// The value for `key` in the map `map` picks, or the one `build` makes

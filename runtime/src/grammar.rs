@@ -2,7 +2,12 @@
 
 use std::fmt;
 
+use std::path::Path;
+use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+
+use crate::bundle::{self, Backing, BundleError, MaskSection};
+use crate::vocab::Vocabulary;
 
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
@@ -44,6 +49,8 @@ pub struct Grammar {
     /// Every token id the grammar names (sorted): ids it does not name are
     /// all alike to it.
     named_tokens: Vec<u32>,
+    /// Mask-cache entries from the bundle the grammar was opened from.
+    precomputed: Option<Arc<MaskSection>>,
 }
 
 impl fmt::Debug for Grammar {
@@ -158,7 +165,72 @@ impl Grammar {
             has_lookahead,
             uses_tokens,
             named_tokens,
+            precomputed: None,
         })
+    }
+
+    /// Opens the bundle `path` (written by `xg compile`), memory-mapped.
+    ///
+    /// The header and the tables are checked; the precomputed mask entries
+    /// stay in the file until a matcher needs one. With `vocabulary`, a
+    /// bundle compiled for another vocabulary is refused, and the bundle's
+    /// entries join that vocabulary's mask cache, where every grammar with
+    /// rules of the same structure finds them. (A [`Matcher`] with a
+    /// vocabulary the bundle was compiled for does the same.)
+    ///
+    /// The file must not be modified while the grammar lives: replace a
+    /// bundle by renaming a new file into place.
+    ///
+    /// [`Matcher`]: crate::Matcher
+    pub fn open(
+        path: impl AsRef<Path>,
+        vocabulary: Option<&Vocabulary>,
+    ) -> Result<Self, BundleError> {
+        bundle::open_path(path.as_ref(), vocabulary)
+    }
+
+    /// Opens a bundle held in `bytes` (read from a file, received over the
+    /// network), like [`Grammar::open`].
+    pub fn from_bundle(
+        bytes: Vec<u8>,
+        vocabulary: Option<&Vocabulary>,
+    ) -> Result<Self, BundleError> {
+        bundle::open_bytes(Backing::Owned(bytes), vocabulary)
+    }
+
+    /// Opens a bundle embedded in the program (`include_bytes!`, or the
+    /// `grammar!` macro), like [`Grammar::open`], without copying it.
+    pub fn from_static_bundle(
+        bytes: &'static [u8],
+        vocabulary: Option<&Vocabulary>,
+    ) -> Result<Self, BundleError> {
+        bundle::open_bytes(Backing::Static(bytes), vocabulary)
+    }
+
+    /// The grammar as a bundle of its tables alone (masks are built on
+    /// first use); [`bundle::write`](crate::bundle::write) adds
+    /// precomputed masks.
+    pub fn to_bundle(&self) -> Vec<u8> {
+        bundle::write(self, None)
+    }
+
+    /// The number of mask-cache entries the grammar's bundle carries.
+    pub fn precomputed_entries(&self) -> usize {
+        self.precomputed.as_ref().map_or(0, |section| section.len())
+    }
+
+    pub(crate) fn set_precomputed(&mut self, section: Arc<MaskSection>) {
+        self.precomputed = Some(section);
+    }
+
+    /// Offers the bundle's mask entries to `vocabulary`'s cache, if they
+    /// are for that vocabulary.
+    pub(crate) fn seed_cache(&self, vocabulary: &Vocabulary) {
+        if let Some(section) = &self.precomputed
+            && section.fingerprint == vocabulary.fingerprint()
+        {
+            vocabulary.mask_cache().attach(section);
+        }
     }
 
     /// The tables this grammar executes.

@@ -16,6 +16,10 @@
 //!   rule automata, with lookahead and tag dispatch).
 //! - [`Vocabulary`]: a model's tokens as bytes, loaded from a
 //!   `tokenizer.json`, with its stop tokens and fingerprint.
+//! - [`bundle`]: precompiled grammars (`.xgb`) — the format, the writer
+//!   with precomputed mask entries, and the loader behind
+//!   [`Grammar::open`], which maps a file and leaves the masks in it until
+//!   a step needs one.
 //!
 //! ```
 //! use xg_runtime::RuleId;
@@ -26,6 +30,7 @@
 //! ```
 #![deny(missing_docs)]
 
+pub mod bundle;
 mod byteset;
 mod cache;
 mod grammar;

@@ -62,6 +62,11 @@ impl Scanner {
         Ok(scanner)
     }
 
+    /// The number of states.
+    pub(crate) fn states(&self) -> u32 {
+        u32::try_from(self.found.len()).expect("scanner states fit in u32")
+    }
+
     /// The state after `byte` in `state`, and the pattern that ends there.
     pub(crate) fn step(&self, state: u32, byte: u8) -> (u32, u32) {
         let next = self.next[state as usize * 256 + usize::from(byte)];

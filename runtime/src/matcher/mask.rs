@@ -267,7 +267,7 @@ impl Matcher {
         match lookup {
             Lookup::Hit => self.mask_stats.hits = 1,
             Lookup::Built if built == 0 => self.mask_stats.partial_hits = 1,
-            Lookup::Built => {}
+            Lookup::Built | Lookup::Loaded => {}
         }
         let trie = vocabulary.trie();
         let mut scratch = Vec::new();
@@ -344,7 +344,7 @@ impl Matcher {
 
 /// The most items that may wait for one short rule for a [`Seed`] to
 /// cover them (one seed each).
-const MAX_WAITING: usize = 4;
+pub(super) const MAX_WAITING: usize = 4;
 
 /// A scanning item of a row and what its mask-cache entry covers: the
 /// item, and — while the rule it is in is short (a character, a digit, an
@@ -354,13 +354,13 @@ const MAX_WAITING: usize = 4;
 /// uncertain (think of the characters of a string of bounded length).
 /// Where several items wait, the item has one seed per waiting item.
 #[derive(Clone, Copy)]
-struct Seed {
-    key: Key,
+pub(super) struct Seed {
+    pub key: Key,
     /// The rule of the topmost item covered: where it ends, the entry ends.
-    rule: u32,
-    item: Item,
+    pub rule: u32,
+    pub item: Item,
     /// The items that wait, lowest first.
-    parents: [Option<Item>; MAX_PARENTS],
+    pub parents: [Option<Item>; MAX_PARENTS],
 }
 
 impl Seed {
@@ -460,28 +460,45 @@ fn waiting_parents(
             return None;
         }
         let owner = grammar.node_rule(node);
-        let record = grammar.rule(owner);
-        let count = edge.map_or(0, |edge| {
-            // A token ends at most one match per byte, plus one: counts
-            // further from the bounds than that behave alike.
-            let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
-            let needed = edge.b.saturating_sub(parent.aux).min(cap);
-            let room = if edge.c == EdgeRecord::UNBOUNDED {
-                cap
-            } else {
-                edge.c.saturating_sub(parent.aux).min(cap)
-            };
-            needed << 16 | room
-        });
-        let link = Parent {
-            rule_hash: record.hash,
-            node: node - record.body,
-            edge: edge.map_or(Parent::AT_NODE, |_| parent.a - grammar.first_edge(node)),
-            count,
-        };
-        found.push((parent, owner, link));
+        found.push((
+            parent,
+            owner,
+            link(grammar, parent, node, edge, longest_token),
+        ));
     }
     (!found.is_empty()).then_some(found)
+}
+
+/// The place in a [`Key`] of `parent`, an item at `node` (in the counted
+/// repetition `edge` if any) that waits for a short rule. Counts of
+/// repetitions are kept up to what a token of `longest_token` bytes can
+/// tell apart.
+pub(super) fn link(
+    grammar: &Grammar,
+    parent: Item,
+    node: u32,
+    edge: Option<EdgeRecord>,
+    longest_token: usize,
+) -> Parent {
+    let record = grammar.rule(grammar.node_rule(node));
+    let count = edge.map_or(0, |edge| {
+        // A token ends at most one match per byte, plus one: counts
+        // further from the bounds than that behave alike.
+        let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
+        let needed = edge.b.saturating_sub(parent.aux).min(cap);
+        let room = if edge.c == EdgeRecord::UNBOUNDED {
+            cap
+        } else {
+            edge.c.saturating_sub(parent.aux).min(cap)
+        };
+        needed << 16 | room
+    });
+    Parent {
+        rule_hash: record.hash,
+        node: node - record.body,
+        edge: edge.map_or(Parent::AT_NODE, |_| parent.a - grammar.first_edge(node)),
+        count,
+    }
 }
 
 /// Byte strings fed to a matcher in sorted order, each pushed after the
@@ -577,7 +594,7 @@ fn combine(
     let mut scratch = Vec::new();
     for seed in seeds {
         let remaining = budget.saturating_sub(*work);
-        let (entry, lookup) = vocabulary.mask_cache().entry(seed.key, || {
+        let (entry, lookup) = vocabulary.mask_cache().entry(seed.key, vocabulary, || {
             classify(grammar, vocabulary, seed, remaining, work)
         })?;
         if lookup == Lookup::Built {
@@ -723,7 +740,7 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
 /// that dies after the seed's rule could have ended is uncertain, grouped
 /// with the places it could end; the rest are rejected. Adds the Earley
 /// items built to `work`, and stops past `budget` of them.
-fn classify(
+pub(super) fn classify(
     grammar: &Arc<Grammar>,
     vocabulary: &Vocabulary,
     seed: &Seed,

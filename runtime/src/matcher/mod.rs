@@ -13,6 +13,7 @@ mod item;
 mod lookahead;
 mod mask;
 mod memo;
+mod precompute;
 mod tokens;
 
 use std::fmt;
@@ -28,6 +29,7 @@ use crate::vocab::Vocabulary;
 
 pub use self::expected::Expected;
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
+pub(crate) use self::precompute::precompute;
 
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
 const FORCED_LIMIT: usize = 1 << 16;
@@ -190,6 +192,7 @@ impl Matcher {
     /// ([`Matcher::accept_token`]) and computes token masks
     /// ([`Matcher::fill_next_token_bitmask`]) for `vocabulary`.
     pub fn with_vocabulary(grammar: Arc<Grammar>, vocabulary: Arc<Vocabulary>) -> Self {
+        grammar.seed_cache(&vocabulary);
         Self::at_entry(grammar, Some(vocabulary))
     }
 

@@ -1,6 +1,10 @@
-//! `xg inspect`: a compiled grammar's automata, as a table or as Graphviz.
+//! `xg inspect`: a compiled grammar's automata, as a table or as Graphviz;
+//! or what a bundle holds.
 
 use std::fmt::Write;
+use std::path::Path;
+
+use anyhow::{Context, Result};
 
 use xg_compiler::fsm::{self, Body, Fsm, Label};
 use xg_compiler::pipeline::Compiled;
@@ -141,4 +145,46 @@ fn write_automaton(out: &mut String, grammar: &fsm::Grammar, fsm: &Fsm, prefix: 
 
 fn escape(text: &str) -> String {
     text.replace('\\', "\\\\").replace('"', "\\\"")
+}
+
+/// A bundle's version, sections and what they hold, every checksum
+/// checked; true if all match.
+pub fn bundle(path: &Path) -> Result<bool> {
+    let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
+    let info =
+        xg_runtime::bundle::inspect(&bytes).with_context(|| format!("`{}`", path.display()))?;
+    println!(
+        "{}: xg bundle, format version {}, {} bytes",
+        path.display(),
+        info.version,
+        info.len
+    );
+    match info.vocabulary {
+        Some(fingerprint) => println!("vocabulary: {fingerprint:016x}"),
+        None => println!("vocabulary: any (tables only)"),
+    }
+    println!(
+        "grammar: {} rules, {} nodes, {} edges",
+        info.rules, info.nodes, info.edges
+    );
+    println!(
+        "precomputed mask entries: {} ({} damaged)\n",
+        info.entries, info.damaged_entries
+    );
+    println!(
+        "{:<12} {:>10} {:>12}  checksum",
+        "section", "offset", "bytes"
+    );
+    let mut ok = info.damaged_entries == 0;
+    for section in &info.sections {
+        ok &= section.checksum_ok;
+        println!(
+            "{:<12} {:>10} {:>12}  {}",
+            section.name,
+            section.offset,
+            section.len,
+            if section.checksum_ok { "ok" } else { "DAMAGED" }
+        );
+    }
+    Ok(ok)
 }

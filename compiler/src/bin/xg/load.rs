@@ -1,6 +1,7 @@
-//! Which grammar `xg match` and `xg trace` run, and compiling it: a `.xg`
-//! file, a JSON file (a JSON Schema, or a structural tag when its `type` is
-//! `structural_tag`), or a regular expression on the command line.
+//! Which grammar `xg match`, `xg trace` and `xg compile` run, and compiling
+//! it: a `.xg` file, a JSON file (a JSON Schema, or a structural tag when
+//! its `type` is `structural_tag`), a bundle (`.xgb`), or a regular
+//! expression on the command line.
 
 use std::path::{Path, PathBuf};
 
@@ -14,8 +15,8 @@ use crate::schema::{self, SchemaFlags};
 /// The grammar of a command, as arguments.
 #[derive(Args)]
 pub struct GrammarArgs {
-    /// The `.xg` grammar, JSON Schema (`.json`) or structural tag (`.json`
-    /// with `"type": "structural_tag"`).
+    /// The `.xg` grammar, JSON Schema (`.json`), structural tag (`.json`
+    /// with `"type": "structural_tag"`) or bundle (`.xgb`).
     #[arg(required_unless_present = "regex")]
     pub grammar: Option<PathBuf>,
     /// The entry rule of a `.xg` grammar.
@@ -53,6 +54,8 @@ pub fn load_grammar(
 ) -> Result<xg_runtime::Grammar> {
     match (&args.regex, &args.grammar) {
         (Some(pattern), _) => compile_regex(pattern, args.json_string, color),
+        (None, Some(path)) if is_bundle(path) => xg_runtime::Grammar::open(path, vocabulary)
+            .with_context(|| format!("`{}`", path.display())),
         (None, Some(path)) if schema::is_schema(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
@@ -66,6 +69,17 @@ pub fn load_grammar(
         (None, Some(path)) => compile(path, &args.rule, color),
         (None, None) => anyhow::bail!("give a grammar file or --regex"),
     }
+}
+
+/// Whether `path` names a bundle: by its extension, or by its first bytes.
+pub fn is_bundle(path: &Path) -> bool {
+    if path.extension().is_some_and(|e| e == "xgb") {
+        return true;
+    }
+    let mut magic = [0; 8];
+    std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read_exact(&mut file, &mut magic))
+        .is_ok_and(|()| magic == xg_runtime::bundle::format::MAGIC)
 }
 
 /// Whether a JSON file holds a structural tag rather than a schema.

@@ -3,7 +3,9 @@
 //! - `xg` (no arguments): the main job on the embedded example grammars.
 //! - `xg check FILE…`: check grammars and print diagnostics.
 //! - `xg fmt FILE…`: print grammars in canonical form.
-//! - `xg inspect FILE`: show a grammar's automata.
+//! - `xg inspect FILE`: show a grammar's automata, or a bundle's sections.
+//! - `xg compile GRAMMAR -o OUT.xgb [--tokenizer TOKENIZER.json]
+//!   [--precompute K|auto|all|none]`: write a bundle.
 //! - `xg match GRAMMAR (--text TEXT | --file FILE)`: validate an output.
 //! - `xg trace GRAMMAR --tokenizer TOKENIZER.json (--text TEXT | --file FILE)`:
 //!   the output token by token, with each step's mask.
@@ -13,10 +15,12 @@
 //! - `xg bench maskbench --tokenizer TOKENIZER.json --out RESULTS.jsonl
 //!   FILE…`: xg side by side with LLGuidance on MaskBench files.
 //!
-//! `match` and `trace` take `.xg` grammars, JSON Schemas (`.json`) or a
-//! regular expression (`--regex PATTERN`).
+//! `match`, `trace` and `compile` take `.xg` grammars, JSON Schemas
+//! (`.json`), structural tags (`.json`), bundles (`.xgb`) or a regular
+//! expression (`--regex PATTERN`).
 
 mod bench;
+mod compile;
 mod inspect;
 mod load;
 mod schema;
@@ -59,8 +63,10 @@ enum Command {
     },
     /// Compile a grammar and show its automata: per-rule node and edge
     /// counts and structural hashes, or one rule's automaton as Graphviz.
+    /// Given a bundle (`.xgb`): its version, sections, sizes, checksums,
+    /// precomputed mask entries and vocabulary.
     Inspect {
-        /// The `.xg` file.
+        /// The `.xg` file or bundle.
         file: PathBuf,
         /// The entry rule.
         #[arg(long, default_value = "root")]
@@ -69,6 +75,10 @@ enum Command {
         #[arg(long, value_name = "RULE")]
         dot: Option<String>,
     },
+    /// Compile a grammar into a bundle (`.xgb`) that an inference server
+    /// maps and serves at once: its tables and, with `--tokenizer`, token
+    /// masks precomputed for that model's vocabulary.
+    Compile(compile::CompileArgs),
     /// Match a text (a model's output) against a grammar: exit 0 if the
     /// whole text is accepted and the grammar can end there, 1 with the place
     /// and what was expected if not.
@@ -162,7 +172,11 @@ fn main() -> ExitCode {
     };
     let result = match cli.command {
         None => Ok(demo()),
+        Some(Command::Inspect {
+            file, dot: None, ..
+        }) if load::is_bundle(&file) => inspect::bundle(&file),
         Some(Command::Inspect { file, root, dot }) => inspect(&file, &root, dot.as_deref(), color),
+        Some(Command::Compile(args)) => compile::run(&args, color),
         Some(Command::Check {
             files,
             root,

@@ -176,11 +176,12 @@ fn summary(times: &mut [f64], vocabulary: &Vocabulary) {
     let mean = times.iter().sum::<f64>() / f64::from(count);
     let cache = vocabulary.mask_cache().stats();
     println!(
-        "\nmasks: {} in all, mean {mean:.1} µs, max {:.1} µs; cache: {} row hits, {} entries built, {} entries and {} rows held",
+        "\nmasks: {} in all, mean {mean:.1} µs, max {:.1} µs; cache: {} row hits, {} entries built, {} loaded from the bundle, {} entries and {} rows held",
         times.len(),
         times.last().copied().unwrap_or(0.0),
         cache.hits,
         cache.misses,
+        cache.loaded,
         cache.entries,
         cache.combinations
     );

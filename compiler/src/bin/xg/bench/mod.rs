@@ -12,6 +12,7 @@
 //! distributions to an SVG beside the results.
 
 mod engines;
+mod open;
 mod plot;
 mod summary;
 
@@ -32,6 +33,9 @@ pub(crate) enum Bench {
     /// MaskBench files: time to first mask and per-token mask time, valid
     /// instances accepted and invalid ones rejected, per engine.
     Maskbench(MaskbenchArgs),
+    /// Bundles: the time to open one as its precomputed masks grow (it
+    /// should not grow), and the first masks with and without them.
+    Open(open::OpenArgs),
 }
 
 /// `xg bench maskbench`'s options.
@@ -71,6 +75,7 @@ enum EngineChoice {
 pub(crate) fn run(bench: &Bench) -> Result<bool> {
     match bench {
         Bench::Maskbench(args) => maskbench(args),
+        Bench::Open(args) => open::run(args),
     }
 }
 

@@ -1,0 +1,206 @@
+//! Precompiled grammar bundles (`.xgb`): a grammar's tables and, for one
+//! vocabulary, mask-cache entries built ahead of time.
+//!
+//! A bundle is a [header](format::Header), a section table and aligned
+//! sections of little-endian [plain-old-data records](mod@format). Opening one
+//! ([`Grammar::open`](crate::Grammar::open), or from bytes) checks the
+//! header and the tables' checksums and indices, and copies the tables
+//! (small: what validating them costs anyway); the mask entries — the bulk
+//! of a bundle — stay in the mapped bytes and are read, checked against
+//! their own checksums, only when a matcher first needs one. Opening thus
+//! costs the same whatever the number of entries.
+//!
+//! [`write()`] lays a grammar out as a bundle, with [`Masks`] precomputed by
+//! the policy a [`Precompute`] names; [`inspect`] describes one and checks
+//! every checksum.
+
+pub mod format;
+mod masks;
+mod read;
+mod write;
+
+use std::fmt;
+use std::path::PathBuf;
+use std::sync::Arc;
+
+pub(crate) use self::masks::MaskSection;
+pub use self::read::{Info, SectionInfo, inspect};
+pub(crate) use self::read::{open_bytes, open_path};
+pub use self::write::write;
+
+use crate::cache::{Classified, Key};
+use crate::grammar::Grammar;
+use crate::tables::TablesError;
+use crate::vocab::Vocabulary;
+
+/// Which mask-cache entries a bundle carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precompute {
+    /// None: every entry is built on first use.
+    None,
+    /// The costliest entries, within a budget that keeps compiling to
+    /// seconds; cheap ones are left to first use.
+    Auto,
+    /// The `K` costliest entries.
+    Costliest(usize),
+    /// Every entry the grammar's items can ask for.
+    All,
+}
+
+/// Mask-cache entries of one grammar, built ahead of time for one vocabulary.
+pub struct Masks {
+    fingerprint: u64,
+    entries: Vec<(Key, Classified)>,
+    candidates: usize,
+}
+
+impl fmt::Debug for Masks {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Masks")
+            .field("fingerprint", &self.fingerprint)
+            .field("entries", &self.entries.len())
+            .field("candidates", &self.candidates)
+            .finish()
+    }
+}
+
+impl Masks {
+    /// Builds the entries `how` picks among those `grammar`'s items can
+    /// ask for, for `vocabulary` (on every core). Grammars with lookahead
+    /// assertions do not use the mask cache: they get no entries.
+    pub fn precompute(grammar: &Arc<Grammar>, vocabulary: &Vocabulary, how: Precompute) -> Self {
+        let built = crate::matcher::precompute(grammar, vocabulary, how);
+        Self {
+            fingerprint: vocabulary.fingerprint(),
+            entries: built.entries,
+            candidates: built.candidates,
+        }
+    }
+
+    /// The fingerprint of the vocabulary the entries are for.
+    pub fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    /// The number of entries built.
+    pub fn len(&self) -> usize {
+        self.entries.len()
+    }
+
+    /// Whether no entry was built.
+    pub fn is_empty(&self) -> bool {
+        self.entries.is_empty()
+    }
+
+    /// The number of entries the grammar's items can ask for (those built
+    /// and those left to first use).
+    pub fn candidates(&self) -> usize {
+        self.candidates
+    }
+}
+
+/// The bytes behind an opened bundle.
+pub(crate) enum Backing {
+    Mapped(memmap2::Mmap),
+    Static(&'static [u8]),
+    Owned(Vec<u8>),
+}
+
+impl Backing {
+    pub(crate) fn as_slice(&self) -> &[u8] {
+        match self {
+            Self::Mapped(map) => map,
+            Self::Static(bytes) => bytes,
+            Self::Owned(bytes) => bytes,
+        }
+    }
+}
+
+/// A record read from `bytes` (exactly its size) at any alignment.
+pub(crate) fn read_record<T: bytemuck::Pod>(bytes: &[u8]) -> T {
+    bytemuck::pod_read_unaligned(bytes)
+}
+
+/// Why a bundle cannot be used.
+#[derive(Debug)]
+pub enum BundleError {
+    /// The file cannot be read or mapped.
+    Io {
+        /// The file.
+        path: PathBuf,
+        /// What went wrong.
+        error: std::io::Error,
+    },
+    /// The bytes do not start with the bundle magic: not a bundle.
+    NotABundle,
+    /// A bundle of a format version this runtime does not read.
+    Version {
+        /// The bundle's version.
+        found: u32,
+        /// The version this runtime reads.
+        supported: u32,
+    },
+    /// Fewer bytes than the bundle says it has: a truncated file.
+    Truncated {
+        /// The bundle's length by its header (or the least length).
+        expected: u64,
+        /// The bytes there are.
+        found: u64,
+    },
+    /// A checksum does not match: the bytes were damaged.
+    Checksum {
+        /// What it covers: the header, or a section's name.
+        what: &'static str,
+    },
+    /// The section table or a section is malformed.
+    Malformed(String),
+    /// The tables are not valid.
+    Tables(TablesError),
+    /// The bundle was compiled for another vocabulary.
+    OtherVocabulary {
+        /// The fingerprint of the vocabulary the bundle is for.
+        bundle: u64,
+        /// The fingerprint of the vocabulary given.
+        given: u64,
+    },
+    /// Bundles are little-endian and this machine is not.
+    BigEndian,
+}
+
+impl fmt::Display for BundleError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Self::Io { path, error } => write!(f, "cannot read `{}`: {error}", path.display()),
+            Self::NotABundle => write!(f, "not an xg bundle (no `XGBUNDLE` magic)"),
+            Self::Version { found, supported } => write!(
+                f,
+                "bundle format version {found}, but this xg reads version {supported}: \
+                 recompile it with this xg's `xg compile`"
+            ),
+            Self::Truncated { expected, found } => {
+                write!(f, "truncated bundle: {found} bytes of {expected}")
+            }
+            Self::Checksum { what } => {
+                write!(f, "damaged bundle: the {what} checksum does not match")
+            }
+            Self::Malformed(what) => write!(f, "malformed bundle: {what}"),
+            Self::Tables(error) => write!(f, "bundle: {error}"),
+            Self::OtherVocabulary { bundle, given } => write!(
+                f,
+                "the bundle was compiled for another vocabulary (fingerprint {bundle:016x}, \
+                 this one is {given:016x}): recompile it with this model's tokenizer"
+            ),
+            Self::BigEndian => write!(f, "bundles are little-endian; this machine is big-endian"),
+        }
+    }
+}
+
+impl std::error::Error for BundleError {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Self::Io { error, .. } => Some(error),
+            Self::Tables(error) => Some(error),
+            _ => None,
+        }
+    }
+}

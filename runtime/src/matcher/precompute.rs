@@ -1,0 +1,304 @@
+//! Mask-cache entries built ahead of time, for bundles: which entries a
+//! grammar's items can ask for, what each is likely to cost, and building
+//! the costliest.
+//!
+//! The candidates are what [`Seed::add`](super::mask) can produce for the
+//! grammar, found from the tables instead of from a row: every scanning
+//! node (and, in short rules, every chain of static waiters above it, with
+//! one representative count per distinguishable repetition count), every
+//! scanner state of a tag dispatch's free text, every token dispatch's free
+//! region. An entry depends only on its key, so an entry built here is the
+//! one a matcher would build on first use.
+
+use std::sync::Arc;
+
+use rayon::prelude::*;
+
+use super::item::{Item, Kind};
+use super::mask::{MAX_WAITING, Seed, classify, link};
+use crate::bundle::Precompute;
+use crate::cache::{Classified, Key, MAX_PARENTS};
+use crate::grammar::Grammar;
+use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+use crate::vocab::Vocabulary;
+
+/// Under [`Precompute::Auto`], entries estimated cheaper than this share
+/// of the token trie are left to be built on first use.
+const AUTO_MIN_SHARE: usize = 32;
+
+/// Under [`Precompute::Auto`], the estimated cost of all entries together,
+/// in walks of the whole token trie.
+const AUTO_BUDGET_WALKS: usize = 512;
+
+/// Entries precomputed for one grammar and vocabulary.
+pub(crate) struct Built {
+    /// The entries, sorted by key.
+    pub entries: Vec<(Key, Classified)>,
+    /// How many entries the grammar's items can ask for.
+    pub candidates: usize,
+}
+
+/// Builds the entries `how` picks among those `grammar`'s items can ask
+/// for with `vocabulary`. Entries over the mask budget are left out (they
+/// are over it at run time too, where the error is reported).
+pub(crate) fn precompute(
+    grammar: &Arc<Grammar>,
+    vocabulary: &Vocabulary,
+    how: Precompute,
+) -> Built {
+    if !grammar.is_cacheable() || matches!(how, Precompute::None) {
+        return Built {
+            entries: Vec::new(),
+            candidates: 0,
+        };
+    }
+    let trie = vocabulary.trie();
+    let mut candidates = candidates(grammar, trie.max_depth());
+    let count = candidates.len();
+    let sizes = first_byte_sizes(vocabulary);
+    let mut costed: Vec<(usize, Seed)> = candidates
+        .drain(..)
+        .map(|seed| (estimate(grammar, &seed, &sizes, trie.len()), seed))
+        .collect();
+    // Costliest first; equal costs in key order, so the choice is stable.
+    costed.sort_by(|a, b| b.0.cmp(&a.0).then_with(|| a.1.key.cmp(&b.1.key)));
+    let chosen: Vec<Seed> = match how {
+        Precompute::None => Vec::new(),
+        Precompute::All => costed.into_iter().map(|(_, seed)| seed).collect(),
+        Precompute::Costliest(k) => costed.into_iter().take(k).map(|(_, seed)| seed).collect(),
+        Precompute::Auto => {
+            let mut total = 0;
+            costed
+                .into_iter()
+                .take_while(|&(cost, _)| {
+                    total += cost;
+                    cost * AUTO_MIN_SHARE >= trie.len() && total <= AUTO_BUDGET_WALKS * trie.len()
+                })
+                .map(|(_, seed)| seed)
+                .collect()
+        }
+    };
+    let mut entries: Vec<(Key, Classified)> = chosen
+        .par_iter()
+        .filter_map(|seed| {
+            let mut work = 0;
+            classify(
+                grammar,
+                vocabulary,
+                seed,
+                super::DEFAULT_MASK_BUDGET,
+                &mut work,
+            )
+            .ok()
+            .map(|entry| (seed.key, entry))
+        })
+        .collect();
+    entries.sort_by_key(|entry| entry.0);
+    Built {
+        entries,
+        candidates: count,
+    }
+}
+
+/// Every seed the grammar's items can produce (a superset), each key once.
+fn candidates(grammar: &Grammar, longest_token: usize) -> Vec<Seed> {
+    let tables = grammar.tables();
+    let waiters = Waiters::new(grammar, longest_token);
+    let mut seeds = Vec::new();
+    for (r, record) in tables.rules.iter().enumerate() {
+        let rule = u32::try_from(r).expect("rule ids fit in u32");
+        match record.kind {
+            RuleRecord::AUTOMATON => {
+                for node in record.body..record.body + record.node_count {
+                    if !grammar.scans(node) {
+                        continue;
+                    }
+                    let item = item(Kind::Node, node, 0);
+                    let key = Key {
+                        rule_hash: record.hash,
+                        kind: Key::NODE,
+                        state: node - record.body,
+                        parents: [None; MAX_PARENTS],
+                    };
+                    let seed = Seed {
+                        key,
+                        rule,
+                        item,
+                        parents: [None; MAX_PARENTS],
+                    };
+                    waiters.climb(grammar, seed, 0, &mut seeds);
+                }
+            }
+            RuleRecord::DISPATCH => {
+                let states = grammar
+                    .scanner(record.body)
+                    .map_or(0, crate::scanner::Scanner::states);
+                for state in 0..states {
+                    seeds.push(free_seed(record, rule, Kind::Free, Key::FREE, state));
+                }
+            }
+            _ => seeds.push(free_seed(record, rule, Kind::TokenFree, Key::TOKEN_FREE, 0)),
+        }
+    }
+    seeds.sort_by_key(|seed| seed.key);
+    seeds.dedup_by(|a, b| a.key == b.key);
+    seeds
+}
+
+fn free_seed(record: &RuleRecord, rule: u32, kind: Kind, key_kind: u32, state: u32) -> Seed {
+    Seed {
+        key: Key {
+            rule_hash: record.hash,
+            kind: key_kind,
+            state,
+            parents: [None; MAX_PARENTS],
+        },
+        rule,
+        item: item(kind, rule, state),
+        parents: [None; MAX_PARENTS],
+    }
+}
+
+fn item(kind: Kind, a: u32, aux: u32) -> Item {
+    Item {
+        kind,
+        a,
+        aux,
+        origin: 0,
+        pred: 0,
+        ctx: 0,
+    }
+}
+
+/// Per rule, the items of the tables that can wait for it.
+struct Waiters {
+    /// Per rule: waiting items (repetitions once per distinguishable
+    /// count), each with its node and its place in a key.
+    items: Vec<Vec<(Item, u32, crate::cache::Parent)>>,
+    /// Per rule: how many places wait for it.
+    places: Vec<usize>,
+    /// Per rule: whether something other than a node or a repetition waits
+    /// for it (the entry rule, a dispatch arm): its items may have no parents.
+    other: Vec<bool>,
+}
+
+impl Waiters {
+    fn new(grammar: &Grammar, longest_token: usize) -> Self {
+        let tables = grammar.tables();
+        let rules = tables.rules.len();
+        let mut waiters = Self {
+            items: vec![Vec::new(); rules],
+            places: vec![0; rules],
+            other: vec![false; rules],
+        };
+        waiters.other[grammar.root() as usize] = true;
+        for (n, node) in tables.nodes.iter().enumerate() {
+            let node_id = u32::try_from(n).expect("node ids fit in u32");
+            for e in node.first_edge..node.first_edge + node.edge_count {
+                let edge = *grammar.edge(e);
+                match edge.kind {
+                    EdgeRecord::RULE => {
+                        let parent = item(Kind::Node, node_id, 0);
+                        let place = link(grammar, parent, node_id, None, longest_token);
+                        waiters.items[edge.a as usize].push((parent, node_id, place));
+                        waiters.places[edge.a as usize] += 1;
+                    }
+                    EdgeRecord::REPEAT => {
+                        let mut seen = Vec::new();
+                        for aux in repeat_counts(&edge, longest_token) {
+                            let parent = item(Kind::Repeat, e, aux);
+                            let place = link(grammar, parent, node_id, Some(edge), longest_token);
+                            if !seen.contains(&place.count) {
+                                seen.push(place.count);
+                                waiters.items[edge.a as usize].push((parent, node_id, place));
+                            }
+                        }
+                        waiters.places[edge.a as usize] += 1;
+                    }
+                    _ => {}
+                }
+            }
+        }
+        for pattern in &tables.patterns {
+            if pattern.kind == PatternRecord::TRIGGER {
+                waiters.other[pattern.arm as usize] = true;
+            }
+        }
+        waiters
+    }
+
+    /// Adds `seed` (with `level` parents) and, while its top rule is short,
+    /// the seeds with one more waiting item above it.
+    fn climb(&self, grammar: &Grammar, seed: Seed, level: usize, seeds: &mut Vec<Seed>) {
+        let rule = seed.rule as usize;
+        if level == MAX_PARENTS || !grammar.is_short(seed.rule) || self.items[rule].is_empty() {
+            seeds.push(seed);
+            return;
+        }
+        // Without parents when the rule may be called from elsewhere, or by
+        // more items than a seed follows.
+        if self.other[rule] || self.places[rule] > MAX_WAITING {
+            seeds.push(seed);
+        }
+        for &(parent, node, place) in &self.items[rule] {
+            let mut above = seed;
+            above.key.parents[level] = Some(place);
+            above.parents[level] = Some(parent);
+            above.rule = grammar.node_rule(node);
+            self.climb(grammar, above, level + 1, seeds);
+        }
+    }
+}
+
+/// Counts of matches done in the repetition `edge` that cover every key a
+/// waiting item in it can have: near zero, near the least count and near
+/// the most (counts further from them than a token's length behave alike).
+fn repeat_counts(edge: &EdgeRecord, longest_token: usize) -> Vec<u32> {
+    let reach = u32::try_from(longest_token + 3).unwrap_or(u32::MAX);
+    // A waiting item has done fewer matches than the most.
+    let last = if edge.c == EdgeRecord::UNBOUNDED {
+        u32::MAX
+    } else {
+        edge.c - 1
+    };
+    let mut counts: Vec<u32> = (0..=last.min(reach)).collect();
+    counts.extend(edge.b.saturating_sub(reach)..=edge.b.min(last));
+    if edge.c != EdgeRecord::UNBOUNDED {
+        counts.extend(edge.c.saturating_sub(reach)..=last);
+    }
+    counts.sort_unstable();
+    counts.dedup();
+    counts
+}
+
+/// Per first byte: how many trie nodes lie under it.
+fn first_byte_sizes(vocabulary: &Vocabulary) -> [usize; 256] {
+    let trie = vocabulary.trie();
+    let mut sizes = [0; 256];
+    let mut node = 0;
+    while node < trie.len() {
+        let end = trie.end(node);
+        sizes[usize::from(trie.byte(node))] += end - node;
+        node = end;
+    }
+    sizes
+}
+
+/// How many trie nodes building `seed`'s entry may visit: those under the
+/// first bytes its item scans (every node for free text).
+fn estimate(grammar: &Grammar, seed: &Seed, sizes: &[usize; 256], trie_len: usize) -> usize {
+    if seed.item.kind != Kind::Node {
+        return trie_len;
+    }
+    grammar
+        .edges(seed.item.a)
+        .iter()
+        .filter(|edge| edge.kind == EdgeRecord::BYTES)
+        .map(|edge| {
+            sizes[edge.a as usize..=edge.b as usize]
+                .iter()
+                .sum::<usize>()
+        })
+        .sum::<usize>()
+        .min(trie_len)
+}
