@@ -35,6 +35,10 @@ pub struct Grammar {
     edge_node: Vec<u32>,
     /// Per rule: whether it is short (see [`Grammar::is_short`]).
     short: Vec<bool>,
+    /// Per rule `r`: its callers are `callers[caller_start[r]..caller_start[r + 1]]`.
+    caller_start: Vec<u32>,
+    /// The callers of every rule, rule by rule.
+    callers: Vec<Caller>,
     /// Identifies the grammar among those of this process (mask-cache
     /// combinations are per grammar).
     id: u64,
@@ -116,6 +120,7 @@ impl Grammar {
             }
         }
         let short = short_rules(&tables);
+        let (caller_start, callers) = callers(&tables);
         let mut scanners = vec![None; tables.dispatches.len()];
         for rule in &tables.rules {
             if rule.kind != RuleRecord::DISPATCH {
@@ -160,6 +165,8 @@ impl Grammar {
             node_scans,
             edge_node,
             short,
+            caller_start,
+            callers,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             scanners,
             has_lookahead,
@@ -301,6 +308,13 @@ impl Grammar {
         self.short[rule as usize]
     }
 
+    /// Every place that calls `rule`, in table order.
+    pub(crate) fn callers(&self, rule: u32) -> &[Caller] {
+        let start = self.caller_start[rule as usize] as usize;
+        let end = self.caller_start[rule as usize + 1] as usize;
+        &self.callers[start..end]
+    }
+
     /// The grammar's id among those of this process.
     pub(crate) fn id(&self) -> u64 {
         self.id
@@ -360,6 +374,60 @@ impl Grammar {
         let ids = &self.tables.token_pool[set.offset as usize..(set.offset + set.len) as usize];
         ids.binary_search(&token).is_ok() != (set.negated == 1)
     }
+}
+
+/// A place in the tables that calls a rule.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Caller {
+    /// A rule edge of node `node`.
+    Node(u32),
+    /// The counted repetition `edge` of node `node`.
+    Repeat { node: u32, edge: u32 },
+    /// Trigger `pattern` of the tag or token dispatch rule `rule`.
+    Arm { rule: u32, pattern: u32 },
+}
+
+/// Per rule, its callers (as offsets into one list), in table order.
+fn callers(tables: &Tables) -> (Vec<u32>, Vec<Caller>) {
+    let mut per_rule: Vec<Vec<Caller>> = vec![Vec::new(); tables.rules.len()];
+    let id = |i: usize| u32::try_from(i).expect("validated tables index in u32");
+    for (r, record) in tables.rules.iter().enumerate() {
+        if record.kind == RuleRecord::AUTOMATON {
+            for node in record.body..record.body + record.node_count {
+                let first = tables.nodes[node as usize].first_edge;
+                let count = tables.nodes[node as usize].edge_count;
+                for edge in first..first + count {
+                    let record = &tables.edges[edge as usize];
+                    match record.kind {
+                        EdgeRecord::RULE => per_rule[record.a as usize].push(Caller::Node(node)),
+                        EdgeRecord::REPEAT => {
+                            per_rule[record.a as usize].push(Caller::Repeat { node, edge });
+                        }
+                        _ => {}
+                    }
+                }
+            }
+            continue;
+        }
+        let dispatch = tables.dispatches[record.body as usize];
+        for pattern in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
+            let arm = tables.patterns[pattern as usize];
+            if arm.kind == PatternRecord::TRIGGER {
+                per_rule[arm.arm as usize].push(Caller::Arm {
+                    rule: id(r),
+                    pattern,
+                });
+            }
+        }
+    }
+    let mut start = Vec::with_capacity(per_rule.len() + 1);
+    let mut all = Vec::new();
+    for callers in per_rule {
+        start.push(id(all.len()));
+        all.extend(callers);
+    }
+    start.push(id(all.len()));
+    (start, all)
 }
 
 /// The longest match of a rule that [`Grammar::is_short`] calls short.

@@ -33,8 +33,8 @@ use super::item::{Item, Kind, WILD};
 use super::memo::StepMemo;
 use crate::TokenId;
 use crate::cache::{Classified, Combined, Group, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
-use crate::grammar::Grammar;
-use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+use crate::grammar::{Caller, Grammar};
+use crate::tables::{EdgeRecord, RuleRecord};
 use crate::vocab::{TokenKind, Vocabulary};
 
 /// The default bound on the Earley items one mask may build (see
@@ -674,39 +674,6 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
         pred: 0,
         ctx: 0,
     };
-    // Per rule: the items that wait for it.
-    let mut waiting: Vec<Vec<Item>> = vec![Vec::new(); tables.rules.len()];
-    for (r, record) in tables.rules.iter().enumerate() {
-        let owner = u32::try_from(r).expect("rule ids fit in u32");
-        if record.kind == RuleRecord::AUTOMATON {
-            for node in record.body..record.body + record.node_count {
-                for edge in grammar.edges(node) {
-                    match edge.kind {
-                        EdgeRecord::RULE => {
-                            waiting[edge.a as usize].push(item(Kind::Node, node, 0));
-                        }
-                        EdgeRecord::REPEAT => {
-                            waiting[edge.a as usize].push(item(Kind::Top, edge.a, WILD));
-                        }
-                        _ => {}
-                    }
-                }
-            }
-            continue;
-        }
-        let dispatch = grammar.dispatch(record);
-        let kind = if record.kind == RuleRecord::DISPATCH {
-            Kind::Arm
-        } else {
-            Kind::TokenArm
-        };
-        for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
-            let pattern = grammar.pattern(p);
-            if pattern.kind == PatternRecord::TRIGGER {
-                waiting[pattern.arm as usize].push(item(kind, owner, p));
-            }
-        }
-    }
     let mut row = Vec::new();
     let mut in_row = rustc_hash::FxHashSet::default();
     let mut seen = vec![false; tables.rules.len()];
@@ -716,7 +683,19 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
         if r == grammar.root() {
             row.push(item(Kind::Top, r, 0));
         }
-        for &waiter in &waiting[r as usize] {
+        for &caller in grammar.callers(r) {
+            let waiter = match caller {
+                Caller::Node(node) => item(Kind::Node, node, 0),
+                Caller::Repeat { .. } => item(Kind::Top, r, WILD),
+                Caller::Arm { rule, pattern } => {
+                    let kind = if grammar.rule(rule).kind == RuleRecord::DISPATCH {
+                        Kind::Arm
+                    } else {
+                        Kind::TokenArm
+                    };
+                    item(kind, rule, pattern)
+                }
+            };
             if in_row.insert(waiter) {
                 row.push(waiter);
             }

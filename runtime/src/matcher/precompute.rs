@@ -18,8 +18,8 @@ use super::item::{Item, Kind};
 use super::mask::{MAX_WAITING, Seed, classify, link};
 use crate::bundle::Precompute;
 use crate::cache::{Classified, Key, MAX_PARENTS};
-use crate::grammar::Grammar;
-use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+use crate::grammar::{Caller, Grammar};
+use crate::tables::{EdgeRecord, RuleRecord};
 use crate::vocab::Vocabulary;
 
 /// Under [`Precompute::Auto`], entries estimated cheaper than this share
@@ -184,44 +184,37 @@ struct Waiters {
 
 impl Waiters {
     fn new(grammar: &Grammar, longest_token: usize) -> Self {
-        let tables = grammar.tables();
-        let rules = tables.rules.len();
+        let rules = grammar.tables().rules.len();
         let mut waiters = Self {
             items: vec![Vec::new(); rules],
             places: vec![0; rules],
             other: vec![false; rules],
         };
         waiters.other[grammar.root() as usize] = true;
-        for (n, node) in tables.nodes.iter().enumerate() {
-            let node_id = u32::try_from(n).expect("node ids fit in u32");
-            for e in node.first_edge..node.first_edge + node.edge_count {
-                let edge = *grammar.edge(e);
-                match edge.kind {
-                    EdgeRecord::RULE => {
-                        let parent = item(Kind::Node, node_id, 0);
-                        let place = link(grammar, parent, node_id, None, longest_token);
-                        waiters.items[edge.a as usize].push((parent, node_id, place));
-                        waiters.places[edge.a as usize] += 1;
+        for r in 0..rules {
+            let rule = u32::try_from(r).expect("rule ids fit in u32");
+            waiters.places[r] = grammar.callers(rule).len();
+            for &caller in grammar.callers(rule) {
+                match caller {
+                    Caller::Node(node) => {
+                        let parent = item(Kind::Node, node, 0);
+                        let place = link(grammar, parent, node, None, longest_token);
+                        waiters.items[r].push((parent, node, place));
                     }
-                    EdgeRecord::REPEAT => {
+                    Caller::Repeat { node, edge } => {
+                        let record = *grammar.edge(edge);
                         let mut seen = Vec::new();
-                        for aux in repeat_counts(&edge, longest_token) {
-                            let parent = item(Kind::Repeat, e, aux);
-                            let place = link(grammar, parent, node_id, Some(edge), longest_token);
+                        for aux in repeat_counts(&record, longest_token) {
+                            let parent = item(Kind::Repeat, edge, aux);
+                            let place = link(grammar, parent, node, Some(record), longest_token);
                             if !seen.contains(&place.count) {
                                 seen.push(place.count);
-                                waiters.items[edge.a as usize].push((parent, node_id, place));
+                                waiters.items[r].push((parent, node, place));
                             }
                         }
-                        waiters.places[edge.a as usize] += 1;
                     }
-                    _ => {}
+                    Caller::Arm { .. } => waiters.other[r] = true,
                 }
-            }
-        }
-        for pattern in &tables.patterns {
-            if pattern.kind == PatternRecord::TRIGGER {
-                waiters.other[pattern.arm as usize] = true;
             }
         }
         waiters
