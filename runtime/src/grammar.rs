@@ -110,32 +110,10 @@ impl Grammar {
             kind == EdgeRecord::RULE || kind == EdgeRecord::REPEAT
         });
         let node_scans = nodes_with_edges(&tables, |kind| kind == EdgeRecord::BYTES);
-        let mut edge_node = vec![RuleRecord::NONE; tables.edges.len()];
-        for (n, node) in tables.nodes.iter().enumerate() {
-            let first = node.first_edge as usize;
-            for owner in &mut edge_node[first..first + node.edge_count as usize] {
-                if *owner == RuleRecord::NONE {
-                    *owner = u32::try_from(n).expect("validated tables index in u32");
-                }
-            }
-        }
+        let edge_node = edge_nodes(&tables);
         let short = short_rules(&tables);
         let (caller_start, callers) = callers(&tables);
-        let mut scanners = vec![None; tables.dispatches.len()];
-        for rule in &tables.rules {
-            if rule.kind != RuleRecord::DISPATCH {
-                continue;
-            }
-            let dispatch = tables.dispatches[rule.body as usize];
-            let first = dispatch.first_pattern as usize;
-            let patterns: Vec<&[u8]> = tables.patterns
-                [first..first + dispatch.pattern_count as usize]
-                .iter()
-                .map(|p| &tables.byte_pool[p.offset as usize..(p.offset + p.len) as usize])
-                .collect();
-            let scanner = Scanner::new(&patterns).map_err(TablesError::new)?;
-            scanners[rule.body as usize] = Some(scanner);
-        }
+        let scanners = scanners(&tables)?;
         let uses_tokens = tables.edges.iter().any(|e| e.kind == EdgeRecord::TOKENS)
             || tables
                 .rules
@@ -374,6 +352,39 @@ impl Grammar {
         let ids = &self.tables.token_pool[set.offset as usize..(set.offset + set.len) as usize];
         ids.binary_search(&token).is_ok() != (set.negated == 1)
     }
+}
+
+/// Per edge: the node it leaves.
+fn edge_nodes(tables: &Tables) -> Vec<u32> {
+    let mut edge_node = vec![RuleRecord::NONE; tables.edges.len()];
+    for (n, node) in tables.nodes.iter().enumerate() {
+        let first = node.first_edge as usize;
+        for owner in &mut edge_node[first..first + node.edge_count as usize] {
+            if *owner == RuleRecord::NONE {
+                *owner = u32::try_from(n).expect("validated tables index in u32");
+            }
+        }
+    }
+    edge_node
+}
+
+/// Per dispatch (tag dispatches only): its free-text scanner.
+fn scanners(tables: &Tables) -> Result<Vec<Option<Scanner>>, TablesError> {
+    let mut scanners = vec![None; tables.dispatches.len()];
+    for rule in &tables.rules {
+        if rule.kind != RuleRecord::DISPATCH {
+            continue;
+        }
+        let dispatch = tables.dispatches[rule.body as usize];
+        let first = dispatch.first_pattern as usize;
+        let patterns: Vec<&[u8]> = tables.patterns[first..first + dispatch.pattern_count as usize]
+            .iter()
+            .map(|p| &tables.byte_pool[p.offset as usize..(p.offset + p.len) as usize])
+            .collect();
+        let scanner = Scanner::new(&patterns).map_err(TablesError::new)?;
+        scanners[rule.body as usize] = Some(scanner);
+    }
+    Ok(scanners)
 }
 
 /// A place in the tables that calls a rule.
