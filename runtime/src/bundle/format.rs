@@ -81,20 +81,6 @@ impl SectionRecord {
     /// The encoded mask entries the index points into.
     pub const MASK_DATA: u32 = 17;
 
-    /// The sections of the grammar tables, in the order they are written.
-    pub const TABLES: [u32; 10] = [
-        Self::ROOT,
-        Self::RULES,
-        Self::NODES,
-        Self::EDGES,
-        Self::TOKEN_SETS,
-        Self::TOKEN_POOL,
-        Self::DISPATCHES,
-        Self::PATTERNS,
-        Self::BYTE_POOL,
-        Self::NAME_POOL,
-    ];
-
     /// A section kind's name, for tools.
     pub fn kind_name(kind: u32) -> &'static str {
         match kind {
