@@ -8,7 +8,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{LIBRARY, REAL_TOKENIZERS, Rng, library, real_tokenizer, runtime_grammar};
+use common::{
+    LIBRARY, REAL_TOKENIZERS, Rng, library, real_tokenizer, runtime_grammar, walk_in_lockstep,
+};
 use xg_runtime::bundle::{self, BundleError, Masks, Precompute};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
@@ -52,35 +54,6 @@ fn small_vocabulary() -> Vocabulary {
         .unwrap()
         .with_stop_tokens(&[stop])
         .unwrap()
-}
-
-/// Walks both matchers in lockstep for `steps` tokens picked among the
-/// allowed ones; the masks must be equal at every step.
-fn walk_in_lockstep(
-    mut memory: Matcher,
-    mut bundled: Matcher,
-    rng: &mut Rng,
-    steps: usize,
-    what: &str,
-) {
-    let words = memory.vocabulary().unwrap().mask_words();
-    let (mut a, mut b) = (vec![0; words], vec![0; words]);
-    for step in 0..steps {
-        memory.fill_next_token_bitmask(&mut a).unwrap();
-        bundled.fill_next_token_bitmask(&mut b).unwrap();
-        assert!(a == b, "{what}: masks differ at step {step}");
-        let vocabulary = Arc::clone(memory.vocabulary().unwrap());
-        let allowed: Vec<TokenId> = (0..vocabulary.len())
-            .map(|i| TokenId::new(i).unwrap())
-            .filter(|id| a[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0)
-            .filter(|&id| !vocabulary.is_stop(id))
-            .collect();
-        let Some(&next) = allowed.get(rng.below(allowed.len().max(1))) else {
-            return;
-        };
-        memory.accept_token(next).unwrap();
-        bundled.accept_token(next).unwrap();
-    }
 }
 
 /// Writes `grammar` with every mask entry precomputed for `vocabulary`,

@@ -118,6 +118,29 @@ impl Diagnostic {
         self
     }
 
+    /// Renders the diagnostic in the rustc-like style (message, source
+    /// excerpt with its labels, help), with colour if `color`.
+    pub fn render(&self, sources: &Sources, color: bool) -> String {
+        let mut buffer = if color {
+            termcolor::Buffer::ansi()
+        } else {
+            termcolor::Buffer::no_color()
+        };
+        // Writing into memory fails only on a span outside its file, which
+        // passes never produce; fall back to the bare message.
+        if term::emit_to_write_style(
+            &mut buffer,
+            &term::Config::default(),
+            sources,
+            &self.to_codespan(),
+        )
+        .is_err()
+        {
+            return format!("{}: {}\n", self.severity.as_str(), self.message);
+        }
+        String::from_utf8_lossy(buffer.as_slice()).into_owned()
+    }
+
     fn to_codespan(&self) -> codespan::Diagnostic<crate::source::FileId> {
         let severity = match self.severity {
             Severity::Error => codespan::Severity::Error,
@@ -201,23 +224,10 @@ impl Diagnostics {
 
     /// Renders every diagnostic in the rustc-like style, with colour if `color`.
     pub fn render(&self, sources: &Sources, color: bool) -> String {
-        let mut buffer = if color {
-            termcolor::Buffer::ansi()
-        } else {
-            termcolor::Buffer::no_color()
-        };
-        let config = term::Config::default();
-        for diagnostic in &self.list {
-            // Writing into memory fails only on a span outside its file, which
-            // passes never produce; fall back to the bare message.
-            if term::emit_to_write_style(&mut buffer, &config, sources, &diagnostic.to_codespan())
-                .is_err()
-            {
-                let line = format!("{}: {}\n", diagnostic.severity.as_str(), diagnostic.message);
-                std::io::Write::write_all(&mut buffer, line.as_bytes()).ok();
-            }
-        }
-        String::from_utf8_lossy(buffer.as_slice()).into_owned()
+        self.list
+            .iter()
+            .map(|diagnostic| diagnostic.render(sources, color))
+            .collect()
     }
 
     /// Every diagnostic as a JSON object with file, 1-based line and column

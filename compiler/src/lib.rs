@@ -60,12 +60,6 @@ pub use self::stdlib::{EXAMPLES, get as std_text, paths as std_paths};
 /// The Rust examples of the README and the book, compiled and run as doctests.
 #[cfg(doctest)]
 mod documentation {
-    #[doc = include_str!("../../README.md")]
-    struct Readme;
-
-    #[doc = include_str!("../../book/src/quick-start.md")]
-    struct QuickStart;
-
     #[doc = include_str!("../../book/src/json-schema.md")]
     struct JsonSchema;
 

@@ -11,6 +11,7 @@
 //! error pointing at the first bad byte.
 
 use std::path::{Path, PathBuf};
+use std::sync::{Mutex, PoisonError};
 
 use codespan_reporting::files::{self, SimpleFiles};
 
@@ -74,6 +75,9 @@ pub enum ImportTarget {
 pub struct Sources {
     files: SimpleFiles<String, String>,
     origins: Vec<Origin>,
+    /// Files read as data while compiling (`%json "schema.json"`), which are
+    /// not source texts but which the result depends on all the same.
+    data_files: Mutex<Vec<PathBuf>>,
 }
 
 impl Sources {
@@ -140,6 +144,37 @@ impl Sources {
         let id = FileId(self.files.add(name, text));
         self.origins.push(origin);
         id
+    }
+
+    /// Reads a file the compilation depends on without it being a source
+    /// text (a `%json` schema file), and remembers it among
+    /// [`Sources::files_read`].
+    pub fn read_data_file(&self, path: &Path) -> std::io::Result<String> {
+        let text = std::fs::read_to_string(path)?;
+        self.data_files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .push(path.to_path_buf());
+        Ok(text)
+    }
+
+    /// Every file read from disk so far — grammar files, then data files —
+    /// once each: what a build must watch to know when to compile again.
+    pub fn files_read(&self) -> Vec<PathBuf> {
+        let sources = self.origins.iter().filter_map(|origin| match origin {
+            Origin::Path(path) => Some(path.clone()),
+            Origin::Memory { .. } | Origin::Std => None,
+        });
+        let data = self
+            .data_files
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+            .clone();
+        let mut seen = std::collections::HashSet::new();
+        sources
+            .chain(data)
+            .filter(|path| seen.insert(path.clone()))
+            .collect()
     }
 
     /// The name to show for the file that `importer` refers to as `path` (an

@@ -20,6 +20,8 @@
 //!   with precomputed mask entries, and the loader behind
 //!   [`Grammar::open`], which maps a file and leaves the masks in it until
 //!   a step needs one.
+//! - [`StaticGrammar`]: a bundle built into the program (by the `grammar!`
+//!   macro, or `include_bytes!`), opened on first use.
 //!
 //! ```
 //! use xg_runtime::RuleId;
@@ -33,6 +35,7 @@
 pub mod bundle;
 mod byteset;
 mod cache;
+mod embedded;
 mod grammar;
 mod id;
 mod matcher;
@@ -41,7 +44,9 @@ pub mod tables;
 mod trie;
 mod vocab;
 
+pub use self::bundle::BundleError;
 pub use self::cache::{CacheStats, MaskCache};
+pub use self::embedded::StaticGrammar;
 pub use self::grammar::Grammar;
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::matcher::{

@@ -420,6 +420,35 @@ pub fn wide_grammar() -> String {
     text
 }
 
+/// Walks two matchers over the same grammar in lockstep for `steps` tokens
+/// picked among the allowed ones; the masks must be equal at every step.
+pub fn walk_in_lockstep(
+    mut expected: xg_runtime::Matcher,
+    mut tested: xg_runtime::Matcher,
+    rng: &mut Rng,
+    steps: usize,
+    what: &str,
+) {
+    let words = expected.vocabulary().unwrap().mask_words();
+    let (mut a, mut b) = (vec![0; words], vec![0; words]);
+    for step in 0..steps {
+        expected.fill_next_token_bitmask(&mut a).unwrap();
+        tested.fill_next_token_bitmask(&mut b).unwrap();
+        assert!(a == b, "{what}: masks differ at step {step}");
+        let vocabulary = Arc::clone(expected.vocabulary().unwrap());
+        let allowed: Vec<xg_runtime::TokenId> = (0..vocabulary.len())
+            .map(|i| xg_runtime::TokenId::new(i).unwrap())
+            .filter(|id| a[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0)
+            .filter(|&id| !vocabulary.is_stop(id))
+            .collect();
+        let Some(&next) = allowed.get(rng.below(allowed.len().max(1))) else {
+            return;
+        };
+        expected.accept_token(next).unwrap();
+        tested.accept_token(next).unwrap();
+    }
+}
+
 /// Compiles `.xg` text through every stage into a runtime grammar,
 /// panicking with the diagnostics on error.
 pub fn runtime_grammar(text: &str) -> Arc<xg_runtime::Grammar> {

@@ -762,7 +762,7 @@ impl<'a> Lowerer<'a> {
                 };
                 let full = base.join(&path.value);
                 let shown = self.sources.relative_name(path.span.file, &path.value);
-                let text = match std::fs::read_to_string(&full) {
+                let text = match self.sources.read_data_file(&full) {
                     Ok(text) => text,
                     Err(err) => {
                         self.error(
