@@ -772,7 +772,8 @@ impl Builder<'_> {
         match json_schema::generate(schema, &options, self.budget) {
             Ok(generated) => {
                 let span = self.span;
-                json_schema::push_warnings(&generated.report, span, self.diagnostics);
+                let at = json_schema::Placement::at(span);
+                json_schema::push_warnings(&generated.report, &at, self.diagnostics);
                 let first = self.rules.len();
                 let prefix = format!("{}%json.", fields.pointer.trim_start_matches('#'));
                 self.rules.extend(generated.to_tree(first, span, &prefix));

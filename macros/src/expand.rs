@@ -18,7 +18,7 @@ use std::fmt::Write;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-use proc_macro2::{Delimiter, Group, Literal, Span, TokenStream};
+use proc_macro2::{Delimiter, Group, Ident, Literal, Span, TokenStream};
 use quote::{quote, quote_spanned};
 use syn::LitStr;
 use xg_compiler::{Diagnostic, Diagnostics, FileId, Severity, Sources, pipeline};
@@ -100,7 +100,8 @@ fn compile(request: &Request) -> Result<TokenStream, Failed> {
             bundle::write(&grammar, Some(&masks))
         }
     };
-    Ok(expansion(&bundle, &tracked))
+    let warnings = warnings(&diagnostics, &sources, &entry);
+    Ok(expansion(&bundle, &tracked, &warnings))
 }
 
 fn add_entry(
@@ -218,7 +219,7 @@ fn read_maybe_gzipped(path: &Path) -> std::io::Result<Vec<u8>> {
 }
 
 /// The expression that stands for the grammar.
-fn expansion(bundle: &[u8], tracked: &[PathBuf]) -> TokenStream {
+fn expansion(bundle: &[u8], tracked: &[PathBuf], warnings: &TokenStream) -> TokenStream {
     let includes = tracked.iter().map(|path| {
         let path = path.canonicalize().unwrap_or_else(|_| path.clone());
         let path = path.display().to_string();
@@ -229,45 +230,20 @@ fn expansion(bundle: &[u8], tracked: &[PathBuf]) -> TokenStream {
     let bytes = Literal::byte_string(bundle);
     quote!({
         #(#includes)*
+        #warnings
         ::xg::StaticGrammar::new(#bytes)
     })
 }
 
-/// Every error of `diagnostics` as a `compile_error!`, at the exact tokens
-/// for errors in an inline grammar, or with the source excerpt for errors
-/// elsewhere; then a placeholder grammar so nothing else fails to type.
+/// Every error of `diagnostics` as a `compile_error!`, then a placeholder
+/// grammar so nothing else fails to type.
 fn errors(diagnostics: &Diagnostics, sources: &Sources, entry: &Entry) -> TokenStream {
     let errors = diagnostics
         .iter()
         .filter(|d| d.severity == Severity::Error)
         .map(|diagnostic| {
-            let at = &diagnostic.primary.span;
-            let in_entry = at.file == entry.file;
-            let tokens = entry
-                .inline
-                .as_ref()
-                .filter(|_| in_entry)
-                .and_then(|inline| inline.spans(at.start, at.end));
-            let message = short_message(diagnostic, sources);
-            match tokens {
-                Some((first, last)) => compile_error(first, last, &message),
-                // Not a place in the text (a missing entry rule): the message alone.
-                None if in_entry && at.start < entry.text_start.max(1) => {
-                    compile_error(entry.span, entry.span, &message)
-                }
-                None => {
-                    // The excerpt, under the message and code said once.
-                    let excerpt = diagnostic.render(sources, false);
-                    let excerpt = excerpt.split_once('\n').map_or("", |(_, rest)| rest);
-                    let message = format!(
-                        "{} [{}]\n{}",
-                        diagnostic.message,
-                        diagnostic.code,
-                        excerpt.trim_end()
-                    );
-                    compile_error(entry.span, entry.span, &message)
-                }
-            }
+            let (first, last, message) = locate(diagnostic, sources, entry);
+            compile_error(first, last, &message)
         });
     quote!({
         #(#errors)*
@@ -275,11 +251,66 @@ fn errors(diagnostics: &Diagnostics, sources: &Sources, entry: &Entry) -> TokenS
     })
 }
 
+/// Where the compiler should show `diagnostic`, and with what message: at
+/// the exact tokens for a place in an inline grammar; otherwise at the
+/// path or literal, with the source excerpt.
+fn locate(diagnostic: &Diagnostic, sources: &Sources, entry: &Entry) -> (Span, Span, String) {
+    let at = &diagnostic.primary.span;
+    let in_entry = at.file == entry.file;
+    let tokens = entry
+        .inline
+        .as_ref()
+        .filter(|_| in_entry)
+        .and_then(|inline| inline.spans(at.start, at.end));
+    match tokens {
+        Some((first, last)) => (first, last, short_message(diagnostic, sources)),
+        // Not a place in the text (a missing entry rule): the message alone.
+        None if in_entry && at.start < entry.text_start.max(1) => {
+            (entry.span, entry.span, short_message(diagnostic, sources))
+        }
+        None => {
+            // The excerpt, under the message and code said once.
+            let excerpt = diagnostic.render(sources, false);
+            let excerpt = excerpt.split_once('\n').map_or("", |(_, rest)| rest);
+            let message = format!(
+                "{} [{}]\n{}",
+                diagnostic.message,
+                diagnostic.code,
+                excerpt.trim_end()
+            );
+            (entry.span, entry.span, message)
+        }
+    }
+}
+
+/// Every warning of `diagnostics` as the use of a deprecated item whose
+/// note is the warning: the one way a procedural macro makes the Rust
+/// compiler warn on stable. (`#[allow(deprecated)]` silences them.)
+fn warnings(diagnostics: &Diagnostics, sources: &Sources, entry: &Entry) -> TokenStream {
+    let warnings = diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Warning)
+        .map(|diagnostic| {
+            let (first, _, message) = locate(diagnostic, sources, entry);
+            let name = Ident::new("grammar_warning", first);
+            quote!(
+                const _: () = {
+                    #[allow(non_camel_case_types)]
+                    #[deprecated(note = #message)]
+                    struct #name;
+                    let _ = #name;
+                };
+            )
+        });
+    quote!(#(#warnings)*)
+}
+
 /// A diagnostic whose excerpt the Rust compiler shows: its message, then
 /// its labels and help as notes.
 fn short_message(diagnostic: &Diagnostic, sources: &Sources) -> String {
     let mut message = format!("{} [{}]", diagnostic.message, diagnostic.code);
-    if !diagnostic.primary.message.is_empty() {
+    // The compiler's underline says "here" already.
+    if !matches!(diagnostic.primary.message.as_str(), "" | "here") {
         write!(message, "\n= note: {}", diagnostic.primary.message).ok();
     }
     for label in &diagnostic.secondary {

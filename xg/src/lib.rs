@@ -76,7 +76,9 @@ pub use xg_runtime::*;
 ///
 /// Grammar errors are compile errors: in inline grammars at the exact
 /// tokens, every error at once; in a file or a string, with the excerpt
-/// and `file:line:col`. Warnings are not shown (`xg check` shows them).
+/// and `file:line:col`. Warnings (an unused rule, an approximated JSON
+/// Schema keyword) are deprecation warnings at the same places — the one
+/// way a procedural macro can warn on stable Rust.
 ///
 /// Inline grammars must be Rust tokens: strings with Rust's escapes only
 /// (`\n`, `\t`, `\"`, `\\`, `\x41`, `\u{e9}` is not `.xg`), no `'`, and

@@ -17,6 +17,7 @@
 mod emit;
 mod formats;
 mod grammar;
+mod locate;
 mod numbers;
 mod schema;
 mod strings;
@@ -236,7 +237,7 @@ pub fn check(
     let span = Span::new(file, 0, 0);
     match generate(schema, options, budget) {
         Ok(generated) => {
-            push_warnings(&generated.report, span, diagnostics);
+            push_warnings(&generated.report, &Placement::at(span), diagnostics);
             let rules = generated.to_tree(0, span, "");
             Some(tree::Grammar {
                 rules,
@@ -244,15 +245,53 @@ pub fn check(
             })
         }
         Err(errors) => {
-            push_errors(&errors, span, diagnostics);
+            push_errors(&errors, &Placement::at(span), diagnostics);
             None
         }
     }
 }
 
-/// The report's warnings as diagnostics at `span`.
-pub(crate) fn push_warnings(report: &Report, span: Span, diagnostics: &mut Diagnostics) {
+/// Where a schema's diagnostics go: at the whole schema, or — when its
+/// text is at hand — at the part a JSON pointer names.
+pub(crate) struct Placement<'a> {
+    /// The whole schema.
+    pub whole: Span,
+    /// The schema's JSON text and the offset of its first byte in `whole`'s file.
+    pub text: Option<(&'a str, usize)>,
+}
+
+impl Placement<'_> {
+    /// Diagnostics at `span`, without the text.
+    pub(crate) fn at(whole: Span) -> Placement<'static> {
+        Placement { whole, text: None }
+    }
+
+    /// The span of the first of `pointers` found in the text, and the
+    /// label for it; the whole schema if none is.
+    fn place(&self, pointers: &[String]) -> (Span, &'static str) {
+        let found = self.text.and_then(|(text, start)| {
+            pointers.iter().find_map(|pointer| {
+                let range = locate::locate(text, pointer)?;
+                Some(Span::new(
+                    self.whole.file,
+                    start + range.start,
+                    start + range.end,
+                ))
+            })
+        });
+        match found {
+            Some(span) => (span, "here"),
+            None => (self.whole, "in this JSON Schema"),
+        }
+    }
+}
+
+/// The report's warnings as diagnostics, at the keyword's value where the
+/// text is known.
+pub(crate) fn push_warnings(report: &Report, at: &Placement, diagnostics: &mut Diagnostics) {
     for note in report.warnings() {
+        let keyword = format!("{}/{}", note.pointer, schema::escape(&note.keyword));
+        let (span, label) = at.place(&[keyword, note.pointer.clone()]);
         diagnostics.push(Diagnostic::warning(
             "json-schema-approximated",
             format!(
@@ -260,19 +299,21 @@ pub(crate) fn push_warnings(report: &Report, span: Span, diagnostics: &mut Diagn
                 note.keyword, note.pointer, note.treatment, note.detail
             ),
             span,
-            "in this JSON Schema",
+            label,
         ));
     }
 }
 
-/// Schema errors as diagnostics at `span`.
-pub(crate) fn push_errors(errors: &[SchemaError], span: Span, diagnostics: &mut Diagnostics) {
+/// Schema errors as diagnostics, at the offending part where the text is
+/// known.
+pub(crate) fn push_errors(errors: &[SchemaError], at: &Placement, diagnostics: &mut Diagnostics) {
     for error in errors {
+        let (span, label) = at.place(std::slice::from_ref(&error.pointer));
         diagnostics.push(Diagnostic::error(
             "json-schema",
             format!("{}: {}", error.pointer, error.message),
             span,
-            "in this JSON Schema",
+            label,
         ));
     }
 }

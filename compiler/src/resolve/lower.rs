@@ -804,9 +804,17 @@ impl<'a> Lowerer<'a> {
         }
         let options = json_schema::Options::default();
         let budget = Budget::new(Limits::default());
+        // Inline, the schema's text is this file's: diagnostics point into it.
+        let placement = json_schema::Placement {
+            whole: span,
+            text: match source {
+                ast::JsonSource::Inline(raw) => Some((raw.as_str(), span.end - raw.len())),
+                ast::JsonSource::File(_) => None,
+            },
+        };
         match json_schema::generate(&parsed, &options, &budget) {
             Ok(generated) => {
-                json_schema::push_warnings(&generated.report, span, self.diagnostics);
+                json_schema::push_warnings(&generated.report, &placement, self.diagnostics);
                 let id = self.embedded.first + self.embedded.rules.len();
                 self.schemas += 1;
                 let prefix = match self.schemas {
@@ -819,7 +827,7 @@ impl<'a> Lowerer<'a> {
                 ExprKind::Ref(RuleId::new(id).expect("rule count fits"))
             }
             Err(errors) => {
-                json_schema::push_errors(&errors, span, self.diagnostics);
+                json_schema::push_errors(&errors, &placement, self.diagnostics);
                 ExprKind::Empty
             }
         }
