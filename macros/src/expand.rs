@@ -122,8 +122,8 @@ fn add_entry(
             }
         }
         Source::Literal(literal) => {
-            let (text, text_start) = literal_text(literal);
-            let file = sources.add(invoking_file(), text, Some(base.to_path_buf()));
+            let (name, text, text_start) = literal_text(literal);
+            let file = sources.add(name, text, Some(base.to_path_buf()));
             Entry {
                 file,
                 inline: None,
@@ -152,11 +152,12 @@ fn add_entry(
     Ok(entry)
 }
 
-/// The text of a string literal, placed at the literal's line and column
-/// when the literal holds it verbatim (a raw string, or one without
-/// escapes), so positions in diagnostics are those of the Rust file; and
-/// where the literal's value starts in that text.
-fn literal_text(literal: &LitStr) -> (String, usize) {
+/// The name and text of a string literal's grammar, and where its value
+/// starts in that text. A literal that holds its text verbatim (a raw
+/// string, or one without escapes) is placed at its own line and column of
+/// the Rust file, whose name it takes, so positions in diagnostics are the
+/// Rust file's; any other is named after where it is.
+fn literal_text(literal: &LitStr) -> (String, String, usize) {
     let value = literal.value();
     let span = literal.span();
     let verbatim = span.source_text().is_some_and(|source| {
@@ -165,10 +166,16 @@ fn literal_text(literal: &LitStr) -> (String, usize) {
         };
         open < close && source[open + 1..close] == value
     });
-    if !verbatim {
-        return (value, 0);
-    }
     let start = span.start();
+    if !verbatim {
+        let name = format!(
+            "the string at {}:{}:{}",
+            invoking_file(),
+            start.line,
+            start.column + 1
+        );
+        return (name, value, 0);
+    }
     let prefix = span
         .source_text()
         .and_then(|source| source.find('"'))
@@ -178,7 +185,7 @@ fn literal_text(literal: &LitStr) -> (String, usize) {
     text.push_str(&" ".repeat(start.column + prefix));
     let text_start = text.len();
     text.push_str(&value);
-    (text, text_start)
+    (invoking_file(), text, text_start)
 }
 
 /// The vocabulary of the `tokenizer.json` (or `.json.gz`) at `path`, with

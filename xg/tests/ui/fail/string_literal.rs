@@ -1,4 +1,6 @@
-//! Errors in a raw string: an excerpt at the Rust file's line and column.
+//! Errors in string literals: an excerpt at the Rust file's line and
+//! column for a raw string; named after the literal's place for a string
+//! with escapes (its text is not the file's).
 fn main() {
     let _ = xg::grammar!(
         r#"
@@ -6,4 +8,5 @@ fn main() {
         item ::= [z-a]
         "#
     );
+    let _ = xg::grammar!("root ::= \"a\"\n    | [z-a]");
 }
