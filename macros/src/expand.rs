@@ -160,14 +160,14 @@ fn add_entry(
 fn literal_text(literal: &LitStr) -> (String, String, usize) {
     let value = literal.value();
     let span = literal.span();
-    let verbatim = span.source_text().is_some_and(|source| {
-        let (Some(open), Some(close)) = (source.find('"'), source.rfind('"')) else {
-            return false;
-        };
-        open < close && source[open + 1..close] == value
+    // Where the value starts in the literal's source (after `"`, `r#"`…),
+    // if the source holds the value verbatim.
+    let verbatim = span.source_text().and_then(|source| {
+        let (open, close) = (source.find('"')?, source.rfind('"')?);
+        (open < close && source[open + 1..close] == value).then_some(open + 1)
     });
     let start = span.start();
-    if !verbatim {
+    let Some(prefix) = verbatim else {
         let name = format!(
             "the string at {}:{}:{}",
             invoking_file(),
@@ -175,12 +175,7 @@ fn literal_text(literal: &LitStr) -> (String, String, usize) {
             start.column + 1
         );
         return (name, value, 0);
-    }
-    let prefix = span
-        .source_text()
-        .and_then(|source| source.find('"'))
-        .unwrap_or(0)
-        + 1;
+    };
     let mut text = "\n".repeat(start.line.saturating_sub(1));
     text.push_str(&" ".repeat(start.column + prefix));
     let text_start = text.len();
