@@ -30,8 +30,15 @@ fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
     let mut sources = Sources::new();
     let file = sources.add("schema.json", schema.to_string(), None);
     let mut diagnostics = Diagnostics::new();
-    pipeline::json_schema(schema, &options, &Limits::default(), file, &mut diagnostics)
-        .map(Arc::new)
+    pipeline::json_schema(
+        schema,
+        &options,
+        &Limits::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    )
+    .map(Arc::new)
 }
 
 fn accepts(grammar: &Arc<Grammar>, text: &str) -> bool {

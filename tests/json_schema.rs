@@ -24,16 +24,23 @@ fn compile(schema: &Value, options: &Options) -> Result<Arc<Grammar>, String> {
     let mut sources = Sources::new();
     let file = sources.add("schema.json", schema.to_string(), None);
     let mut diagnostics = Diagnostics::new();
-    pipeline::json_schema(schema, options, &Limits::default(), file, &mut diagnostics)
-        .map(Arc::new)
-        .ok_or_else(|| {
-            let messages: Vec<String> = diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .map(|d| d.message.clone())
-                .collect();
-            messages.join("; ")
-        })
+    pipeline::json_schema(
+        schema,
+        options,
+        &Limits::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    )
+    .map(Arc::new)
+    .ok_or_else(|| {
+        let messages: Vec<String> = diagnostics
+            .iter()
+            .filter(|d| d.severity == Severity::Error)
+            .map(|d| d.message.clone())
+            .collect();
+        messages.join("; ")
+    })
 }
 
 /// Compact JSON like Python's
@@ -288,8 +295,15 @@ fn profile_one() {
     let mut d = Diagnostics::new();
     let mut sources = Sources::new();
     let file = sources.add("s", "", None);
-    let tree =
-        json_schema::check(&doc["schema"], &options, &Budget::unlimited(), file, &mut d).unwrap();
+    let tree = json_schema::check(
+        &doc["schema"],
+        &options,
+        &Budget::unlimited(),
+        &sources,
+        file,
+        &mut d,
+    )
+    .unwrap();
     let t = Instant::now();
     let g = xg_compiler::ir::lower(&tree);
     eprintln!("lower {:?}", t.elapsed());

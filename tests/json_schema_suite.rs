@@ -99,8 +99,14 @@ fn compile(schema: &Value) -> Result<(Arc<Grammar>, Vec<String>), String> {
     let mut sources = Sources::new();
     let file = sources.add("schema.json", schema.to_string(), None);
     let mut diagnostics = Diagnostics::new();
-    let grammar =
-        pipeline::json_schema(schema, &options, &Limits::default(), file, &mut diagnostics);
+    let grammar = pipeline::json_schema(
+        schema,
+        &options,
+        &Limits::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    );
     let messages = |severity| {
         diagnostics
             .iter()

@@ -104,17 +104,18 @@ pub fn grammar(
 /// Compiles a JSON Schema into a runtime [`Grammar`] within `limits` (the
 /// whole compilation: generating rules, automata, hashing). Errors (with the JSON
 /// pointer of each offending part) and the report's warnings are
-/// diagnostics on `file`, the schema's text in `sources`. `None` if there
-/// were errors.
+/// diagnostics on `file`, the schema's text in `sources`, each at the part
+/// of the text its pointer names. `None` if there were errors.
 pub fn json_schema(
     schema: &serde_json::Value,
     options: &json_schema::Options,
     limits: &Limits,
+    sources: &Sources,
     file: crate::FileId,
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
-    let tree = json_schema::check(schema, options, &budget, file, diagnostics)?;
+    let tree = json_schema::check(schema, options, &budget, sources, file, diagnostics)?;
     let compiled = compile_tree(&tree, &budget, diagnostics)?;
     runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
 }

@@ -453,3 +453,31 @@ fn compile_without_a_tokenizer_writes_tables_only() {
     assert_eq!(output.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&output.stderr).contains("--tokenizer"));
 }
+
+#[test]
+fn json_schema_points_at_the_offending_keyword() {
+    let path = temp_grammar(
+        "bad_schema.json",
+        "{\n  \"type\": \"object\",\n  \"properties\": {\"age\": {\"type\": \"integr\"}}\n}\n",
+    );
+    let output = xg(&["json-schema", "--color", "never", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("error[json-schema]"), "{stderr}");
+    // The excerpt underlines the bad type name on line 3, not the schema's start.
+    assert!(stderr.contains("bad_schema.json:3:"), "{stderr}");
+    assert!(stderr.contains("^^^^^^^^ here"), "{stderr}");
+
+    let path = temp_grammar(
+        "approximated.json",
+        "{\"type\": \"array\",\n \"uniqueItems\": true}\n",
+    );
+    let output = xg(&["json-schema", "--color", "never", path.to_str().unwrap()]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(
+        stderr.contains("warning[json-schema-approximated]"),
+        "{stderr}"
+    );
+    assert!(stderr.contains("approximated.json:2:"), "{stderr}");
+}

@@ -42,7 +42,7 @@ fuzz_target!(|bytes: &[u8]| {
                     whitespace,
                     ..Options::default()
                 };
-                pipeline::json_schema(&value, &options, &limits, file, &mut diagnostics)
+                pipeline::json_schema(&value, &options, &limits, &sources, file, &mut diagnostics)
             } else {
                 pipeline::structural_tag(
                     &value,

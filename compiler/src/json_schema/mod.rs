@@ -28,7 +28,7 @@ use serde_json::Value;
 
 use crate::budget::Budget;
 use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::source::{FileId, Span};
+use crate::source::{FileId, Sources, Span};
 use crate::tree;
 
 use self::grammar::Rules;
@@ -226,28 +226,41 @@ pub fn generate(
 }
 
 /// Compiles `schema` all the way to a checked tree (for the rest of the
-/// pipeline), reporting errors and warnings as diagnostics on `file`.
+/// pipeline), reporting errors and warnings as diagnostics on `file`, the
+/// schema's JSON text in `sources` (see [`diagnose`]).
 pub fn check(
     schema: &Value,
     options: &Options,
     budget: &Budget,
+    sources: &Sources,
     file: FileId,
     diagnostics: &mut Diagnostics,
 ) -> Option<tree::Grammar> {
-    let span = Span::new(file, 0, 0);
-    match generate(schema, options, budget) {
-        Ok(generated) => {
-            push_warnings(&generated.report, &Placement::at(span), diagnostics);
-            let rules = generated.to_tree(0, span, "");
-            Some(tree::Grammar {
-                rules,
-                root: xg_runtime::RuleId::new(0).expect("rule 0"),
-            })
-        }
-        Err(errors) => {
-            push_errors(&errors, &Placement::at(span), diagnostics);
-            None
-        }
+    let outcome = generate(schema, options, budget);
+    diagnose(&outcome, sources, file, diagnostics);
+    let rules = outcome.ok()?.to_tree(0, Span::new(file, 0, 0), "");
+    Some(tree::Grammar {
+        rules,
+        root: xg_runtime::RuleId::new(0).expect("rule 0"),
+    })
+}
+
+/// The diagnostics of a [`generate`] outcome: its errors, or its report's
+/// warnings, each at the part of the schema's text (`file` in `sources`)
+/// that its JSON pointer names.
+pub fn diagnose(
+    outcome: &Result<Generated, Vec<SchemaError>>,
+    sources: &Sources,
+    file: FileId,
+    diagnostics: &mut Diagnostics,
+) {
+    let placement = Placement {
+        whole: Span::new(file, 0, 0),
+        text: Some((sources.text(file), 0)),
+    };
+    match outcome {
+        Ok(generated) => push_warnings(&generated.report, &placement, diagnostics),
+        Err(errors) => push_errors(errors, &placement, diagnostics),
     }
 }
 

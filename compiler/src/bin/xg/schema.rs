@@ -143,6 +143,7 @@ pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runti
             &schema,
             &flags.options(),
             &flags.limits(),
+            &sources,
             file,
             &mut diagnostics,
         )
@@ -156,44 +157,34 @@ pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runti
 pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) -> Result<bool> {
     let mut sources = Sources::new();
     let mut diagnostics = Diagnostics::new();
-    let Some((_, schema)) = load(path, &mut sources, &mut diagnostics)? else {
+    let Some((file, schema)) = load(path, &mut sources, &mut diagnostics)? else {
         eprint!("{}", diagnostics.render(&sources, color));
         return Ok(false);
     };
     let budget = Budget::new(flags.limits());
-    match json_schema::generate(&schema, &flags.options(), &budget) {
-        Ok(generated) if report => {
-            println!("{:<14} {:<24} pointer / detail", "treatment", "keyword");
-            for note in &generated.report.notes {
-                println!(
-                    "{:<14} {:<24} {}{}",
-                    note.treatment.to_string(),
-                    note.keyword,
-                    note.pointer,
-                    if note.detail.is_empty() {
-                        String::new()
-                    } else {
-                        format!(" — {}", note.detail)
-                    }
-                );
-            }
-            Ok(true)
+    let outcome = json_schema::generate(&schema, &flags.options(), &budget);
+    json_schema::diagnose(&outcome, &sources, file, &mut diagnostics);
+    eprint!("{}", diagnostics.render(&sources, color));
+    let Ok(generated) = outcome else {
+        return Ok(false);
+    };
+    if report {
+        println!("{:<14} {:<24} pointer / detail", "treatment", "keyword");
+        for note in &generated.report.notes {
+            println!(
+                "{:<14} {:<24} {}{}",
+                note.treatment.to_string(),
+                note.keyword,
+                note.pointer,
+                if note.detail.is_empty() {
+                    String::new()
+                } else {
+                    format!(" — {}", note.detail)
+                }
+            );
         }
-        Ok(generated) => {
-            for note in generated.report.warnings() {
-                eprintln!(
-                    "warning: `{}` at {} is {}: {}",
-                    note.keyword, note.pointer, note.treatment, note.detail
-                );
-            }
-            print!("{}", generated.to_xg());
-            Ok(true)
-        }
-        Err(errors) => {
-            for error in errors {
-                eprintln!("error: {error}");
-            }
-            Ok(false)
-        }
+    } else {
+        print!("{}", generated.to_xg());
     }
+    Ok(true)
 }

@@ -76,7 +76,7 @@ impl Engine for Xg {
         let mut sources = Sources::new();
         let file = sources.add("schema.json", schema.to_string(), None);
         let mut diagnostics = Diagnostics::new();
-        match pipeline::json_schema(schema, &options, &limits, file, &mut diagnostics) {
+        match pipeline::json_schema(schema, &options, &limits, &sources, file, &mut diagnostics) {
             Some(grammar) => Ok(Box::new(XgCompiled {
                 grammar: Arc::new(grammar),
                 vocabulary: Arc::clone(&self.vocabulary),
