@@ -14,9 +14,11 @@ mod common;
 
 use std::collections::BTreeSet;
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use common::strip_spans;
 use xg_compiler::{Diagnostics, Sources, pipeline, syntax};
+use xg_runtime::{TokenId, Vocabulary};
 
 /// Every diagnostic code the front end can produce; each must appear in some
 /// `data/diagnostics` file.
@@ -46,6 +48,7 @@ const CODES: &[&str] = &[
     "number-too-large",
     "repetition-too-large",
     "reversed-range",
+    "token-needs-vocabulary",
     "undefined-rule",
     "unexpected-character",
     "unexpected-end",
@@ -215,13 +218,59 @@ fn json_format_locates_every_diagnostic() {
     );
 }
 
+/// A vocabulary with the special tokens the standard library's formats
+/// name (Harmony's, Mistral's), for checking them.
+fn format_tokens() -> Arc<Vocabulary> {
+    let names = [
+        "<|channel|>",
+        "<|message|>",
+        "<|constrain|>",
+        "<|end|>",
+        "<|start|>",
+        "[TOOL_CALLS]",
+    ];
+    let special: Vec<TokenId> = (0..names.len()).map(|i| TokenId::new(i).unwrap()).collect();
+    Arc::new(Vocabulary::from_byte_strings(&names, &special).unwrap())
+}
+
+#[test]
+fn tokens_named_by_text_resolve_in_the_vocabulary() {
+    let names = ["<|call|>", "<|end|>", "call", "x"];
+    let special = [TokenId::new(0).unwrap(), TokenId::new(1).unwrap()];
+    let vocabulary = Vocabulary::from_byte_strings(&names, &special)
+        .and_then(|v| v.with_stop_tokens(&special[1..]))
+        .unwrap();
+    let check = |text: &str| {
+        let mut sources = Sources::new();
+        sources.set_vocabulary(Arc::new(vocabulary.clone()));
+        let file = sources.add("tokens.xg", text, None);
+        let mut diagnostics = Diagnostics::new();
+        let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+        let codes: Vec<&str> = diagnostics.iter().map(|d| d.code).collect();
+        (tree, codes)
+    };
+    // Special tokens by name, text tokens by their text, ids as before.
+    let (tree, codes) = check("root ::= Token(\"<|call|>\", \"call\", 3) ExcludeToken(\"x\")");
+    assert!(codes.is_empty(), "{codes:?}");
+    let tree = format!("{:?}", tree.unwrap());
+    assert!(
+        tree.contains("ids: [TokenId(0), TokenId(2), TokenId(3)]"),
+        "{tree}"
+    );
+    let (tree, codes) = check("root ::= Token(\"<|nope|>\") | Token(\"<|end|>\")");
+    assert!(tree.is_none());
+    assert_eq!(codes, ["unknown-token", "stop-token"]);
+}
+
 #[test]
 fn every_grammar_in_the_library_checks_cleanly() {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
     let mut checked = 0;
+    let tokens = format_tokens();
     for folder in ["std", "examples"] {
         for path in cases(&root.join(folder)) {
             let mut sources = Sources::new();
+            sources.set_vocabulary(Arc::clone(&tokens));
             let mut diagnostics = Diagnostics::new();
             let file = sources.load(&path, &mut diagnostics).expect("readable");
             let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);

@@ -12,6 +12,7 @@
 //! - [`json_schema`]: JSON Schema → grammar, with a report of every keyword.
 //! - [`regex`](mod@regex): a request-time regular expression → grammar.
 //! - [`structural_tag`]: XGrammar's structural-tag JSON → grammar.
+//! - [`tools`]: a request's tool definitions and a model family's format → grammar.
 //! - [`budget`]: compile limits (rules, time, cancellation) for request-time
 //!   grammars.
 //! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
@@ -50,6 +51,7 @@ mod stdlib;
 pub mod structural_tag;
 pub mod syntax;
 pub mod tables;
+pub mod tools;
 pub mod tree;
 
 pub use self::budget::{Budget, Exceeded, Limits};
@@ -68,6 +70,9 @@ mod documentation {
 
     #[doc = include_str!("../../book/src/structural-tags.md")]
     struct StructuralTags;
+
+    #[doc = include_str!("../../book/src/tool-calling.md")]
+    struct ToolCalling;
 
     #[doc = include_str!("../../book/src/masks.md")]
     struct Masks;

@@ -14,8 +14,10 @@ use xg_runtime::tables::Tables;
 use crate::budget::{Budget, Exceeded, Limits};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
-use crate::source::{FileId, Sources};
-use crate::{fsm, hash, ir, json_schema, normalize, regex, resolve, structural_tag, tables, tree};
+use crate::source::{FileId, Sources, Span};
+use crate::{
+    fsm, hash, ir, json_schema, normalize, regex, resolve, structural_tag, tables, tools, tree,
+};
 
 /// Runs the front end on `entry` with entry rule `root`: parse the file and
 /// its imports, resolve names, check everything. Diagnostics come back sorted
@@ -172,4 +174,44 @@ fn runtime_grammar(
             None
         }
     }
+}
+
+/// Compiles a request's tool list (JSON, the whole text of `file` in
+/// `sources`) into the grammar of a turn in `options.format`, within
+/// `limits`. The grammar is `.xg` text on the standard library's format
+/// files ([`tools::to_xg`]), added to `sources` as a file of its own;
+/// formats that name special tokens (Mistral, Harmony) need the
+/// vocabulary set on `sources`. Errors in the tool list name its JSON
+/// pointer and point at it; errors in a schema point into the generated
+/// text. `None` if there were errors.
+pub fn tools(
+    tools_json: &serde_json::Value,
+    options: &tools::Options,
+    limits: &Limits,
+    sources: &mut Sources,
+    file: FileId,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
+    let listed = match tools::parse(tools_json) {
+        Ok(listed) => listed,
+        Err(errors) => {
+            for error in &errors {
+                tools::diagnose(error, sources, file, diagnostics);
+            }
+            return None;
+        }
+    };
+    let text = match tools::to_xg(&listed, options) {
+        Ok(text) => text,
+        Err(error) => {
+            tools::diagnose(&error, sources, file, diagnostics);
+            return None;
+        }
+    };
+    let name = format!("{} (as {} grammar)", sources.name(file), options.format);
+    let generated = sources.add(name, text, None);
+    let budget = Budget::new(limits.clone());
+    let tree = check(sources, generated, "root", diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, diagnostics)?;
+    runtime_grammar(compiled, Span::new(generated, 0, 0), diagnostics)
 }

@@ -11,9 +11,10 @@
 //! error pointing at the first bad byte.
 
 use std::path::{Path, PathBuf};
-use std::sync::{Mutex, PoisonError};
+use std::sync::{Arc, Mutex, PoisonError};
 
 use codespan_reporting::files::{self, SimpleFiles};
+use xg_runtime::Vocabulary;
 
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::stdlib;
@@ -70,7 +71,8 @@ pub enum ImportTarget {
     Path(PathBuf),
 }
 
-/// Every source text of a compilation.
+/// Every source text of a compilation, and the model vocabulary the
+/// grammar is compiled for, if any.
 #[derive(Default)]
 pub struct Sources {
     files: SimpleFiles<String, String>,
@@ -78,12 +80,26 @@ pub struct Sources {
     /// Files read as data while compiling (`%json "schema.json"`), which are
     /// not source texts but which the result depends on all the same.
     data_files: Mutex<Vec<PathBuf>>,
+    /// Resolves tokens named by their text (`Token("<|call|>")`).
+    vocabulary: Option<Arc<Vocabulary>>,
 }
 
 impl Sources {
     /// An empty set of sources.
     pub fn new() -> Self {
         Self::default()
+    }
+
+    /// Names the model vocabulary the grammar is compiled for: tokens
+    /// written by their text (`Token("<|call|>")`) are resolved in it.
+    /// Without one, such tokens are errors.
+    pub fn set_vocabulary(&mut self, vocabulary: Arc<Vocabulary>) {
+        self.vocabulary = Some(vocabulary);
+    }
+
+    /// The vocabulary set by [`Sources::set_vocabulary`].
+    pub fn vocabulary(&self) -> Option<&Vocabulary> {
+        self.vocabulary.as_deref()
     }
 
     /// Adds a text that did not come from disk. `base` is the folder its

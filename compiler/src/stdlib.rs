@@ -2,7 +2,38 @@
 //! embedded in the compiler so `import "std/json.xg" as json;` works anywhere.
 
 /// The standard library: import path → text.
-const LIBRARY: &[(&str, &str)] = &[("std/json.xg", include_str!("../../grammars/std/json.xg"))];
+const LIBRARY: &[(&str, &str)] = &[
+    ("std/json.xg", include_str!("../../grammars/std/json.xg")),
+    (
+        "std/json_compact.xg",
+        include_str!("../../grammars/std/json_compact.xg"),
+    ),
+    (
+        "std/reasoning.xg",
+        include_str!("../../grammars/std/reasoning.xg"),
+    ),
+    ("std/qwen.xg", include_str!("../../grammars/std/qwen.xg")),
+    (
+        "std/llama3.xg",
+        include_str!("../../grammars/std/llama3.xg"),
+    ),
+    (
+        "std/llama3_function.xg",
+        include_str!("../../grammars/std/llama3_function.xg"),
+    ),
+    (
+        "std/mistral.xg",
+        include_str!("../../grammars/std/mistral.xg"),
+    ),
+    (
+        "std/deepseek.xg",
+        include_str!("../../grammars/std/deepseek.xg"),
+    ),
+    (
+        "std/harmony.xg",
+        include_str!("../../grammars/std/harmony.xg"),
+    ),
+];
 
 /// Example grammars shipped with xg (`grammars/examples/`): name → text.
 pub const EXAMPLES: &[(&str, &str)] = &[

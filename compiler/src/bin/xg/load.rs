@@ -4,6 +4,7 @@
 //! expression on the command line.
 
 use std::path::{Path, PathBuf};
+use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
@@ -46,27 +47,29 @@ impl GrammarArgs {
 }
 
 /// Compiles the grammar `args` name, printing its diagnostics;
-/// `vocabulary` resolves a structural tag's tokens given by text.
+/// `vocabulary` resolves tokens given by text.
 pub fn load_grammar(
     args: &GrammarArgs,
-    vocabulary: Option<&Vocabulary>,
+    vocabulary: Option<&Arc<Vocabulary>>,
     color: bool,
 ) -> Result<xg_runtime::Grammar> {
     match (&args.regex, &args.grammar) {
         (Some(pattern), _) => compile_regex(pattern, args.json_string, color),
-        (None, Some(path)) if is_bundle(path) => xg_runtime::Grammar::open(path, vocabulary)
-            .with_context(|| format!("`{}`", path.display())),
+        (None, Some(path)) if is_bundle(path) => {
+            xg_runtime::Grammar::open(path, vocabulary.map(|v| &**v))
+                .with_context(|| format!("`{}`", path.display()))
+        }
         (None, Some(path)) if schema::is_schema(path) => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
             match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(value) if is_structural_tag(&value) => {
-                    compile_structural_tag(path, &value, text, vocabulary, color)
+                    compile_structural_tag(path, &value, text, vocabulary.map(|v| &**v), color)
                 }
                 _ => schema::compile(path, &args.schema, color),
             }
         }
-        (None, Some(path)) => compile(path, &args.rule, color),
+        (None, Some(path)) => compile(path, &args.rule, vocabulary, color),
         (None, None) => anyhow::bail!("give a grammar file or --regex"),
     }
 }
@@ -87,9 +90,18 @@ fn is_structural_tag(value: &serde_json::Value) -> bool {
     value.get("type").and_then(serde_json::Value::as_str) == Some("structural_tag")
 }
 
-/// Compiles the grammar in `path` from `rule`, printing its diagnostics.
-fn compile(path: &Path, rule: &str, color: bool) -> Result<xg_runtime::Grammar> {
+/// Compiles the grammar in `path` from `rule` (for `vocabulary`, if
+/// given), printing its diagnostics.
+fn compile(
+    path: &Path,
+    rule: &str,
+    vocabulary: Option<&Arc<Vocabulary>>,
+    color: bool,
+) -> Result<xg_runtime::Grammar> {
     let mut sources = Sources::new();
+    if let Some(vocabulary) = vocabulary {
+        sources.set_vocabulary(Arc::clone(vocabulary));
+    }
     let mut diagnostics = Diagnostics::new();
     let file = sources
         .load(path, &mut diagnostics)

@@ -12,6 +12,9 @@
 //! - `xg json-schema SCHEMA.json [--report]`: a schema as `.xg` text, or
 //!   what was enforced, approximated and ignored.
 //!
+//! - `xg tools --format FORMAT TOOLS.json`: the grammar of a turn that
+//!   may call the given tools, in a model family's format.
+//!
 //! - `xg bench maskbench --tokenizer TOKENIZER.json --out RESULTS.jsonl
 //!   FILE…`: xg side by side with LLGuidance on MaskBench files.
 //!
@@ -24,6 +27,7 @@ mod compile;
 mod inspect;
 mod load;
 mod schema;
+mod tools;
 mod trace;
 
 use std::io::IsTerminal;
@@ -60,6 +64,10 @@ enum Command {
         /// Output style of the diagnostics.
         #[arg(long, value_enum, default_value_t = Format::Human)]
         format: Format,
+        /// The model's `tokenizer.json`, to resolve tokens named by their
+        /// text (`Token("<|channel|>")`).
+        #[arg(long)]
+        tokenizer: Option<PathBuf>,
     },
     /// Compile a grammar and show its automata: per-rule node and edge
     /// counts and structural hashes, or one rule's automaton as Graphviz.
@@ -130,6 +138,11 @@ enum Command {
         #[command(flatten)]
         flags: schema::SchemaFlags,
     },
+    /// Write the grammar of a model's turn that may call the given tools, in
+    /// the model family's format: reasoning, text, then calls, each
+    /// dispatched to its tool's argument schema. Prints the `.xg` text;
+    /// with `--tokenizer`, also compiles it and reports the time.
+    Tools(tools::ToolsArgs),
     /// Benchmarks, side by side with peer engines (LLGuidance when built
     /// with `--features llguidance`).
     #[command(subcommand)]
@@ -181,7 +194,8 @@ fn main() -> ExitCode {
             files,
             root,
             format,
-        }) => check(&files, &root, format, color),
+            tokenizer,
+        }) => check(&files, &root, format, tokenizer.as_deref(), color),
         Some(Command::Match {
             grammar,
             text,
@@ -207,14 +221,16 @@ fn main() -> ExitCode {
                 stop: &stop,
             };
             let (vocabulary, json) = model.load()?;
+            let vocabulary = Arc::new(vocabulary);
             let compiled = load::load_grammar(&grammar, Some(&vocabulary), color)?;
-            trace::trace(compiled, vocabulary, &json, &tokenizer, input)
+            trace::trace(compiled, &vocabulary, &json, &tokenizer, input)
         })(),
         Some(Command::JsonSchema {
             schema,
             report,
             flags,
         }) => schema::json_schema(&schema, &flags, report, color),
+        Some(Command::Tools(args)) => tools::run(&args, color),
         Some(Command::Bench(bench)) => bench::run(&bench),
         Some(Command::Fmt {
             files,
@@ -233,8 +249,22 @@ fn main() -> ExitCode {
 }
 
 /// `xg check`: true if no file has errors.
-fn check(files: &[PathBuf], root: &str, format: Format, color: bool) -> Result<bool> {
+fn check(
+    files: &[PathBuf],
+    root: &str,
+    format: Format,
+    tokenizer: Option<&Path>,
+    color: bool,
+) -> Result<bool> {
     let mut sources = Sources::new();
+    if let Some(tokenizer) = tokenizer {
+        let model = trace::Model {
+            tokenizer,
+            config: None,
+            stop: &[],
+        };
+        sources.set_vocabulary(Arc::new(model.load()?.0));
+    }
     let mut diagnostics = Diagnostics::new();
     let mut summaries = Vec::new();
     for path in files {

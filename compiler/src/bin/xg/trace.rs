@@ -64,13 +64,12 @@ impl Model<'_> {
 /// allowed and the grammar can end after the last one.
 pub(crate) fn trace(
     grammar: Grammar,
-    vocabulary: Vocabulary,
+    vocabulary: &Arc<Vocabulary>,
     json: &[u8],
     tokenizer_path: &Path,
     input: Input<'_>,
 ) -> Result<bool> {
     let ids = tokenize(json, tokenizer_path, input)?;
-    let vocabulary = Arc::new(vocabulary);
     println!(
         "{} tokens ({:?} tokenizer, {} ids, {} stop tokens)\n",
         ids.len(),
@@ -92,7 +91,7 @@ pub(crate) fn trace(
         "uncertain",
         "pushed"
     );
-    let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(&vocabulary));
+    let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(vocabulary));
     let mut mask = vec![0; vocabulary.mask_words()];
     let mut times = Vec::new();
     let mut step = |matcher: &mut Matcher, label: &str, id: Option<TokenId>| -> Result<bool> {
@@ -149,7 +148,7 @@ pub(crate) fn trace(
             all_ok = false;
         }
     }
-    summary(&mut times, &vocabulary);
+    summary(&mut times, vocabulary);
     Ok(all_ok)
 }
 

@@ -1,0 +1,178 @@
+//! `xg tools`: a request's tool list and a model family's format → the
+//! `.xg` grammar of the model's turn, compiled when the model's tokenizer
+//! is given.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Instant;
+
+use anyhow::{Context, Result};
+use clap::{Args, ValueEnum};
+use xg_compiler::tools::{self, Format, Options, Reasoning, ToolChoice};
+use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+
+use crate::trace::Model;
+
+/// The flags of `xg tools`.
+#[derive(Args)]
+pub struct ToolsArgs {
+    /// The tool list (JSON): an array of OpenAI tools (`{"type":
+    /// "function", "function": {"name", "parameters"}}`, or the flat
+    /// `{"name", "parameters"}`), or an object with a `tools` array.
+    tools: PathBuf,
+    /// The model family's format.
+    #[arg(long, value_enum)]
+    format: FormatArg,
+    /// `auto` (text and/or calls), `required` (at least one call), `none`
+    /// (text only), or a tool's name (calls of that tool only).
+    #[arg(long, default_value = "auto", value_name = "CHOICE")]
+    tool_choice: String,
+    /// Reasoning before the answer (`<think>…</think>`; Harmony: the
+    /// analysis channel).
+    #[arg(long, value_enum, default_value_t = ReasoningArg::Allowed)]
+    reasoning: ReasoningArg,
+    /// At most one call per turn.
+    #[arg(long)]
+    no_parallel_calls: bool,
+    /// Compile the grammar for this model's `tokenizer.json` and report the
+    /// time (the Mistral and Harmony formats name special tokens, so they
+    /// compile only with a tokenizer).
+    #[arg(long)]
+    tokenizer: Option<PathBuf>,
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum FormatArg {
+    /// Qwen2.5 / Qwen3 / Hermes: `<tool_call>` JSON `</tool_call>`.
+    Qwen,
+    /// Llama 3.x custom tools: `{"name": …, "parameters": …}`.
+    Llama3,
+    /// Llama 3.1: `<function=NAME>{…}</function>`.
+    Llama3Function,
+    /// Mistral: `[TOOL_CALLS]` and a JSON array of calls.
+    Mistral,
+    /// DeepSeek V3 / R1: `<｜tool▁calls▁begin｜>` …
+    Deepseek,
+    /// gpt-oss Harmony: channels, calls to `functions.NAME`.
+    Harmony,
+}
+
+impl FormatArg {
+    fn format(self) -> Format {
+        match self {
+            FormatArg::Qwen => Format::Qwen,
+            FormatArg::Llama3 => Format::Llama3,
+            FormatArg::Llama3Function => Format::Llama3Function,
+            FormatArg::Mistral => Format::Mistral,
+            FormatArg::Deepseek => Format::DeepSeek,
+            FormatArg::Harmony => Format::Harmony,
+        }
+    }
+}
+
+#[derive(Clone, Copy, ValueEnum)]
+enum ReasoningArg {
+    Allowed,
+    Forced,
+    Forbidden,
+}
+
+impl ToolsArgs {
+    fn options(&self) -> Options {
+        Options {
+            format: self.format.format(),
+            reasoning: match self.reasoning {
+                ReasoningArg::Allowed => Reasoning::Allowed,
+                ReasoningArg::Forced => Reasoning::Forced,
+                ReasoningArg::Forbidden => Reasoning::Forbidden,
+            },
+            tool_choice: match self.tool_choice.as_str() {
+                "auto" => ToolChoice::Auto,
+                "required" => ToolChoice::Required,
+                "none" => ToolChoice::None,
+                name => ToolChoice::Function(name.to_string()),
+            },
+            parallel_calls: !self.no_parallel_calls,
+        }
+    }
+}
+
+/// `xg tools`: prints the grammar; true if the tool list makes one (and,
+/// with a tokenizer, it compiles).
+pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
+    let (mut sources, file, value) = read(&args.tools)?;
+    let options = args.options();
+    let mut diagnostics = Diagnostics::new();
+    let text = tools::parse(&value)
+        .and_then(|listed| tools::to_xg(&listed, &options).map_err(|error| vec![error]));
+    let text = match text {
+        Ok(text) => text,
+        Err(errors) => {
+            for error in &errors {
+                tools::diagnose(error, &sources, file, &mut diagnostics);
+            }
+            eprint!("{}", diagnostics.render(&sources, color));
+            return Ok(false);
+        }
+    };
+    print!("{text}");
+    let Some(tokenizer) = &args.tokenizer else {
+        if matches!(options.format, Format::Mistral | Format::Harmony) {
+            eprintln!(
+                "note: the {} format names special tokens; give --tokenizer to compile the grammar",
+                options.format
+            );
+            return Ok(true);
+        }
+        return Ok(compile(&value, &options, sources, file, color));
+    };
+    let (vocabulary, _) = Model {
+        tokenizer,
+        config: None,
+        stop: &[],
+    }
+    .load()?;
+    sources.set_vocabulary(Arc::new(vocabulary));
+    Ok(compile(&value, &options, sources, file, color))
+}
+
+/// Compiles the tool list, printing diagnostics and the time taken.
+fn compile(
+    value: &serde_json::Value,
+    options: &Options,
+    mut sources: Sources,
+    file: xg_compiler::FileId,
+    color: bool,
+) -> bool {
+    let mut diagnostics = Diagnostics::new();
+    let started = Instant::now();
+    let grammar = pipeline::tools(
+        value,
+        options,
+        &Limits::default(),
+        &mut sources,
+        file,
+        &mut diagnostics,
+    );
+    let elapsed = started.elapsed();
+    eprint!("{}", diagnostics.render(&sources, color));
+    if let Some(grammar) = grammar {
+        eprintln!(
+            "compiled in {:.2} ms: {} rules",
+            elapsed.as_secs_f64() * 1e3,
+            grammar.tables().rules.len()
+        );
+    }
+    !diagnostics.has_errors()
+}
+
+/// The tool list's text and JSON, added to new sources.
+fn read(path: &Path) -> Result<(Sources, xg_compiler::FileId, serde_json::Value)> {
+    let text = std::fs::read_to_string(path)
+        .with_context(|| format!("cannot read `{}`", path.display()))?;
+    let value: serde_json::Value =
+        serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", path.display()))?;
+    let mut sources = Sources::new();
+    let file = sources.add(path.display().to_string(), text, None);
+    Ok((sources, file, value))
+}

@@ -1,0 +1,612 @@
+//! Tool calling: a request's tool definitions (OpenAI style: a name and a
+//! JSON Schema for the arguments) and a model family's format → the grammar
+//! of the model's turn: reasoning, free text, then calls, each dispatched
+//! to its tool's argument schema.
+//!
+//! The grammar is written as `.xg` text ([`to_xg`]) on top of the format
+//! files of the standard library (`std/qwen.xg`, `std/harmony.xg`, …), so
+//! what a request compiles to can be printed, read and edited (`xg tools`),
+//! and goes through the same front end as any grammar
+//! ([`crate::pipeline::tools`]). Argument schemas are embedded with
+//! `%json`; a tool's argument rules have the same structure in every
+//! request that lists it, so their token masks are shared across requests
+//! through the vocabulary's mask cache.
+
+use std::fmt::{self, Write as _};
+
+use serde_json::Value;
+
+use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::json_schema::locate::locate;
+use crate::source::{FileId, Sources, Span};
+use crate::syntax::print::string as literal;
+
+/// A model family's tool-calling format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Format {
+    /// Qwen2.5, Qwen3, Hermes: `<tool_call>\n{"name": …, "arguments": …}\n</tool_call>`.
+    Qwen,
+    /// Llama 3.1–3.3 custom tools in JSON: `{"name": …, "parameters": …}`.
+    Llama3,
+    /// Llama 3.1's `<function=NAME>{…}</function>` form.
+    Llama3Function,
+    /// Mistral (tokenizer v3): the token `[TOOL_CALLS]`, then a JSON array of calls.
+    Mistral,
+    /// DeepSeek V3 / R1: `<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>`.
+    DeepSeek,
+    /// gpt-oss Harmony: channels `analysis`, `commentary`, `final`; calls
+    /// to `functions.NAME` on `commentary`.
+    Harmony,
+}
+
+impl Format {
+    /// Every format, in the order the documentation lists them.
+    pub const ALL: [Format; 6] = [
+        Format::Qwen,
+        Format::Llama3,
+        Format::Llama3Function,
+        Format::Mistral,
+        Format::DeepSeek,
+        Format::Harmony,
+    ];
+
+    /// The format's name on the command line (`qwen`, `llama3-function`, …).
+    pub fn name(self) -> &'static str {
+        match self {
+            Format::Qwen => "qwen",
+            Format::Llama3 => "llama3",
+            Format::Llama3Function => "llama3-function",
+            Format::Mistral => "mistral",
+            Format::DeepSeek => "deepseek",
+            Format::Harmony => "harmony",
+        }
+    }
+
+    /// The format called `name`.
+    pub fn from_name(name: &str) -> Option<Format> {
+        Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+impl fmt::Display for Format {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.write_str(self.name())
+    }
+}
+
+/// What the model may do before answering: reasoning in `<think>…</think>`
+/// (in Harmony: messages on the `analysis` channel).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Reasoning {
+    /// Reasoning may come first.
+    #[default]
+    Allowed,
+    /// Reasoning must come first.
+    Forced,
+    /// No reasoning.
+    Forbidden,
+}
+
+/// Which calls the turn may or must contain (OpenAI's `tool_choice`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Hash)]
+pub enum ToolChoice {
+    /// Text, calls, or both, as the format allows.
+    #[default]
+    Auto,
+    /// At least one call, no answer text.
+    Required,
+    /// Text only.
+    None,
+    /// Calls of this tool only, at least one.
+    Function(String),
+}
+
+/// How a request's tools become a grammar.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Options {
+    /// The model family's format.
+    pub format: Format,
+    /// Reasoning before the answer.
+    pub reasoning: Reasoning,
+    /// Which calls are allowed or required.
+    pub tool_choice: ToolChoice,
+    /// Several calls in one turn (OpenAI's `parallel_tool_calls`). Harmony
+    /// ends a turn at its first call whatever this says.
+    pub parallel_calls: bool,
+}
+
+impl Options {
+    /// `format` with reasoning allowed, tool choice `auto` and parallel calls.
+    pub fn new(format: Format) -> Self {
+        Self {
+            format,
+            reasoning: Reasoning::default(),
+            tool_choice: ToolChoice::default(),
+            parallel_calls: true,
+        }
+    }
+}
+
+/// One callable tool.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Tool {
+    /// The function's name: ASCII letters, digits, `_`, `-` and `.`.
+    pub name: String,
+    /// The JSON Schema of its arguments.
+    pub parameters: Value,
+    /// The JSON pointer of its definition in the request.
+    pub pointer: String,
+}
+
+/// A tool list or option that cannot become a grammar, with the JSON
+/// pointer of the offending part of the tool list (`#` for the whole).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct ToolError {
+    /// Where, as a JSON pointer into the tool list.
+    pub pointer: String,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl fmt::Display for ToolError {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        write!(f, "{}: {}", self.pointer, self.message)
+    }
+}
+
+impl std::error::Error for ToolError {}
+
+/// `error` as a diagnostic at the part of the tool list (the text of `file`
+/// in `sources`) its pointer names.
+pub fn diagnose(error: &ToolError, sources: &Sources, file: FileId, diagnostics: &mut Diagnostics) {
+    let span = locate(sources.text(file), &error.pointer).map_or(Span::new(file, 0, 0), |range| {
+        Span::new(file, range.start, range.end)
+    });
+    diagnostics.push(Diagnostic::error("tools", error.to_string(), span, "here"));
+}
+
+/// Reads a request's tool list: an array (or `{"tools": [...]}`) of OpenAI
+/// Chat Completions tools (`{"type": "function", "function": {"name",
+/// "parameters", …}}`), Responses API tools (`{"type": "function", "name",
+/// "parameters"}`) or bare `{"name", "parameters"}` objects. A tool without
+/// `parameters` takes none (`{}`). Every problem is reported at once.
+pub fn parse(tools: &Value) -> Result<Vec<Tool>, Vec<ToolError>> {
+    let (list, base) = match tools {
+        Value::Array(list) => (list, String::from("#")),
+        Value::Object(object) => match object.get("tools") {
+            Some(Value::Array(list)) => (list, String::from("#/tools")),
+            _ => {
+                return Err(vec![error(
+                    "#",
+                    "expected an array of tools, or an object with a `tools` array",
+                )]);
+            }
+        },
+        _ => return Err(vec![error("#", "expected an array of tools")]),
+    };
+    let mut parsed = Vec::new();
+    let mut errors = Vec::new();
+    for (i, tool) in list.iter().enumerate() {
+        let pointer = format!("{base}/{i}");
+        match parse_tool(tool, &pointer) {
+            Ok(tool) => parsed.push(tool),
+            Err(e) => errors.push(e),
+        }
+    }
+    for (i, tool) in parsed.iter().enumerate() {
+        if parsed[..i].iter().any(|t| t.name == tool.name) {
+            errors.push(error(
+                &format!("{}/name", tool.pointer),
+                format!("a second tool named `{}`", tool.name),
+            ));
+        }
+    }
+    if errors.is_empty() {
+        Ok(parsed)
+    } else {
+        Err(errors)
+    }
+}
+
+fn parse_tool(tool: &Value, pointer: &str) -> Result<Tool, ToolError> {
+    let Some(object) = tool.as_object() else {
+        return Err(error(pointer, "a tool is a JSON object"));
+    };
+    let (function, pointer) = match object.get("type") {
+        Some(Value::String(kind)) if kind != "function" => {
+            return Err(error(
+                &format!("{pointer}/type"),
+                format!("only function tools are called through a grammar, not `{kind}`"),
+            ));
+        }
+        Some(kind) if !kind.is_string() => {
+            return Err(error(&format!("{pointer}/type"), "expected a string"));
+        }
+        _ => match object.get("function") {
+            Some(Value::Object(function)) => (function, format!("{pointer}/function")),
+            Some(_) => return Err(error(&format!("{pointer}/function"), "expected an object")),
+            None => (object, pointer.to_string()),
+        },
+    };
+    let name = match function.get("name") {
+        Some(Value::String(name)) => name,
+        Some(_) => return Err(error(&format!("{pointer}/name"), "expected a string")),
+        None => return Err(error(&pointer, "a tool needs a `name`")),
+    };
+    if name.is_empty()
+        || !name
+            .bytes()
+            .all(|b| b.is_ascii_alphanumeric() || matches!(b, b'_' | b'-' | b'.'))
+    {
+        return Err(error(
+            &format!("{pointer}/name"),
+            format!(
+                "`{name}` is not a function name (ASCII letters, digits, `_`, `-` and `.`, not empty)"
+            ),
+        ));
+    }
+    let parameters = match function.get("parameters") {
+        None | Some(Value::Null) => {
+            serde_json::json!({"type": "object", "properties": {}, "additionalProperties": false})
+        }
+        Some(Value::Bool(true)) => serde_json::json!({"type": "object"}),
+        Some(schema @ Value::Object(_)) => schema.clone(),
+        Some(Value::Bool(false)) => {
+            return Err(error(
+                &format!("{pointer}/parameters"),
+                "`false` accepts no arguments: the tool could never be called",
+            ));
+        }
+        Some(_) => {
+            return Err(error(
+                &format!("{pointer}/parameters"),
+                "expected a JSON Schema (an object)",
+            ));
+        }
+    };
+    Ok(Tool {
+        name: name.clone(),
+        parameters,
+        pointer,
+    })
+}
+
+fn error(pointer: &str, message: impl Into<String>) -> ToolError {
+    ToolError {
+        pointer: pointer.to_string(),
+        message: message.into(),
+    }
+}
+
+/// The `.xg` grammar of a turn calling `tools` as `options` say. Errors: a
+/// tool choice naming no listed tool, or requiring a call with no tools.
+pub fn to_xg(tools: &[Tool], options: &Options) -> Result<String, ToolError> {
+    let callable: Vec<&Tool> = match &options.tool_choice {
+        ToolChoice::None => Vec::new(),
+        ToolChoice::Function(name) => {
+            let tool = tools.iter().find(|t| &t.name == name).ok_or_else(|| {
+                error(
+                    "#",
+                    format!("the tool choice names `{name}`, which is not a listed tool"),
+                )
+            })?;
+            vec![tool]
+        }
+        ToolChoice::Auto | ToolChoice::Required => tools.iter().collect(),
+    };
+    let must_call = matches!(
+        options.tool_choice,
+        ToolChoice::Required | ToolChoice::Function(_)
+    );
+    if must_call && callable.is_empty() {
+        return Err(error(
+            "#",
+            "the tool choice requires a call, and no tools are listed",
+        ));
+    }
+    let writer = Writer {
+        options,
+        tools: with_argument_rules(callable),
+        must_call,
+    };
+    Ok(writer.write())
+}
+
+/// Each tool with a rule name for its arguments: `args_` and the tool's
+/// name with `-` and `.` made `_`, numbered when two tools would share one.
+fn with_argument_rules(tools: Vec<&Tool>) -> Vec<(&Tool, String)> {
+    let mut named: Vec<(&Tool, String)> = Vec::with_capacity(tools.len());
+    for tool in tools {
+        let base = format!("args_{}", tool.name.replace(['-', '.'], "_"));
+        let mut name = base.clone();
+        let mut n = 2;
+        while named.iter().any(|(_, taken)| *taken == name) {
+            name = format!("{base}_{n}");
+            n += 1;
+        }
+        named.push((tool, name));
+    }
+    named
+}
+
+/// Writes one grammar.
+struct Writer<'a> {
+    options: &'a Options,
+    /// The tools the turn may call, each with its arguments' rule.
+    tools: Vec<(&'a Tool, String)>,
+    /// Tool choice `required` or a named function.
+    must_call: bool,
+}
+
+impl Writer<'_> {
+    fn write(&self) -> String {
+        let options = self.options;
+        let mut out = String::new();
+        let choice = match &options.tool_choice {
+            ToolChoice::Auto => "auto".to_string(),
+            ToolChoice::Required => "required".to_string(),
+            ToolChoice::None => "none".to_string(),
+            ToolChoice::Function(name) => format!("`{name}`"),
+        };
+        let _ = writeln!(
+            out,
+            "# Written by `xg tools --format {}`: {} tool(s), tool choice {choice}, {} calls, reasoning {}.",
+            options.format,
+            self.tools.len(),
+            if options.parallel_calls {
+                "parallel"
+            } else {
+                "single"
+            },
+            match options.reasoning {
+                Reasoning::Allowed => "allowed",
+                Reasoning::Forced => "forced",
+                Reasoning::Forbidden => "forbidden",
+            }
+        );
+        let format = options.format;
+        if format == Format::Harmony {
+            out.push_str("import \"std/harmony.xg\" as harmony;\n");
+        } else if options.reasoning != Reasoning::Forbidden {
+            out.push_str("import \"std/reasoning.xg\" as reasoning;\n");
+        }
+        if format == Format::Mistral && !self.tools.is_empty() {
+            out.push_str("import \"std/mistral.xg\" as mistral;\n");
+        }
+        out.push('\n');
+        let rules = match format {
+            Format::Qwen => self.qwen(),
+            Format::Llama3 => self.llama3(),
+            Format::Llama3Function => self.llama3_function(),
+            Format::Mistral => self.mistral(),
+            Format::DeepSeek => self.deepseek(),
+            Format::Harmony => self.harmony(),
+        };
+        for (name, body) in rules {
+            let _ = writeln!(out, "{name} ::= {body}\n");
+        }
+        for (tool, rule) in &self.tools {
+            let _ = writeln!(out, "{rule} ::= %json {}\n", tool.parameters);
+        }
+        out.pop();
+        out
+    }
+
+    /// `<think>` reasoning before the answer, as the options say.
+    fn think(&self) -> &'static str {
+        match self.options.reasoning {
+            Reasoning::Allowed => "reasoning.think? ",
+            Reasoning::Forced => "reasoning.think ",
+            Reasoning::Forbidden => "",
+        }
+    }
+
+    /// The options of a free-text dispatch: `once` (it ends after its
+    /// arm), and the strings free text must not contain — `excluded`, and
+    /// `<think>` when reasoning is forbidden.
+    fn dispatch(&self, once: bool, excluded: &[&str]) -> String {
+        let mut excluded: Vec<String> = excluded.iter().map(|e| literal(e)).collect();
+        if self.options.reasoning == Reasoning::Forbidden {
+            excluded.push(literal("<think>"));
+        }
+        let mut options = Vec::new();
+        if once {
+            options.push("once".to_string());
+        }
+        if !excluded.is_empty() {
+            options.push(format!("exclude=({})", excluded.join(", ")));
+        }
+        if options.is_empty() {
+            "dispatch".to_string()
+        } else {
+            format!("dispatch({})", options.join(", "))
+        }
+    }
+
+    /// One alternative per callable tool, written by `each` from the tool
+    /// and its arguments' rule.
+    fn calls(&self, each: impl Fn(&Tool, &str) -> String) -> String {
+        self.tools
+            .iter()
+            .map(|(tool, rule)| each(tool, rule))
+            .collect::<Vec<_>>()
+            .join("\n    | ")
+    }
+
+    /// `first (separator first)*` when parallel calls are allowed.
+    fn repeated(&self, one: &str, separator: &str) -> String {
+        if self.options.parallel_calls {
+            format!("{one} ({separator}{one})*")
+        } else {
+            one.to_string()
+        }
+    }
+
+    /// The JSON `{"name": "NAME", "KEY": ` that opens a call, as `.xg` text.
+    fn json_call(tool: &Tool, key: &str, arguments: &str, close: &str) -> String {
+        let name = serde_json::to_string(&tool.name).expect("strings serialize");
+        format!(
+            "{} {arguments} {}",
+            literal(&format!("{{\"name\": {name}, \"{key}\": ")),
+            literal(close)
+        )
+    }
+
+    fn qwen(&self) -> Vec<(&'static str, String)> {
+        let think = self.think();
+        let one = "\"<tool_call>\\n\" call \"\\n</tool_call>\"";
+        let root = if self.tools.is_empty() {
+            format!("{think}{} {{}}", self.dispatch(false, &["<tool_call>"]))
+        } else if self.must_call {
+            format!("{think}{}", self.repeated(one, "\"\\n\" "))
+        } else {
+            let more = if self.options.parallel_calls {
+                format!(" (\"\\n\" {one})*")
+            } else {
+                String::new()
+            };
+            format!(
+                "{think}{} {{\n    \"<tool_call>\" => \"\\n\" call \"\\n</tool_call>\"{more},\n}}",
+                self.dispatch(true, &[])
+            )
+        };
+        self.with_calls(root, |tool, args| {
+            Self::json_call(tool, "arguments", args, "}")
+        })
+    }
+
+    fn llama3(&self) -> Vec<(&'static str, String)> {
+        let think = self.think();
+        let calls = self.repeated("call", "\"; \" ");
+        let (root, text) = if self.tools.is_empty() {
+            (format!("{think}text"), "/[\\s\\S]*/")
+        } else if self.must_call {
+            (format!("{think}{calls}"), "")
+        } else {
+            // Text that starts like a call is a call.
+            (format!("{think}({calls} | text)"), "([^{] /[\\s\\S]*/)?")
+        };
+        let mut rules = self.with_calls(root, |tool, args| {
+            Self::json_call(tool, "parameters", args, "}")
+        });
+        if !text.is_empty() {
+            rules.push(("text", text.to_string()));
+        }
+        rules
+    }
+
+    fn llama3_function(&self) -> Vec<(&'static str, String)> {
+        let think = self.think();
+        let one = "\"<function=\" call \"</function>\"";
+        let root = if self.tools.is_empty() {
+            format!("{think}{} {{}}", self.dispatch(false, &["<function="]))
+        } else if self.must_call {
+            format!("{think}{}", self.repeated(one, ""))
+        } else {
+            let more = if self.options.parallel_calls {
+                format!(" ({one})*")
+            } else {
+                String::new()
+            };
+            format!(
+                "{think}{} {{\n    \"<function=\" => call \"</function>\"{more},\n}}",
+                self.dispatch(true, &[])
+            )
+        };
+        self.with_calls(root, |tool, args| {
+            format!("{} {args}", literal(&format!("{}>", tool.name)))
+        })
+    }
+
+    fn mistral(&self) -> Vec<(&'static str, String)> {
+        let think = self.think();
+        let calls = format!(
+            "Token(\"[TOOL_CALLS]\") \"[\" {} \"]\"",
+            self.repeated("call", "\", \" ")
+        );
+        let root = if self.tools.is_empty() {
+            format!("{think}text")
+        } else if self.must_call {
+            format!("{think}{calls}")
+        } else {
+            format!("{think}text ({calls})?")
+        };
+        let mut rules = self.with_calls(root, |tool, args| {
+            let name = serde_json::to_string(&tool.name).expect("strings serialize");
+            format!(
+                "{} {args} mistral.id? \"}}\"",
+                literal(&format!("{{\"name\": {name}, \"arguments\": "))
+            )
+        });
+        if self.tools.is_empty() || !self.must_call {
+            rules.push(("text", "/[\\s\\S]*/".to_string()));
+        }
+        rules
+    }
+
+    fn deepseek(&self) -> Vec<(&'static str, String)> {
+        let think = self.think();
+        let begin = "<｜tool▁calls▁begin｜>";
+        let calls = format!(
+            "{} \"<｜tool▁calls▁end｜>\"",
+            self.repeated("call", "\"\\n\" ")
+        );
+        let root = if self.tools.is_empty() {
+            format!("{think}{} {{}}", self.dispatch(false, &[begin]))
+        } else if self.must_call {
+            format!("{think}{} {calls}", literal(begin))
+        } else {
+            format!(
+                "{think}{} {{\n    {} => {calls},\n}}",
+                self.dispatch(true, &[]),
+                literal(begin)
+            )
+        };
+        self.with_calls(root, |tool, args| {
+            format!(
+                "{} {args} {}",
+                literal(&format!(
+                    "<｜tool▁call▁begin｜>function<｜tool▁sep｜>{}\n```json\n",
+                    tool.name
+                )),
+                literal("\n```<｜tool▁call▁end｜>")
+            )
+        })
+    }
+
+    fn harmony(&self) -> Vec<(&'static str, String)> {
+        let messages = match self.options.reasoning {
+            Reasoning::Allowed => "(harmony.message harmony.next)* ",
+            Reasoning::Forced => "harmony.analysis harmony.next (harmony.message harmony.next)* ",
+            Reasoning::Forbidden => "(harmony.preamble harmony.next)* ",
+        };
+        let call = "Token(\"<|channel|>\") \"commentary to=functions.\" call";
+        let root = if self.tools.is_empty() {
+            format!("{messages}harmony.final")
+        } else if self.must_call {
+            format!("{messages}{call}")
+        } else {
+            format!("{messages}(harmony.final | {call})")
+        };
+        self.with_calls(root, |tool, args| {
+            format!(
+                "{} harmony.constrain? Token(\"<|message|>\") {args}",
+                literal(&tool.name)
+            )
+        })
+    }
+
+    /// `root` and, when tools are callable, `call` with one alternative
+    /// per tool.
+    fn with_calls(
+        &self,
+        root: String,
+        each: impl Fn(&Tool, &str) -> String,
+    ) -> Vec<(&'static str, String)> {
+        let mut rules = vec![("root", root)];
+        if !self.tools.is_empty() {
+            rules.push(("call", self.calls(each)));
+        }
+        rules
+    }
+}
