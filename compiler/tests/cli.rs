@@ -19,12 +19,36 @@ fn temp_grammar(name: &str, text: &str) -> PathBuf {
 }
 
 #[test]
-fn main_job_checks_the_embedded_examples() {
-    let output = xg(&[]);
+fn main_job_generates_a_valid_tool_call() {
+    let output = xg(&["--seed", "3"]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("examples/tool_calling.xg: ok"), "{stdout}");
-    assert!(stdout.contains("root ::= dispatch("), "{stdout}");
+    assert!(stdout.contains("the output is valid"), "{stdout}");
+    assert!(stdout.contains("time to first mask"), "{stdout}");
+    // The output between the rules is one call of an offered tool.
+    let generated = stdout
+        .split("──\n")
+        .nth(1)
+        .map(str::trim_end)
+        .expect("the output between its rules");
+    assert!(
+        generated.starts_with("<tool_call>\n{\"name\": \""),
+        "{generated}"
+    );
+    assert!(generated.ends_with("}\n</tool_call>"), "{generated}");
+    let json = &generated["<tool_call>\n".len()..generated.len() - "\n</tool_call>".len()];
+    let call: serde_json::Value = serde_json::from_str(json).expect("the call is JSON");
+    assert!(["get_weather", "search_flights"].contains(&call["name"].as_str().unwrap()));
+
+    // Another grammar from a file.
+    let path = temp_grammar("digits.xg", "root ::= [0-9]{3}\n");
+    let output = xg(&["--grammar", path.to_str().unwrap(), "--seed", "1"]);
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{stdout}");
+    assert!(
+        stdout.contains("3 tokens") || stdout.contains("2 tokens") || stdout.contains("1 tokens"),
+        "{stdout}"
+    );
 }
 
 #[test]

@@ -92,7 +92,7 @@ fn is_structural_tag(value: &serde_json::Value) -> bool {
 
 /// Compiles the grammar in `path` from `rule` (for `vocabulary`, if
 /// given), printing its diagnostics.
-fn compile(
+pub fn compile(
     path: &Path,
     rule: &str,
     vocabulary: Option<&Arc<Vocabulary>>,

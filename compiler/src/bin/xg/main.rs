@@ -1,6 +1,8 @@
 //! `xg`: the xg command-line tool.
 //!
-//! - `xg` (no arguments): the main job on the embedded example grammars.
+//! - `xg [--grammar FILE] [--tokenizer TOKENIZER.json] [--seed N]`: the main
+//!   job, constrained generation on an embedded default (a tool-calling
+//!   turn and the Qwen3 vocabulary).
 //! - `xg check FILE…`: check grammars and print diagnostics.
 //! - `xg fmt FILE…`: print grammars in canonical form.
 //! - `xg inspect FILE`: show a grammar's automata, or a bundle's sections.
@@ -24,6 +26,7 @@
 
 mod bench;
 mod compile;
+mod demo;
 mod inspect;
 mod load;
 mod schema;
@@ -37,15 +40,19 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use xg_compiler::{Diagnostic, Diagnostics, EXAMPLES, FileId, Sources, Span, pipeline, syntax};
+use xg_compiler::{Diagnostic, Diagnostics, FileId, Sources, Span, pipeline, syntax};
 use xg_runtime::Matcher;
 
 /// xg: a structured-generation engine for LLM inference.
 #[derive(Parser)]
-#[command(name = "xg", version, about)]
+#[command(name = "xg", version, about, args_conflicts_with_subcommands = true)]
 struct Cli {
     #[command(subcommand)]
     command: Option<Command>,
+    /// Without a subcommand, xg runs its main job: constrained generation
+    /// on an embedded default, with these options.
+    #[command(flatten)]
+    demo: demo::DemoArgs,
     /// When to colour diagnostics.
     #[arg(long, global = true, value_enum, default_value_t = Color::Auto)]
     color: Color,
@@ -184,7 +191,7 @@ fn main() -> ExitCode {
         Color::Auto => std::io::stderr().is_terminal(),
     };
     let result = match cli.command {
-        None => Ok(demo()),
+        None => demo::run(&cli.demo, color),
         Some(Command::Inspect {
             file, dot: None, ..
         }) if load::is_bundle(&file) => inspect::bundle(&file),
@@ -423,78 +430,4 @@ fn fmt(files: &[PathBuf], write: bool, check: bool, color: bool) -> Result<bool>
 fn format_file(sources: &Sources, file: FileId, diagnostics: &mut Diagnostics) -> Option<String> {
     let ast = syntax::parse(file, sources.text(file), diagnostics);
     (!diagnostics.has_errors()).then(|| syntax::print(&ast))
-}
-
-/// The main job on the embedded default: check and format the example grammars.
-fn demo() -> bool {
-    println!(
-        "xg {} — checking the embedded example grammars\n",
-        env!("CARGO_PKG_VERSION")
-    );
-    let mut all_ok = true;
-    for (name, text) in EXAMPLES {
-        let mut sources = Sources::new();
-        let file = sources.add(*name, *text, None);
-        let mut diagnostics = Diagnostics::new();
-        let started = std::time::Instant::now();
-        let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-        let elapsed = started.elapsed();
-        print!(
-            "{}",
-            diagnostics.render(&sources, std::io::stdout().is_terminal())
-        );
-        match grammar {
-            Some(grammar) => println!(
-                "  {name}: ok — {} rules (with imports), checked in {:.0} µs",
-                grammar.rules.len(),
-                elapsed.as_secs_f64() * 1e6
-            ),
-            None => {
-                println!("  {name}: FAILED");
-                all_ok = false;
-            }
-        }
-    }
-    let (name, text) = EXAMPLES[1];
-    let mut sources = Sources::new();
-    let file = sources.add(name, text, None);
-    let mut diagnostics = Diagnostics::new();
-    if let Some(formatted) = format_file(&sources, file, &mut diagnostics) {
-        println!("\n`xg fmt {name}`:\n");
-        print!("{formatted}");
-    }
-    println!("\nMatching outputs (what `xg match` does):\n");
-    for (name, text, outputs) in [
-        (
-            "examples/arithmetic.xg",
-            EXAMPLES[0].1,
-            &["(1+2)*-3.5", "1+*2"][..],
-        ),
-        (
-            "std/json.xg",
-            xg_compiler::std_text("std/json.xg").unwrap_or_default(),
-            &["{\"tools\": [\"search\", 3, true]}", "{\"a\": [1, 2}"][..],
-        ),
-    ] {
-        let mut sources = Sources::new();
-        let file = sources.add(name, text, None);
-        let mut diagnostics = Diagnostics::new();
-        let Some(grammar) = pipeline::grammar(&mut sources, file, "root", &mut diagnostics) else {
-            println!("  {name}: does not compile");
-            all_ok = false;
-            continue;
-        };
-        let grammar = Arc::new(grammar);
-        for output in outputs {
-            let mut matcher = Matcher::new(Arc::clone(&grammar));
-            let verdict = match matcher.accept_str(output) {
-                Ok(()) if matcher.can_terminate() => "matches".to_owned(),
-                Ok(()) => format!("incomplete; next: {}", matcher.expected()),
-                Err(rejection) => format!("rejected {rejection}"),
-            };
-            println!("  {name}: {output:?} {verdict}");
-        }
-    }
-    println!("\nNext: `xg check`, `xg fmt`, `xg inspect` and `xg match` on your own grammars.");
-    all_ok
 }

@@ -15,6 +15,7 @@ mod engines;
 mod open;
 mod plot;
 mod summary;
+mod tools;
 
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
@@ -36,6 +37,10 @@ pub(crate) enum Bench {
     /// Bundles: the time to open one as its precomputed masks grow (it
     /// should not grow), and the first masks with and without them.
     Open(open::OpenArgs),
+    /// Tool calling: N tools per request (from BFCL files), compile time,
+    /// time to first mask and per-token mask time over a realistic turn,
+    /// and the mask cache shared across requests.
+    Tools(tools::ToolsArgs),
 }
 
 /// `xg bench maskbench`'s options.
@@ -76,6 +81,7 @@ pub(crate) fn run(bench: &Bench) -> Result<bool> {
     match bench {
         Bench::Maskbench(args) => maskbench(args),
         Bench::Open(args) => open::run(args),
+        Bench::Tools(args) => tools::run(args),
     }
 }
 
