@@ -71,7 +71,8 @@ struct Request {
 pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
     let format = Format::from_name(&args.format)
         .with_context(|| format!("unknown format `{}`", args.format))?;
-    let pool = tools_of(&super::expand(&args.files)?)?;
+    let files = super::expand(&args.files)?;
+    let pool = tools_of(&files)?;
     if pool.is_empty() {
         bail!("no BFCL tools in the files given");
     }
@@ -89,9 +90,9 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
             .with_context(|| format!("cannot write `{}`", args.out.display()))?,
     );
     println!(
-        "{} tools from {} files; format {format}; {} requests per tool count\n",
+        "{} tools from the BFCL files among {} files; format {format}; {} requests per tool count\n",
         pool.len(),
-        args.files.len(),
+        files.len(),
         args.requests
     );
     println!(
