@@ -72,10 +72,8 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
     let format = Format::from_name(&args.format)
         .with_context(|| format!("unknown format `{}`", args.format))?;
     let files = super::expand(&args.files)?;
-    let pool = tools_of(&files)?;
-    if pool.is_empty() {
-        bail!("no BFCL tools in the files given");
-    }
+    let largest = args.tools.iter().copied().max().unwrap_or(1);
+    let (pool, distinct) = pool_of(&files, largest)?;
     let model = crate::trace::Model {
         tokenizer: &args.tokenizer,
         config: None,
@@ -90,8 +88,8 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
             .with_context(|| format!("cannot write `{}`", args.out.display()))?,
     );
     println!(
-        "{} tools from the BFCL files among {} files; format {format}; {} requests per tool count\n",
-        pool.len(),
+        "{distinct} tools from the BFCL files among {} files (beyond that, copies under \
+         other names); format {format}; {} requests per tool count\n",
         files.len(),
         args.requests
     );
@@ -176,6 +174,27 @@ fn ms(us: f64) -> String {
 
 fn us(us: f64) -> String {
     format!("{us:.1} µs")
+}
+
+/// At least `wanted` tools from the BFCL `files`, and how many of them are
+/// distinct: beyond those, copies under other names (a server's tools
+/// often share argument schemas).
+fn pool_of(files: &[PathBuf], wanted: usize) -> Result<(Vec<Tool>, usize)> {
+    let mut pool = tools_of(files)?;
+    let distinct = pool.len();
+    if distinct == 0 {
+        bail!("no BFCL tools in the files given");
+    }
+    for k in distinct..wanted {
+        let tool = &pool[k % distinct];
+        let copy = Tool {
+            name: format!("{}_{}", tool.name, k / distinct + 1),
+            parameters: tool.parameters.clone(),
+            call: tool.call.clone(),
+        };
+        pool.push(copy);
+    }
+    Ok((pool, distinct))
 }
 
 /// The tools of BFCL files, each with a call from a valid test; by name,
