@@ -442,6 +442,32 @@ impl Writer<'_> {
         }
     }
 
+    /// The root of a format whose calls follow a trigger string in free
+    /// text: with no tools, free text without the trigger; with a call
+    /// required, `one` (a whole call, trigger included); else free text
+    /// until the trigger, then `after` (the rest of the call). `separator`
+    /// joins further calls when parallel calls are allowed; `None` when
+    /// `one` repeats calls itself.
+    fn triggered(&self, trigger: &str, after: &str, one: &str, separator: Option<&str>) -> String {
+        let think = self.think();
+        if self.tools.is_empty() {
+            return format!("{think}{} {{}}", self.dispatch(false, &[trigger]));
+        }
+        let more = match separator {
+            Some(separator) if self.options.parallel_calls => format!(" ({separator}{one})*"),
+            _ => String::new(),
+        };
+        if self.must_call {
+            format!("{think}{one}{more}")
+        } else {
+            format!(
+                "{think}{} {{\n    {} => {after}{more},\n}}",
+                self.dispatch(true, &[]),
+                literal(trigger)
+            )
+        }
+    }
+
     /// The JSON `{"name": "NAME", "KEY": ` that opens a call, as `.xg` text.
     fn json_call(tool: &Tool, key: &str, arguments: &str, close: &str) -> String {
         let name = serde_json::to_string(&tool.name).expect("strings serialize");
@@ -453,23 +479,12 @@ impl Writer<'_> {
     }
 
     fn qwen(&self) -> Vec<(&'static str, String)> {
-        let think = self.think();
-        let one = "\"<tool_call>\\n\" call \"\\n</tool_call>\"";
-        let root = if self.tools.is_empty() {
-            format!("{think}{} {{}}", self.dispatch(false, &["<tool_call>"]))
-        } else if self.must_call {
-            format!("{think}{}", self.repeated(one, "\"\\n\" "))
-        } else {
-            let more = if self.options.parallel_calls {
-                format!(" (\"\\n\" {one})*")
-            } else {
-                String::new()
-            };
-            format!(
-                "{think}{} {{\n    \"<tool_call>\" => \"\\n\" call \"\\n</tool_call>\"{more},\n}}",
-                self.dispatch(true, &[])
-            )
-        };
+        let root = self.triggered(
+            "<tool_call>",
+            "\"\\n\" call \"\\n</tool_call>\"",
+            "\"<tool_call>\\n\" call \"\\n</tool_call>\"",
+            Some("\"\\n\" "),
+        );
         self.with_calls(root, |tool, args| {
             Self::json_call(tool, "arguments", args, "}")
         })
@@ -496,23 +511,12 @@ impl Writer<'_> {
     }
 
     fn llama3_function(&self) -> Vec<(&'static str, String)> {
-        let think = self.think();
-        let one = "\"<function=\" call \"</function>\"";
-        let root = if self.tools.is_empty() {
-            format!("{think}{} {{}}", self.dispatch(false, &["<function="]))
-        } else if self.must_call {
-            format!("{think}{}", self.repeated(one, ""))
-        } else {
-            let more = if self.options.parallel_calls {
-                format!(" ({one})*")
-            } else {
-                String::new()
-            };
-            format!(
-                "{think}{} {{\n    \"<function=\" => call \"</function>\"{more},\n}}",
-                self.dispatch(true, &[])
-            )
-        };
+        let root = self.triggered(
+            "<function=",
+            "call \"</function>\"",
+            "\"<function=\" call \"</function>\"",
+            Some(""),
+        );
         self.with_calls(root, |tool, args| {
             format!("{} {args}", literal(&format!("{}>", tool.name)))
         })
@@ -545,23 +549,13 @@ impl Writer<'_> {
     }
 
     fn deepseek(&self) -> Vec<(&'static str, String)> {
-        let think = self.think();
         let begin = "<｜tool▁calls▁begin｜>";
         let calls = format!(
             "{} \"<｜tool▁calls▁end｜>\"",
             self.repeated("call", "\"\\n\" ")
         );
-        let root = if self.tools.is_empty() {
-            format!("{think}{} {{}}", self.dispatch(false, &[begin]))
-        } else if self.must_call {
-            format!("{think}{} {calls}", literal(begin))
-        } else {
-            format!(
-                "{think}{} {{\n    {} => {calls},\n}}",
-                self.dispatch(true, &[]),
-                literal(begin)
-            )
-        };
+        let one = format!("{} {calls}", literal(begin));
+        let root = self.triggered(begin, &calls, &one, None);
         self.with_calls(root, |tool, args| {
             format!(
                 "{} {args} {}",
