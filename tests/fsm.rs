@@ -9,13 +9,18 @@ use common::{CORPUS, LIBRARY, compile, fsm_as_ir, library, random_grammar, same_
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize;
-use xg_compiler::{Budget, fsm, ir};
+use xg_compiler::{Budget, CompileCache, Diagnostics, Sources, fsm, ir, pipeline};
+
+/// One compile cache for every test: automata built for one grammar are
+/// relabelled into others, which must not change their language.
+static CACHE: std::sync::LazyLock<CompileCache> = std::sync::LazyLock::new(CompileCache::default);
 
 fn check_automata(source: &str, seed: u64) -> Result<(), TestCaseError> {
     let original = compile(source);
     let automata = fsm::build(
         &normalize::normalize(original.clone()),
         &Budget::unlimited(),
+        &CACHE,
     )
     .unwrap();
     for rule in &automata.rules {
@@ -120,6 +125,7 @@ fn automata_are_minimal_and_deterministic() {
     let grammar = fsm::build(
         &normalize::normalize(compile(r#"root ::= "a"* "b" | "a"* "c""#)),
         &Budget::unlimited(),
+        &CACHE,
     )
     .unwrap();
     let fsm = root_fsm(&grammar);
@@ -129,6 +135,7 @@ fn automata_are_minimal_and_deterministic() {
     let json = fsm::build(
         &normalize::normalize(compile(&library()[0])),
         &Budget::unlimited(),
+        &CACHE,
     )
     .unwrap();
     for rule in &json.rules {
@@ -141,7 +148,12 @@ fn automata_are_minimal_and_deterministic() {
 #[test]
 fn huge_repetitions_stay_small_and_exact() {
     let source = "root ::= [a-z]{0,100000}";
-    let grammar = fsm::build(&normalize::normalize(compile(source)), &Budget::unlimited()).unwrap();
+    let grammar = fsm::build(
+        &normalize::normalize(compile(source)),
+        &Budget::unlimited(),
+        &CACHE,
+    )
+    .unwrap();
     let nodes = node_count(&grammar);
     assert!(nodes <= 4, "{nodes} nodes");
     let counted = root_fsm(&grammar)
@@ -159,6 +171,7 @@ fn huge_repetitions_stay_small_and_exact() {
     let grammar = fsm::build(
         &normalize::normalize(compile("root ::= [a-z]{0,300}")),
         &Budget::unlimited(),
+        &CACHE,
     )
     .unwrap();
     let rewritten = fsm_as_ir(&grammar);
@@ -187,8 +200,14 @@ fn ir_helper_sanity() {
     // The rewriting helper itself: a grammar's automata rewritten as rules
     // accept what the grammar does on a hand-picked case.
     let original: ir::Grammar = compile(r#"root ::= "x" [0-9]{2}"#);
-    let rewritten =
-        fsm_as_ir(&fsm::build(&normalize::normalize(original), &Budget::unlimited()).unwrap());
+    let rewritten = fsm_as_ir(
+        &fsm::build(
+            &normalize::normalize(original),
+            &Budget::unlimited(),
+            &CACHE,
+        )
+        .unwrap(),
+    );
     assert!(recognizes(&rewritten, &Symbol::text("x12"), Mode::Complete));
     assert!(!recognizes(&rewritten, &Symbol::text("x1"), Mode::Complete));
 }
@@ -208,7 +227,12 @@ proptest! {
 fn nested_repetitions_do_not_explode() {
     // 8^6 copies if expanded naively.
     let source = r#"root ::= (((((("ab" [0-9]){8}){8}){8}){8}){8}){8}"#;
-    let grammar = fsm::build(&normalize::normalize(compile(source)), &Budget::unlimited()).unwrap();
+    let grammar = fsm::build(
+        &normalize::normalize(compile(source)),
+        &Budget::unlimited(),
+        &CACHE,
+    )
+    .unwrap();
     let nodes = node_count(&grammar);
     assert!(nodes < 5_000, "{nodes} nodes");
     let rewritten = fsm_as_ir(&grammar);
@@ -222,4 +246,55 @@ fn nested_repetitions_do_not_explode() {
         &Symbol::text("ab1ac"),
         Mode::Prefix
     ));
+}
+
+/// The compiled form of `source` (automata numbered canonically, hashes,
+/// tables) with automata from `cache`.
+fn compiled_with(source: &str, cache: &CompileCache) -> (fsm::Grammar, Vec<u64>, String) {
+    let mut sources = Sources::new();
+    let file = sources.add("test.xg", source, None);
+    let mut diagnostics = Diagnostics::new();
+    let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
+    let compiled =
+        pipeline::compile_tree(&tree, &Budget::unlimited(), cache, &mut diagnostics).unwrap();
+    let hashes = compiled.hashes.iter().map(|h| h.rule).collect();
+    (compiled.automata, hashes, format!("{:?}", compiled.tables))
+}
+
+#[test]
+fn a_shared_compile_cache_changes_nothing() {
+    let grammars: Vec<String> = CORPUS
+        .iter()
+        .map(ToString::to_string)
+        .chain(library())
+        .collect();
+    let alone: Vec<_> = grammars
+        .iter()
+        .map(|g| compiled_with(g, &CompileCache::default()))
+        .collect();
+    // Forwards, then backwards: every grammar meets automata built for
+    // the others (the JSON rules, the dispatch arms, the small literals).
+    let shared = CompileCache::default();
+    for round in 0..2 {
+        let order: Vec<usize> = if round == 0 {
+            (0..grammars.len()).collect()
+        } else {
+            (0..grammars.len()).rev().collect()
+        };
+        for i in order {
+            assert!(
+                compiled_with(&grammars[i], &shared) == alone[i],
+                "grammar {i} compiles differently with a shared cache:\n{}",
+                grammars[i]
+            );
+        }
+    }
+    let stats = shared.stats();
+    assert!(stats.hits > stats.misses, "{stats:?}");
+    // A tiny bound evicts, and still changes nothing.
+    let tiny = CompileCache::new(4096);
+    for (grammar, expected) in grammars.iter().zip(&alone) {
+        assert!(compiled_with(grammar, &tiny) == *expected);
+    }
+    assert!(tiny.stats().evictions > 0 && tiny.stats().bytes <= 4096);
 }

@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use xg_compiler::hash::{self, RuleHash};
-use xg_compiler::{Budget, Diagnostics, Sources, fsm, ir, normalize, pipeline};
+use xg_compiler::{Budget, CompileCache, Diagnostics, Sources, fsm, ir, normalize, pipeline};
 
 struct Hashed {
     grammar: fsm::Grammar,
@@ -20,7 +20,12 @@ impl Hashed {
         let tree = pipeline::check(&mut sources, file, root, &mut diagnostics);
         let ir = tree.map(|tree| ir::lower(&tree));
         let ir = ir.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
-        let mut grammar = fsm::build(&normalize::normalize(ir), &Budget::unlimited()).unwrap();
+        let mut grammar = fsm::build(
+            &normalize::normalize(ir),
+            &Budget::unlimited(),
+            &CompileCache::default(),
+        )
+        .unwrap();
         let hashes = hash::hash(&mut grammar, &Budget::unlimited()).unwrap();
         Self { grammar, hashes }
     }

@@ -312,9 +312,19 @@ fn profile_one() {
     eprintln!("normalize {:?}", t.elapsed());
     let t = Instant::now();
     let repeat: u32 = std::env::var("XG_REPEAT").map_or(1, |r| r.parse().unwrap());
-    let mut automata = xg_compiler::fsm::build(&g, &Budget::unlimited()).unwrap();
+    let mut automata = xg_compiler::fsm::build(
+        &g,
+        &Budget::unlimited(),
+        &xg_compiler::CompileCache::default(),
+    )
+    .unwrap();
     for _ in 1..repeat {
-        automata = xg_compiler::fsm::build(&g, &Budget::unlimited()).unwrap();
+        automata = xg_compiler::fsm::build(
+            &g,
+            &Budget::unlimited(),
+            &xg_compiler::CompileCache::default(),
+        )
+        .unwrap();
     }
     eprintln!("fsm {:?}", t.elapsed() / repeat);
     let t = Instant::now();

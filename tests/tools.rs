@@ -13,7 +13,7 @@ use std::sync::Arc;
 use common::{DEEPSEEK_V3, MISTRAL_NEMO, REAL_TOKENIZERS, RealTokenizer, real_tokenizer};
 use serde_json::{Value, json};
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 /// The tools of every test: flat arguments, nested objects and arrays.
@@ -73,6 +73,7 @@ impl Model {
             &tools,
             options,
             &Limits::default(),
+            &CompileCache::default(),
             &mut sources,
             file,
             &mut diagnostics,
@@ -449,6 +450,7 @@ fn bad_tool_lists_are_errors_at_their_place() {
         &bad,
         &Options::new(Format::Qwen),
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,
@@ -474,6 +476,7 @@ fn bad_tool_lists_are_errors_at_their_place() {
             ..Options::new(Format::Qwen)
         },
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,
@@ -488,6 +491,7 @@ fn bad_tool_lists_are_errors_at_their_place() {
         &tools(),
         &Options::new(Format::Harmony),
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,

@@ -37,6 +37,7 @@
 //! ```
 
 pub mod budget;
+mod cache;
 mod diagnostic;
 pub mod fsm;
 pub mod hash;
@@ -55,6 +56,7 @@ pub mod tools;
 pub mod tree;
 
 pub use self::budget::{Budget, Exceeded, Limits};
+pub use self::cache::{CompileCache, CompileCacheStats, DEFAULT_COMPILE_CACHE_BYTES};
 pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};
 pub use self::source::{FileId, ImportTarget, Sources, Span};
 pub use self::stdlib::{EXAMPLES, get as std_text, paths as std_paths};

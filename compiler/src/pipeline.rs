@@ -12,6 +12,7 @@ use xg_runtime::Grammar;
 use xg_runtime::tables::Tables;
 
 use crate::budget::{Budget, Exceeded, Limits};
+use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
 use crate::source::{FileId, Sources, Span};
@@ -53,21 +54,28 @@ pub fn compile(
     diagnostics: &mut Diagnostics,
 ) -> Option<Compiled> {
     let tree = check(sources, entry, root, diagnostics)?;
-    compile_tree(&tree, &Budget::unlimited(), diagnostics)
+    compile_tree(
+        &tree,
+        &Budget::unlimited(),
+        &CompileCache::default(),
+        diagnostics,
+    )
 }
 
 /// Runs the stages after the front end on a checked tree (from `.xg` text
 /// or from another front end such as [`crate::json_schema`]) within
-/// `budget`; running out of it is an error at the root rule.
+/// `budget`, reusing and adding to the automata in `cache`; running out of
+/// the budget is an error at the root rule.
 pub fn compile_tree(
     tree: &tree::Grammar,
     budget: &Budget,
+    cache: &CompileCache,
     diagnostics: &mut Diagnostics,
 ) -> Option<Compiled> {
     let grammar = ir::lower(tree);
     let grammar = normalize::normalize(grammar);
     let stages = || -> Result<Compiled, Exceeded> {
-        let mut automata = fsm::build(&grammar, budget)?;
+        let mut automata = fsm::build(&grammar, budget, cache)?;
         let hashes = hash::hash(&mut automata, budget)?;
         let tables = tables::build(&automata, &hashes);
         Ok(Compiled {
@@ -118,7 +126,7 @@ pub fn json_schema(
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
     let tree = json_schema::check(schema, options, &budget, sources, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, &CompileCache::default(), diagnostics)?;
     runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
 }
 
@@ -133,7 +141,12 @@ pub fn regex(
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let tree = regex::check(pattern, options, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &Budget::new(limits.clone()), diagnostics)?;
+    let compiled = compile_tree(
+        &tree,
+        &Budget::new(limits.clone()),
+        &CompileCache::default(),
+        diagnostics,
+    )?;
     runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
 }
 
@@ -152,7 +165,7 @@ pub fn structural_tag(
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
     let tree = structural_tag::check(tag, vocabulary, &budget, sources, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, &CompileCache::default(), diagnostics)?;
     runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
 }
 
@@ -181,13 +194,16 @@ fn runtime_grammar(
 /// `limits`. The grammar is `.xg` text on the standard library's format
 /// files ([`tools::to_xg`]), added to `sources` as a file of its own;
 /// formats that name special tokens (Mistral, Harmony) need the
-/// vocabulary set on `sources`. Errors in the tool list name its JSON
+/// vocabulary set on `sources`. Automata of argument rules compiled by
+/// earlier requests with the same `cache` are reused, so a request costs
+/// little more than its new tools. Errors in the tool list name its JSON
 /// pointer and point at it; errors in a schema point into the generated
 /// text. `None` if there were errors.
 pub fn tools(
     tools_json: &serde_json::Value,
     options: &tools::Options,
     limits: &Limits,
+    cache: &CompileCache,
     sources: &mut Sources,
     file: FileId,
     diagnostics: &mut Diagnostics,
@@ -212,6 +228,6 @@ pub fn tools(
     let generated = sources.add(name, text, None);
     let budget = Budget::new(limits.clone());
     let tree = check(sources, generated, "root", diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
     runtime_grammar(compiled, Span::new(generated, 0, 0), diagnostics)
 }

@@ -407,6 +407,128 @@ fn bench_maskbench_runs_llguidance_side_by_side() {
     assert!(stdout.contains("time as a multiple of xg's"), "{stdout}");
 }
 
+/// The vendored Qwen3 tokenizer, unpacked into a directory of its own
+/// (one per `tag`: tests run at once).
+fn qwen3_tokenizer(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xg-qwen3-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let path = dir.join("tokenizer.json");
+    let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/tokenizers/qwen3");
+    let gzipped = std::fs::File::open(data.join("tokenizer.json.gz")).expect("vendored tokenizer");
+    let mut json = Vec::new();
+    std::io::Read::read_to_end(&mut flate2::read::GzDecoder::new(gzipped), &mut json)
+        .expect("gzip");
+    std::fs::write(&path, json).expect("write");
+    path
+}
+
+/// Two BFCL-style MaskBench files: three tools, a valid call of each (in
+/// a directory per `tag`).
+fn bfcl_files(tag: &str) -> PathBuf {
+    let dir = std::env::temp_dir().join(format!("xg-bfcl-{tag}-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let weather = serde_json::json!({"type": "object",
+        "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
+        "required": ["city"]});
+    let time = serde_json::json!({"type": "object",
+        "properties": {"zone": {"enum": ["UTC", "CET"]}}, "required": ["zone"]});
+    let files = [
+        (
+            "BFCL_a.json",
+            serde_json::json!({
+                "schema": {"anyOf": [
+                    {"type": "object", "properties": {"get_weather": weather}, "required": ["get_weather"]},
+                    {"type": "object", "properties": {"get_time": time}, "required": ["get_time"]}]},
+                "tests": [{"data": {"get_weather": {"city": "Oslo", "days": 2}}, "valid": true},
+                          {"data": {"get_time": {"zone": "CET"}}, "valid": true}]
+            }),
+        ),
+        (
+            "BFCL_b.json",
+            serde_json::json!({
+                "schema": {"type": "object", "properties": {"search": {"type": "object",
+                    "properties": {"query": {"type": "string"}}, "required": ["query"]}},
+                    "required": ["search"]},
+                "tests": [{"data": {"search": {"query": "café \"au lait\""}}, "valid": true}]
+            }),
+        ),
+    ];
+    for (name, document) in files {
+        std::fs::write(dir.join(name), document.to_string()).expect("write");
+    }
+    dir
+}
+
+/// Runs `xg bench tools` on the BFCL files with `engine`; its stdout and
+/// results.
+fn bench_tools(engine: &str) -> (String, Vec<serde_json::Value>) {
+    let tokenizer = qwen3_tokenizer(engine);
+    let files = bfcl_files(engine);
+    let out = files.join(format!("tools-{engine}.jsonl"));
+    let output = xg(&[
+        "bench",
+        "tools",
+        "--tokenizer",
+        tokenizer.to_str().unwrap(),
+        "--engine",
+        engine,
+        "--tools",
+        "1,3",
+        "--requests",
+        "3",
+        "--out",
+        out.to_str().unwrap(),
+        files.to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+    assert!(
+        output.status.success(),
+        "{stdout}{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    let results = std::fs::read_to_string(&out)
+        .expect("results")
+        .lines()
+        .map(|line| serde_json::from_str(line).expect("JSON lines"))
+        .collect();
+    (stdout, results)
+}
+
+/// Checks one engine's tool-calling results: every request compiled and
+/// its turn accepted, token by token.
+fn check_tool_results(results: &[serde_json::Value], engine: &str) {
+    let mine: Vec<&serde_json::Value> = results.iter().filter(|r| r["engine"] == engine).collect();
+    assert_eq!(mine.len(), 6, "{results:?}");
+    for result in mine {
+        assert_eq!(result["accepted"], true, "{result}");
+        assert!(result["compile_us"].as_f64().is_some_and(|us| us > 0.0));
+        assert!(result["token_us"].as_array().is_some_and(|t| t.len() > 10));
+    }
+}
+
+#[test]
+fn bench_tools_compiles_requests_and_accepts_their_turns() {
+    let (stdout, results) = bench_tools("xg");
+    check_tool_results(&results, "xg");
+    assert!(stdout.contains("3 tools from the BFCL files"), "{stdout}");
+    // The second request reuses automata of the first.
+    let xg_rows: Vec<&str> = stdout
+        .lines()
+        .filter(|l| l.trim_start().starts_with("xg"))
+        .collect();
+    assert_eq!(xg_rows.len(), 2, "{stdout}");
+    assert!(xg_rows.iter().all(|row| row.contains("3/3")), "{stdout}");
+}
+
+#[cfg(feature = "llguidance")]
+#[test]
+fn bench_tools_runs_llguidance_side_by_side() {
+    let (stdout, results) = bench_tools("all");
+    check_tool_results(&results, "xg");
+    check_tool_results(&results, "llguidance");
+    assert!(stdout.contains("llguidance"), "{stdout}");
+}
+
 #[test]
 fn compile_writes_a_bundle_that_inspect_describes_and_trace_uses() {
     let grammar = temp_grammar(

@@ -17,6 +17,12 @@
 //! A rule whose automaton would grow past the budget when determinized keeps
 //! its epsilon-free nondeterministic automaton; the matcher handles both.
 //!
+//! An automaton depends only on its rule's body up to which rules the body
+//! refers to, so it is built for the body with references numbered in
+//! order of appearance, kept in a [`CompileCache`], and relabelled with the
+//! rule's real references: a body seen before — in this grammar, or in an
+//! earlier one compiled with the same cache — is not built again.
+//!
 //! # Overview
 //!
 //! - [`Grammar`]: rule bodies ([`Body`]: an [`Fsm`] or a dispatch), lookahead
@@ -32,6 +38,7 @@ use std::fmt;
 use xg_runtime::{RuleId, TokenId};
 
 use crate::budget::{Budget, Exceeded};
+use crate::cache::{Automaton, CompileCache};
 use crate::ir;
 
 /// A grammar as automata, ready for hashing and tables.
@@ -203,8 +210,13 @@ impl fmt::Display for Label {
 }
 
 /// Builds the automata of a normalized grammar (see the module docs),
-/// checking `budget` before each rule.
-pub fn build(grammar: &ir::Grammar, budget: &Budget) -> Result<Grammar, Exceeded> {
+/// checking `budget` before each rule; automata built before are taken
+/// from `cache`, new ones added to it.
+pub fn build(
+    grammar: &ir::Grammar,
+    budget: &Budget,
+    cache: &CompileCache,
+) -> Result<Grammar, Exceeded> {
     let mut token_sets = Vec::new();
     let rules = grammar
         .rules
@@ -232,7 +244,7 @@ pub fn build(grammar: &ir::Grammar, budget: &Budget) -> Result<Grammar, Exceeded
                     repeat: dispatch.repeat,
                     exclude: dispatch.exclude.clone(),
                 }),
-                expr => Body::Automaton(automaton(expr, &mut token_sets)),
+                expr => Body::Automaton(automaton(expr, &mut token_sets, cache)),
             };
             Ok(Rule {
                 name: rule.name.clone(),
@@ -240,7 +252,7 @@ pub fn build(grammar: &ir::Grammar, budget: &Budget) -> Result<Grammar, Exceeded
                 lookahead: rule
                     .lookahead
                     .as_ref()
-                    .map(|la| automaton(la, &mut token_sets)),
+                    .map(|la| automaton(la, &mut token_sets, cache)),
             })
         })
         .collect::<Result<_, _>>()?;
@@ -265,11 +277,99 @@ fn arm_rule(arm: &ir::Expr) -> RuleId {
     }
 }
 
-/// The minimal (or, past the budget, epsilon-free) automaton of `expr`.
-fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>) -> Fsm {
-    let nfa = thompson::build(expr, token_sets);
-    match determinize::determinize(&nfa) {
-        Some(dfa) => minimize::minimize(&dfa),
-        None => nfa,
+/// The minimal (or, past the budget, epsilon-free) automaton of `expr`,
+/// from `cache` if it holds the automaton of a body equal up to references.
+/// Token sets its edges use are added to `token_sets` (equal sets shared).
+fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>, cache: &CompileCache) -> Fsm {
+    let mut references = References::default();
+    let key = references.number(expr);
+    let built = cache.automaton(key, |key| {
+        let mut local_sets = Vec::new();
+        let nfa = thompson::build(key, &mut local_sets);
+        let fsm = match determinize::determinize(&nfa) {
+            Some(dfa) => minimize::minimize(&dfa),
+            None => nfa,
+        };
+        Automaton {
+            fsm,
+            token_sets: local_sets,
+        }
+    });
+    let sets: Vec<u32> = built
+        .token_sets
+        .iter()
+        .map(|set| {
+            let index = match token_sets.iter().position(|s| s == set) {
+                Some(index) => index,
+                None => {
+                    token_sets.push(set.clone());
+                    token_sets.len() - 1
+                }
+            };
+            u32::try_from(index).expect("token sets stay below 2^32")
+        })
+        .collect();
+    let relabel = |label: Label| match label {
+        Label::Rule(local) => Label::Rule(references.rules[local.as_usize()]),
+        Label::Repeat { rule, min, max } => Label::Repeat {
+            rule: references.rules[rule.as_usize()],
+            min,
+            max,
+        },
+        Label::Tokens(local) => Label::Tokens(sets[local as usize]),
+        label @ (Label::Bytes { .. } | Label::Epsilon) => label,
+    };
+    let mut fsm = built.fsm.clone();
+    for node in &mut fsm.nodes {
+        for edge in &mut node.edges {
+            edge.label = relabel(edge.label);
+        }
+        // Edges are sorted by label; real rule ids need not keep the order
+        // of the local ones.
+        node.edges.sort_unstable();
+    }
+    fsm
+}
+
+/// The rules a body refers to, numbered in order of first appearance.
+#[derive(Default)]
+struct References {
+    rules: Vec<RuleId>,
+    index: rustc_hash::FxHashMap<RuleId, RuleId>,
+}
+
+impl References {
+    /// The local number of `rule`.
+    fn local(&mut self, rule: RuleId) -> RuleId {
+        *self.index.entry(rule).or_insert_with(|| {
+            self.rules.push(rule);
+            RuleId::new(self.rules.len() - 1).expect("fewer references than rules")
+        })
+    }
+
+    /// `expr` with each rule it refers to replaced by its local number.
+    fn number(&mut self, expr: &ir::Expr) -> ir::Expr {
+        match expr {
+            ir::Expr::Ref(rule) => ir::Expr::Ref(self.local(*rule)),
+            ir::Expr::RepeatRule { rule, min, max } => ir::Expr::RepeatRule {
+                rule: self.local(*rule),
+                min: *min,
+                max: *max,
+            },
+            ir::Expr::Sequence(items) => {
+                ir::Expr::Sequence(items.iter().map(|item| self.number(item)).collect())
+            }
+            ir::Expr::Choice(items) => {
+                ir::Expr::Choice(items.iter().map(|item| self.number(item)).collect())
+            }
+            ir::Expr::Repeat { expr, min, max } => ir::Expr::Repeat {
+                expr: Box::new(self.number(expr)),
+                min: *min,
+                max: *max,
+            },
+            // Dispatches nested in a body match nothing (`normalize` gives
+            // each its own rule), and the rest refers to no rule.
+            other => other.clone(),
+        }
     }
 }

@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 /// The main job's flags (all optional).
@@ -180,6 +180,7 @@ fn default_grammar(vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar>
         &tools,
         &options,
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,

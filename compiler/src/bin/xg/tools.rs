@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use xg_compiler::tools::{self, Format, Options, Reasoning, ToolChoice};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
 
 use crate::trace::Model;
 
@@ -150,6 +150,7 @@ fn compile(
         value,
         options,
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,

@@ -8,6 +8,12 @@
 //! benchmark does), `TopLevelGrammar::from_json_schema` and its `Matcher`.
 //! Both compile the same compact layout (`,` and `:`, no whitespace) and
 //! both are lenient (unsupported keywords do not fail the compile).
+//!
+//! For tool calling (`xg bench tools`), xg compiles the request's tool list
+//! with `pipeline::tools` and one compile cache for the run (as a server
+//! keeps one); LLGuidance gets the same turn written in its Lark dialect —
+//! the format's special tokens as tokens, free text as a lexeme, each
+//! tool's arguments as `%json` — compiled by the same `ParserFactory`.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -15,7 +21,8 @@ use std::time::Duration;
 use anyhow::Result;
 use serde_json::Value;
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
-use xg_compiler::{Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_compiler::tools::{self, Format};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 /// A structured-generation engine under test.
@@ -24,6 +31,25 @@ pub(crate) trait Engine: Sync {
     fn name(&self) -> &'static str;
     /// Compiles `schema`, giving up after `timeout` where the engine can.
     fn compile(&self, schema: &Value, timeout: Duration) -> Result<Box<dyn Compiled>, String>;
+    /// Compiles the grammar of a turn in `format` offering `tools` (an
+    /// OpenAI-style tool list; default options: reasoning allowed, any
+    /// number of calls).
+    fn compile_tools(&self, tools: &Value, format: Format) -> Result<Box<dyn Compiled>, String>;
+    /// What the engine's caches reused so far, if it says.
+    fn reuse(&self) -> Option<Reuse>;
+}
+
+/// Cumulative reuse counters of an engine's caches.
+#[derive(Clone, Copy, Debug, Default)]
+pub(crate) struct Reuse {
+    /// Rule automata taken from the compile cache.
+    pub automata_reused: u64,
+    /// Rule automata built.
+    pub automata_built: u64,
+    /// Mask-cache lookups served by entries built before.
+    pub masks_reused: u64,
+    /// Mask-cache entries built.
+    pub masks_built: u64,
 }
 
 /// A compiled grammar.
@@ -44,15 +70,37 @@ pub(crate) trait TokenMatcher {
     fn accepting(&mut self) -> bool;
 }
 
-/// xg with the model's vocabulary.
+/// xg with the model's vocabulary, and a compile cache for request-time
+/// tool lists.
 pub(crate) struct Xg {
     vocabulary: Arc<Vocabulary>,
+    compile_cache: CompileCache,
 }
 
 impl Xg {
     pub(crate) fn new(vocabulary: Vocabulary) -> Self {
         Self {
             vocabulary: Arc::new(vocabulary),
+            compile_cache: CompileCache::default(),
+        }
+    }
+
+    fn compiled(
+        &self,
+        grammar: Option<Grammar>,
+        diagnostics: &Diagnostics,
+    ) -> Result<Box<dyn Compiled>, String> {
+        match grammar {
+            Some(grammar) => Ok(Box::new(XgCompiled {
+                grammar: Arc::new(grammar),
+                vocabulary: Arc::clone(&self.vocabulary),
+            })),
+            None => Err(diagnostics
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .map(|d| d.message.clone())
+                .collect::<Vec<_>>()
+                .join("; ")),
         }
     }
 }
@@ -76,18 +124,37 @@ impl Engine for Xg {
         let mut sources = Sources::new();
         let file = sources.add("schema.json", schema.to_string(), None);
         let mut diagnostics = Diagnostics::new();
-        match pipeline::json_schema(schema, &options, &limits, &sources, file, &mut diagnostics) {
-            Some(grammar) => Ok(Box::new(XgCompiled {
-                grammar: Arc::new(grammar),
-                vocabulary: Arc::clone(&self.vocabulary),
-            })),
-            None => Err(diagnostics
-                .iter()
-                .filter(|d| d.severity == Severity::Error)
-                .map(|d| d.message.clone())
-                .collect::<Vec<_>>()
-                .join("; ")),
-        }
+        let grammar =
+            pipeline::json_schema(schema, &options, &limits, &sources, file, &mut diagnostics);
+        self.compiled(grammar, &diagnostics)
+    }
+
+    fn compile_tools(&self, list: &Value, format: Format) -> Result<Box<dyn Compiled>, String> {
+        let mut sources = Sources::new();
+        sources.set_vocabulary(Arc::clone(&self.vocabulary));
+        let file = sources.add("tools.json", list.to_string(), None);
+        let mut diagnostics = Diagnostics::new();
+        let grammar = pipeline::tools(
+            list,
+            &tools::Options::new(format),
+            &Limits::default(),
+            &self.compile_cache,
+            &mut sources,
+            file,
+            &mut diagnostics,
+        );
+        self.compiled(grammar, &diagnostics)
+    }
+
+    fn reuse(&self) -> Option<Reuse> {
+        let automata = self.compile_cache.stats();
+        let masks = self.vocabulary.mask_cache().stats();
+        Some(Reuse {
+            automata_reused: automata.hits,
+            automata_built: automata.misses,
+            masks_reused: masks.hits + masks.partial_hits,
+            masks_built: masks.misses,
+        })
     }
 }
 
@@ -140,12 +207,13 @@ impl TokenMatcher for XgMatcher {
 /// LLGuidance, when `xg` is built with the `llguidance` feature.
 #[cfg(feature = "llguidance")]
 pub(crate) mod llguidance_engine {
-    use super::{Compiled, Engine, Result, TokenMatcher, Value};
+    use super::{Compiled, Engine, Format, Result, Reuse, TokenMatcher, Value, tools};
     use anyhow::Context as _;
     use llguidance::api::TopLevelGrammar;
     use llguidance::earley::SlicedBiasComputer;
     use llguidance::toktrie::{InferenceCapabilities, SimpleVob};
     use llguidance::{Matcher, ParserFactory, TokenParser};
+    use std::fmt::Write as _;
     use std::path::Path;
     use std::time::Duration;
 
@@ -190,12 +258,65 @@ pub(crate) mod llguidance_engine {
                 );
             }
             let grammar = TopLevelGrammar::from_json_schema(schema);
+            self.parser(grammar)
+        }
+
+        fn compile_tools(&self, list: &Value, format: Format) -> Result<Box<dyn Compiled>, String> {
+            self.parser(TopLevelGrammar::from_lark(lark(list, format)?))
+        }
+
+        fn reuse(&self) -> Option<Reuse> {
+            None
+        }
+    }
+
+    impl Llguidance {
+        fn parser(&self, grammar: TopLevelGrammar) -> Result<Box<dyn Compiled>, String> {
             let parser = self
                 .factory
                 .create_parser(grammar)
                 .map_err(|e| e.to_string())?;
             Ok(Box::new(LlgCompiled { parser }))
         }
+    }
+
+    /// The turn `xg tools` compiles for `format` (default options), in
+    /// LLGuidance's Lark: an optional `<think>` block, free text, then
+    /// calls, each a tool's name and `%json` arguments. Only the Qwen
+    /// format is written; its tags are special tokens in LLGuidance's
+    /// view of the vocabulary (added tokens of the form `<…>`).
+    fn lark(list: &Value, format: Format) -> Result<String, String> {
+        if format != Format::Qwen {
+            return Err(format!(
+                "the LLGuidance side is written for the qwen format, not {format}"
+            ));
+        }
+        let listed = tools::parse(list).map_err(|errors| {
+            errors
+                .iter()
+                .map(|e| format!("{}: {}", e.pointer, e.message))
+                .collect::<Vec<_>>()
+                .join("; ")
+        })?;
+        let quote = |text: &str| Value::String(text.to_string()).to_string();
+        let mut lark = String::from(
+            "%llguidance {}\n\
+             start: think? TEXT? calls?\n\
+             think: <think> THOUGHT? </think> WS?\n\
+             calls: call (\"\\n\" call)*\n\
+             call: <tool_call> \"\\n\" body \"\\n\" </tool_call>\n\
+             THOUGHT: /(.|\\n)+/\n\
+             TEXT: /(.|\\n)+/\n\
+             WS: /[ \\t\\n\\r]+/\n",
+        );
+        let bodies: Vec<String> = (0..listed.len()).map(|i| format!("call_{i}")).collect();
+        let _ = writeln!(lark, "body: {}", bodies.join(" | "));
+        for (i, tool) in listed.iter().enumerate() {
+            let head = format!("{{\"name\": \"{}\", \"arguments\": ", tool.name);
+            let _ = writeln!(lark, "call_{i}: {} args_{i} \"}}\"", quote(&head));
+            let _ = writeln!(lark, "args_{i}: %json {}", tool.parameters);
+        }
+        Ok(lark)
     }
 
     struct LlgCompiled {

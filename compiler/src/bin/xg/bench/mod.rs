@@ -119,7 +119,7 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
-    let engines = engines(args)?;
+    let engines = engines(&args.tokenizer, args.engine, &[])?;
     let timeout = Duration::from_millis(args.timeout_ms);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))
@@ -165,25 +165,26 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     Ok(true)
 }
 
-/// The engines to run.
-fn engines(args: &MaskbenchArgs) -> Result<Vec<Box<dyn Engine>>> {
+/// The engines `choice` names, for the model's `tokenizer` (xg's stop set
+/// extended by `stop`).
+fn engines(tokenizer: &Path, choice: EngineChoice, stop: &[u32]) -> Result<Vec<Box<dyn Engine>>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
-    if matches!(args.engine, EngineChoice::Xg | EngineChoice::All) {
+    if matches!(choice, EngineChoice::Xg | EngineChoice::All) {
         let model = crate::trace::Model {
-            tokenizer: &args.tokenizer,
+            tokenizer,
             config: None,
-            stop: &[],
+            stop,
         };
         engines.push(Box::new(Xg::new(model.load()?.0)));
     }
-    if matches!(args.engine, EngineChoice::Llguidance | EngineChoice::All) {
+    if matches!(choice, EngineChoice::Llguidance | EngineChoice::All) {
         #[cfg(feature = "llguidance")]
         engines.push(Box::new(engines::llguidance_engine::Llguidance::new(
-            &args.tokenizer,
+            tokenizer,
         )?));
         #[cfg(not(feature = "llguidance"))]
         {
-            if args.engine == EngineChoice::Llguidance {
+            if choice == EngineChoice::Llguidance {
                 bail!("this xg was built without LLGuidance: build with `--features llguidance`");
             }
             eprintln!(

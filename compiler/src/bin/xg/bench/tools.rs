@@ -3,25 +3,26 @@
 //! each valid test a call); every request offers N of them — consecutive
 //! requests share most of their tools, as a server's do — and its output
 //! is a realistic turn in the format (text, then one call with the
-//! arguments of a BFCL test). Per request: the compile time, the time to
-//! first mask, and "fill the mask, check the token, commit it" per token;
-//! and the vocabulary's mask-cache counters, which show the argument
-//! rules' entries shared across requests.
+//! arguments of a BFCL test). Per engine and request: the compile time,
+//! the time to first mask, and "fill the mask, check the token, commit it"
+//! per token (the last step: fill the mask, check the turn may end); and
+//! xg's cache counters — the compile cache (automata of argument rules
+//! compiled by earlier requests) and the vocabulary's mask cache (their
+//! token-mask entries).
 
 use std::collections::BTreeMap;
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::PathBuf;
-use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
-use xg_compiler::tools::{Format, Options};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
-use xg_runtime::{Matcher, TokenId, Vocabulary};
+use xg_compiler::tools::Format;
 
+use super::EngineChoice;
+use super::engines::{Engine, Reuse};
 use super::summary::percentile;
 
 /// `xg bench tools`'s options.
@@ -31,9 +32,13 @@ pub(crate) struct ToolsArgs {
     /// format).
     #[arg(long)]
     tokenizer: PathBuf,
-    /// The tool-calling format (`xg tools --format`).
+    /// The tool-calling format (`xg tools --format`); LLGuidance runs the
+    /// qwen format only.
     #[arg(long, default_value = "qwen")]
     format: String,
+    /// Which engines to run.
+    #[arg(long, value_enum, default_value_t = EngineChoice::All)]
+    engine: EngineChoice,
     /// How many tools each request offers; one run per count.
     #[arg(long, value_delimiter = ',', default_value = "1,10,100")]
     tools: Vec<usize>,
@@ -74,12 +79,7 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
     let files = super::expand(&args.files)?;
     let largest = args.tools.iter().copied().max().unwrap_or(1);
     let (pool, distinct) = pool_of(&files, largest)?;
-    let model = crate::trace::Model {
-        tokenizer: &args.tokenizer,
-        config: None,
-        stop: &args.stop,
-    };
-    let vocabulary = Arc::new(model.load()?.0);
+    let engines = super::engines(&args.tokenizer, args.engine, &args.stop)?;
     let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
@@ -94,7 +94,8 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
         args.requests
     );
     println!(
-        "{:>6} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}  {:>8} {:>9}",
+        "{:>10} {:>6} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}  {:>8} {:>9} {:>9}",
+        "engine",
         "tools",
         "compile p50",
         "TTFM p50",
@@ -103,69 +104,110 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
         "tok mean",
         "tok max",
         "accepted",
-        "cache hit"
+        "automata",
+        "masks"
     );
     let mut all_accepted = true;
     for &count in &args.tools {
         let count = count.clamp(1, pool.len());
-        let before = vocabulary.mask_cache().stats();
-        let mut requests = Vec::new();
-        for r in 0..args.requests {
-            // A window sliding by a quarter of its width: neighbours share
-            // three quarters of their tools.
-            let start = (r * count.div_ceil(4)) % pool.len();
-            let offered: Vec<&Tool> = (0..count)
-                .map(|i| &pool[(start + i) % pool.len()])
-                .collect();
-            let called = offered[r % offered.len()];
-            let request = bench_request(&offered, called, format, &vocabulary, &tokenizer)?;
-            writeln!(
-                out,
-                "{}",
-                json!({"engine": "xg", "format": format.name(), "tools": count, "request": r,
-                       "compile_us": request.compile_us, "ttfm_us": request.ttfm_us,
-                       "token_us": request.token_us, "accepted": request.accepted})
-            )?;
-            requests.push(request);
+        for engine in &engines {
+            let before = engine.reuse();
+            let mut requests = Vec::new();
+            for r in 0..args.requests {
+                // A window sliding by a quarter of its width: neighbours
+                // share three quarters of their tools.
+                let start = (r * count.div_ceil(4)) % pool.len();
+                let offered: Vec<&Tool> = (0..count)
+                    .map(|i| &pool[(start + i) % pool.len()])
+                    .collect();
+                let called = offered[r % offered.len()];
+                let request =
+                    match bench_request(engine.as_ref(), &offered, called, format, &tokenizer) {
+                        Ok(request) => request,
+                        Err(error) => {
+                            println!("{:>10} {count:>6}  {error:#}", engine.name());
+                            all_accepted = false;
+                            break;
+                        }
+                    };
+                writeln!(
+                    out,
+                    "{}",
+                    json!({"engine": engine.name(), "format": format.name(), "tools": count,
+                           "request": r, "compile_us": request.compile_us,
+                           "ttfm_us": request.ttfm_us, "token_us": request.token_us,
+                           "accepted": request.accepted})
+                )?;
+                requests.push(request);
+            }
+            if !requests.is_empty() {
+                all_accepted &= requests.iter().all(|r| r.accepted);
+                let reused = engine
+                    .reuse()
+                    .zip(before)
+                    .map(|(after, before)| reuse_rates(&after, &before));
+                println!("{}", row(engine.name(), &requests, reused));
+            }
         }
-        let after = vocabulary.mask_cache().stats();
-        let hits = (after.hits + after.partial_hits) - (before.hits + before.partial_hits);
-        let lookups = hits + after.misses - before.misses;
-        let mut compile: Vec<f64> = requests.iter().map(|r| r.compile_us).collect();
-        let mut ttfm: Vec<f64> = requests.iter().map(|r| r.ttfm_us).collect();
-        let mut tokens: Vec<f64> = requests.iter().flat_map(|r| r.token_us.clone()).collect();
-        compile.sort_by(f64::total_cmp);
-        ttfm.sort_by(f64::total_cmp);
-        tokens.sort_by(f64::total_cmp);
-        let accepted = requests.iter().filter(|r| r.accepted).count();
-        all_accepted &= accepted == requests.len();
-        #[allow(clippy::cast_precision_loss, reason = "counts stay far below 2^52")]
-        let (mean, rate) = (
-            tokens.iter().sum::<f64>() / tokens.len().max(1) as f64,
-            100.0 * hits as f64 / lookups.max(1) as f64,
-        );
-        println!(
-            "{:>6} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}  {:>4}/{:<3} {:>8.1}%",
-            requests[0].tools,
-            ms(percentile(&compile, 500)),
-            ms(percentile(&ttfm, 500)),
-            us(percentile(&tokens, 500)),
-            us(percentile(&tokens, 990)),
-            us(mean),
-            us(percentile(&tokens, 1000)),
-            accepted,
-            requests.len(),
-            rate
-        );
     }
     out.flush()?;
     println!(
         "\ncompile: tool list to runtime grammar; TTFM: compile and the first mask; \
-         tok: fill the mask, check and commit one token; cache hit: mask-cache lookups \
-         served by entries of earlier requests or steps.\nresults: {}",
+         tok: fill the mask, check and commit one token; automata: rule automata reused \
+         from xg's compile cache (earlier requests, or equal rules of the same one); \
+         masks: xg's mask-cache lookups served by entries of earlier requests or steps.\n\
+         results: {}",
         args.out.display()
     );
     Ok(all_accepted)
+}
+
+/// The share of automata and of mask-cache lookups reused between `before`
+/// and `after`, in percent.
+#[allow(clippy::cast_precision_loss, reason = "counts stay far below 2^52")]
+fn reuse_rates(after: &Reuse, before: &Reuse) -> (f64, f64) {
+    let rate = |reused: u64, built: u64| 100.0 * reused as f64 / (reused + built).max(1) as f64;
+    (
+        rate(
+            after.automata_reused - before.automata_reused,
+            after.automata_built - before.automata_built,
+        ),
+        rate(
+            after.masks_reused - before.masks_reused,
+            after.masks_built - before.masks_built,
+        ),
+    )
+}
+
+/// One line of the table: an engine's requests at one tool count.
+fn row(engine: &str, requests: &[Request], reused: Option<(f64, f64)>) -> String {
+    let sorted = |values: Vec<f64>| {
+        let mut values = values;
+        values.sort_by(f64::total_cmp);
+        values
+    };
+    let compile = sorted(requests.iter().map(|r| r.compile_us).collect());
+    let ttfm = sorted(requests.iter().map(|r| r.ttfm_us).collect());
+    let tokens = sorted(requests.iter().flat_map(|r| r.token_us.clone()).collect());
+    #[allow(clippy::cast_precision_loss, reason = "counts stay far below 2^52")]
+    let mean = tokens.iter().sum::<f64>() / tokens.len().max(1) as f64;
+    let accepted = requests.iter().filter(|r| r.accepted).count();
+    let (automata, masks) = match reused {
+        Some((automata, masks)) => (format!("{automata:.1}%"), format!("{masks:.1}%")),
+        None => ("–".to_string(), "–".to_string()),
+    };
+    format!(
+        "{engine:>10} {:>6} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}  {:>4}/{:<3} {automata:>9} {masks:>9}",
+        requests[0].tools,
+        ms(percentile(&compile, 500)),
+        ms(percentile(&ttfm, 500)),
+        us(percentile(&tokens, 500)),
+        us(percentile(&tokens, 990)),
+        us(mean),
+        us(percentile(&tokens, 1000)),
+        accepted,
+        requests.len(),
+    )
 }
 
 fn ms(us: f64) -> String {
@@ -245,71 +287,54 @@ fn tools_of(files: &[PathBuf]) -> Result<Vec<Tool>> {
     Ok(tools.into_values().collect())
 }
 
-/// Compiles one request and runs its output token by token.
+/// Compiles one request with `engine` and runs its output token by token.
 fn bench_request(
+    engine: &dyn Engine,
     offered: &[&Tool],
     called: &Tool,
     format: Format,
-    vocabulary: &Arc<Vocabulary>,
     tokenizer: &tokenizers::Tokenizer,
 ) -> Result<Request> {
     let list: Value = offered
         .iter()
         .map(|t| json!({"type": "function", "function": {"name": t.name, "parameters": t.parameters}}))
         .collect();
-    let mut sources = Sources::new();
-    sources.set_vocabulary(Arc::clone(vocabulary));
-    let file = sources.add("tools.json", list.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
     let started = Instant::now();
-    let grammar = pipeline::tools(
-        &list,
-        &Options::new(format),
-        &Limits::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
+    let compiled = engine.compile_tools(&list, format);
     let compile_us = started.elapsed().as_secs_f64() * 1e6;
-    let Some(grammar) = grammar else {
-        bail!(
-            "the tools do not compile:\n{}",
-            diagnostics.render(&sources, false)
-        );
-    };
+    let compiled = compiled.map_err(|error| {
+        anyhow::anyhow!("the tools do not compile with {}: {error}", engine.name())
+    })?;
     let output = output(format, called);
-    let ids: Vec<TokenId> = tokenizer
+    let ids = tokenizer
         .encode(output.as_str(), false)
         .map_err(|e| anyhow::anyhow!("{e}"))?
         .get_ids()
-        .iter()
-        .map(|&id| TokenId::new(id as usize))
-        .collect::<Result<_, _>>()?;
-    let stop = vocabulary.stop_tokens().first().copied();
-    let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(vocabulary));
-    let mut mask = vec![0u32; vocabulary.mask_words()];
+        .to_vec();
+    let mut matcher = compiled.matcher();
     let mut token_us = Vec::with_capacity(ids.len() + 1);
-    let mut ttfm_us = 0.0;
     let mut accepted = true;
-    for (i, &token) in ids.iter().chain(stop.as_ref()).enumerate() {
+    for &token in &ids {
         let started = Instant::now();
-        matcher.fill_next_token_bitmask(&mut mask)?;
-        let allowed = mask[token.as_usize() / 32] >> (token.as_usize() % 32) & 1 == 1;
-        let committed = allowed && matcher.accept_token(token).is_ok();
-        let elapsed = started.elapsed().as_secs_f64() * 1e6;
-        if i == 0 {
-            ttfm_us = compile_us + elapsed;
-        }
-        token_us.push(elapsed);
+        let committed =
+            matcher.fill_mask().is_ok() && matcher.allows(token) && matcher.commit(token).is_ok();
+        token_us.push(started.elapsed().as_secs_f64() * 1e6);
         if !committed {
             accepted = false;
             break;
         }
     }
+    if accepted {
+        // The turn must be able to end: the stop token is allowed exactly
+        // where the grammar can end.
+        let started = Instant::now();
+        accepted = matcher.fill_mask().is_ok() && matcher.accepting();
+        token_us.push(started.elapsed().as_secs_f64() * 1e6);
+    }
     Ok(Request {
         tools: offered.len(),
         compile_us,
-        ttfm_us,
+        ttfm_us: compile_us + token_us[0],
         token_us,
         accepted,
     })
