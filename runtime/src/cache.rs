@@ -96,27 +96,25 @@ pub(crate) enum TokenSet {
 }
 
 impl TokenSet {
-    /// The set whose bitset is `bits`, among the text tokens `universe`
-    /// (a bitset of the same width).
-    pub(crate) fn new(bits: Vec<u32>, universe: &[u32]) -> Self {
-        let count: usize = bits.iter().map(|w| w.count_ones() as usize).sum();
-        let total: usize = universe.iter().map(|w| w.count_ones() as usize).sum();
-        let ids = |words: &mut dyn Iterator<Item = u32>| -> Box<[u32]> {
-            let mut ids = Vec::new();
-            for (w, mut word) in words.enumerate() {
-                while word != 0 {
-                    let bit = word.trailing_zeros();
-                    ids.push(u32::try_from(w * 32).expect("ids fit in u32") + bit);
-                    word &= word - 1;
-                }
-            }
-            ids.into()
-        };
+    /// The set whose bitset is `bits` (`count` bits set, if the caller
+    /// knows), among the text tokens `universe` (a bitset of the same
+    /// width with `total` bits set). Knowing the counts spares two passes
+    /// over the vocabulary's width on every entry built.
+    pub(crate) fn new(
+        bits: Vec<u32>,
+        count: Option<usize>,
+        universe: &[u32],
+        total: usize,
+    ) -> Self {
+        let count = count.unwrap_or_else(|| bits.iter().map(|w| w.count_ones() as usize).sum());
         let smallest = count.min(total - count).min(bits.len());
         if smallest == count {
-            Self::Ids(ids(&mut bits.iter().copied()))
+            Self::Ids(ids_of(bits.iter().copied(), count))
         } else if smallest == total - count {
-            Self::Complement(ids(&mut universe.iter().zip(&bits).map(|(u, b)| u & !b)))
+            Self::Complement(ids_of(
+                universe.iter().zip(&bits).map(|(u, b)| u & !b),
+                total - count,
+            ))
         } else {
             Self::Bits(bits.into())
         }
@@ -152,6 +150,19 @@ impl TokenSet {
         let (Self::Ids(words) | Self::Complement(words) | Self::Bits(words)) = self;
         words.len() * 4
     }
+}
+
+/// The ids of the bits set in `words` (mask layout), `count` of them.
+fn ids_of(words: impl Iterator<Item = u32>, count: usize) -> Box<[u32]> {
+    let mut ids = Vec::with_capacity(count);
+    for (w, mut word) in words.enumerate() {
+        while word != 0 {
+            let bit = word.trailing_zeros();
+            ids.push(u32::try_from(w * 32).expect("ids fit in u32") + bit);
+            word &= word - 1;
+        }
+    }
+    ids.into()
 }
 
 /// Uncertain tokens that share where the item's rule can end inside them:

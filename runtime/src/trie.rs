@@ -147,4 +147,9 @@ impl TokenTrie {
     pub(crate) fn universe(&self) -> &[u32] {
         &self.universe
     }
+
+    /// How many tokens the trie holds (the bits of [`Self::universe`]).
+    pub(crate) fn universe_len(&self) -> usize {
+        self.tokens.len()
+    }
 }

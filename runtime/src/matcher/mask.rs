@@ -591,6 +591,8 @@ fn combine(
     let trie = vocabulary.trie();
     let mut entries = Vec::with_capacity(seeds.len());
     let mut accepted = vec![0; vocabulary.mask_words()];
+    // The tokens in `accepted`, while every entry is a list of ids.
+    let mut count = Some(0);
     let mut scratch = Vec::new();
     for seed in seeds {
         let remaining = budget.saturating_sub(*work);
@@ -600,9 +602,19 @@ fn combine(
         if lookup == Lookup::Built {
             *built += 1;
         }
-        entry
-            .accepted
-            .add_to(&mut accepted, trie.universe(), &mut scratch);
+        match (&entry.accepted, &mut count) {
+            (TokenSet::Ids(ids), Some(count)) => {
+                for &id in ids {
+                    let (index, bit) = (id as usize / 32, 1 << (id % 32));
+                    *count += usize::from(accepted[index] & bit == 0);
+                    accepted[index] |= bit;
+                }
+            }
+            (set, _) => {
+                set.add_to(&mut accepted, trie.universe(), &mut scratch);
+                count = None;
+            }
+        }
         entries.push((seed.rule, entry));
     }
     // Per item: the rest of each uncertain token after each place the
@@ -656,7 +668,7 @@ fn combine(
     let uncertain = uncertain.ranks();
     let reused = *built == 0;
     let combined = Combined {
-        accepted: TokenSet::new(accepted, trie.universe()),
+        accepted: TokenSet::new(accepted, count, trie.universe(), trie.universe_len()),
         uncertain,
     };
     Ok((combined, reused))
@@ -735,6 +747,8 @@ pub(super) fn classify(
     // rule can end up to there.
     let mut ends = vec![0u64];
     let mut groups: Vec<Group> = Vec::new();
+    // Each token is at one node: the tokens accepted.
+    let mut count = 0;
     let mut node = 0;
     while node < trie.len() {
         let depth = trie.depth(node);
@@ -743,6 +757,7 @@ pub(super) fn classify(
             for &id in trie.tokens(node) {
                 set(&mut accepted, id);
             }
+            count += trie.tokens(node).len();
             let here = if steps.can_terminate(depth, &matcher) {
                 1 << depth.min(63)
             } else {
@@ -768,7 +783,7 @@ pub(super) fn classify(
     }
     *work += matcher.work;
     Ok(Classified {
-        accepted: TokenSet::new(accepted, trie.universe()),
+        accepted: TokenSet::new(accepted, Some(count), trie.universe(), trie.universe_len()),
         groups: groups.into(),
     })
 }

@@ -25,7 +25,9 @@ use rustc_hash::FxHashMap;
 use super::Matcher;
 use super::earley::{Start, Symbol};
 use super::history::CAN_TERMINATE;
-use super::item::Item;
+use super::item::{Item, Kind};
+use crate::byteset::ByteSet;
+use crate::tables::EdgeRecord;
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -189,7 +191,7 @@ impl StepMemo {
         self.ids.insert(shape.clone(), id);
         self.shapes.push(shape);
         self.can_end.push(matcher.can_terminate());
-        self.next.push([UNKNOWN; 256]);
+        self.next.push(first_steps(matcher));
         id
     }
 
@@ -206,4 +208,38 @@ impl StepMemo {
             }
         }
     }
+}
+
+/// The steps from the matcher's last row, as known before any is computed:
+/// bytes that no item of the row scans are [`DEAD`], the rest
+/// [`UNKNOWN`]. Only automaton nodes and free text scan bytes, so without
+/// free text a row takes the bytes of its nodes' edges and nothing else —
+/// a walk then rejects most of a trie level by a lookup instead of an
+/// Earley step.
+fn first_steps(matcher: &Matcher) -> [u32; 256] {
+    let grammar = &matcher.grammar;
+    let mut scanned = ByteSet::default();
+    for item in matcher.history.last() {
+        match item.kind {
+            Kind::Node => {
+                for edge in grammar.edges(item.a) {
+                    if edge.kind == EdgeRecord::BYTES {
+                        scanned.insert_range(
+                            u8::try_from(edge.a).expect("validated byte"),
+                            u8::try_from(edge.b).expect("validated byte"),
+                        );
+                    }
+                }
+            }
+            Kind::Free | Kind::TokenFree | Kind::Any => return [UNKNOWN; 256],
+            _ => {}
+        }
+    }
+    std::array::from_fn(|byte| {
+        if scanned.contains(u8::try_from(byte).expect("a byte")) {
+            UNKNOWN
+        } else {
+            DEAD
+        }
+    })
 }
