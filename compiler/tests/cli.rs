@@ -345,15 +345,24 @@ fn bench(engine: &str) -> (String, Vec<serde_json::Value>) {
         out.to_str().unwrap(),
         files.to_str().unwrap(),
     ]);
+    let (stdout, results) = bench_results(&output, &out);
+    let svg = std::fs::read_to_string(out.with_extension("svg")).expect("a plot");
+    assert!(svg.starts_with("<svg") && svg.contains("time to first mask"));
+    (stdout, results)
+}
+
+/// A successful `xg bench` run's stdout and the JSON lines it wrote to `out`.
+fn bench_results(
+    output: &std::process::Output,
+    out: &std::path::Path,
+) -> (String, Vec<serde_json::Value>) {
     let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
     assert!(
         output.status.success(),
         "{stdout}{}",
         String::from_utf8_lossy(&output.stderr)
     );
-    let svg = std::fs::read_to_string(out.with_extension("svg")).expect("a plot");
-    assert!(svg.starts_with("<svg") && svg.contains("time to first mask"));
-    let results = std::fs::read_to_string(&out)
+    let results = std::fs::read_to_string(out)
         .expect("results")
         .lines()
         .map(|line| serde_json::from_str(line).expect("JSON lines"))
@@ -480,18 +489,7 @@ fn bench_tools(engine: &str) -> (String, Vec<serde_json::Value>) {
         out.to_str().unwrap(),
         files.to_str().unwrap(),
     ]);
-    let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
-    assert!(
-        output.status.success(),
-        "{stdout}{}",
-        String::from_utf8_lossy(&output.stderr)
-    );
-    let results = std::fs::read_to_string(&out)
-        .expect("results")
-        .lines()
-        .map(|line| serde_json::from_str(line).expect("JSON lines"))
-        .collect();
-    (stdout, results)
+    bench_results(&output, &out)
 }
 
 /// Checks one engine's tool-calling results: every request compiled and
