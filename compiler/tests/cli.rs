@@ -664,3 +664,70 @@ fn tools_writes_the_grammar_of_a_tool_calling_turn() {
         String::from_utf8_lossy(&output.stderr).contains("`lookup`, which is not a listed tool")
     );
 }
+
+/// The subcommands listed by `xg [COMMAND…] --help`.
+fn subcommands(command: &[&str]) -> Vec<String> {
+    let mut args = command.to_vec();
+    args.push("--help");
+    let help = String::from_utf8(xg(&args).stdout).expect("UTF-8 help");
+    help.lines()
+        .skip_while(|line| *line != "Commands:")
+        .skip(1)
+        .take_while(|line| line.starts_with("  "))
+        .filter_map(|line| line.split_whitespace().next())
+        .filter(|name| *name != "help")
+        .map(String::from)
+        .collect()
+}
+
+#[test]
+fn the_cli_reference_documents_every_subcommand_and_flag() {
+    let reference =
+        std::fs::read_to_string(concat!(env!("CARGO_MANIFEST_DIR"), "/../book/src/cli.md"))
+            .expect("the CLI reference exists");
+    let sections: Vec<&str> = reference.split("\n## ").skip(1).collect();
+    let mut commands = vec![Vec::new()];
+    for name in subcommands(&[]) {
+        let nested = subcommands(&[&name]);
+        if nested.is_empty() {
+            commands.push(vec![name]);
+        } else {
+            commands.extend(nested.into_iter().map(|sub| vec![name.clone(), sub]));
+        }
+    }
+    assert!(commands.len() >= 12, "{commands:?}");
+    let mut missing = Vec::new();
+    for command in &commands {
+        let title = format!(
+            "`{}",
+            ["xg"]
+                .into_iter()
+                .chain(command.iter().map(String::as_str))
+                .collect::<Vec<_>>()
+                .join(" ")
+        );
+        let Some(section) = sections.iter().find(|section| {
+            section
+                .strip_prefix(&title)
+                .is_some_and(|rest| rest.starts_with([' ', '`']))
+        }) else {
+            missing.push(format!("no section {title}`"));
+            continue;
+        };
+        let mut args: Vec<&str> = command.iter().map(String::as_str).collect();
+        args.push("--help");
+        let help = String::from_utf8(xg(&args).stdout).expect("UTF-8 help");
+        for flag in help
+            .lines()
+            .filter(|line| line.trim_start().starts_with('-'))
+            .filter_map(|line| line.split_whitespace().find(|word| word.starts_with("--")))
+            .map(|flag| flag.trim_end_matches(','))
+            .filter(|flag| *flag != "--help" && *flag != "--version" && *flag != "--color")
+        {
+            if !section.contains(flag) {
+                missing.push(format!("{title}` does not describe {flag}"));
+            }
+        }
+    }
+    assert!(missing.is_empty(), "{}", missing.join("\n"));
+}

@@ -102,4 +102,7 @@ mod documentation {
 
     #[doc = include_str!("../../book/src/grammar-macro.md")]
     struct GrammarMacro;
+
+    #[doc = include_str!("../../book/src/rust-api.md")]
+    struct RustApi;
 }
