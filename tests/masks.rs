@@ -275,6 +275,54 @@ fn equal_rules_share_entries_across_grammars() {
     assert_eq!(mask, other_mask);
 }
 
+/// A tag dispatch's free-text entries leave its arms out: grammars that
+/// differ only in what follows a trigger (a request's tools) share them,
+/// and the tokens that complete a trigger are decided by the full state.
+#[test]
+fn free_text_entries_are_shared_by_dispatches_with_other_arms() {
+    // Tokens that run from free text through a trigger into an arm.
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for piece in [
+        "<a>", "<a>1", "<a>12", "<a>y", "<a>é", "ab<a>", "b<a>bc", "<x", "<x=", "<x=1", "<ab>",
+        "12</a>", "</a>", "END", "yz", "bc", "ab ", "é",
+    ] {
+        tokens.push(piece.as_bytes().to_vec());
+    }
+    let vocabulary = Arc::new(Vocabulary::from_byte_strings(&tokens, &[]).unwrap());
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    let arms = [
+        "[0-9]+ \"</a>\"",
+        "(\"yz\" | \"bc\") \"</a>\"",
+        "\"é\"* \"END\"",
+    ];
+    for (k, arm) in arms.iter().enumerate() {
+        let source =
+            format!("root ::= dispatch(stop=(\"END\")) {{ \"<a>\" => {arm}, \"<x\" => \"=1\" }}");
+        let grammar = runtime_grammar(&source);
+        let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
+        check_mask(&mut matcher, &all).unwrap();
+        let stats = matcher.last_mask_stats();
+        if k > 0 {
+            assert_eq!(stats.built, 0, "{source}: {stats:?}");
+        }
+        for text in ["ab ", "<", "<ab> <a"] {
+            let mut inside = matcher.fork();
+            inside.accept_str(text).unwrap();
+            check_mask(&mut inside, &all).unwrap();
+            assert!(
+                k == 0 || inside.last_mask_stats().built == 0,
+                "{source} after {text:?}"
+            );
+        }
+        // Into the arm, and back to free text after it.
+        matcher.accept_str("ab<a>").unwrap();
+        check_mask(&mut matcher, &all).unwrap();
+        let rest = ["12</a>", "bc</a>", "éé"][k];
+        matcher.accept_str(rest).unwrap();
+        check_mask(&mut matcher, &all).unwrap();
+    }
+}
+
 /// Grammars whose copies of one rule (`std/json.xg` imported by two JSON
 /// Schema embeds, say) have equal structure use the mask cache: their
 /// tables list each node's edges in the same order in every copy.

@@ -44,7 +44,8 @@ pub(crate) const MAX_PARENTS: usize = 3;
 /// its rule when the entry covers them too — up to renaming.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
 pub(crate) struct Key {
-    /// The structural hash of the item's rule.
+    /// The structural hash of the item's rule; in free text, the hash of
+    /// what the dispatch does with text (its arms left out).
     pub rule_hash: u64,
     /// Which kind of item: [`Key::NODE`], [`Key::FREE`] or [`Key::TOKEN_FREE`].
     pub kind: u32,
@@ -172,7 +173,8 @@ pub(crate) struct Group {
     pub start: u32,
     pub end: u32,
     /// Bit `j`: the rule can end after the tokens' first `j` bytes
-    /// (1 ≤ j < 63); bit 63: at 63 bytes or more.
+    /// (1 ≤ j < 63); bit 63: at 63 bytes or more, or (free text) a trigger
+    /// completes in them — either way the full state decides.
     pub ends: u64,
 }
 

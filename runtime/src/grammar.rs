@@ -9,6 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
+use crate::fnv::Fnv;
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
 
@@ -44,6 +45,9 @@ pub struct Grammar {
     id: u64,
     /// Per dispatch (tag dispatches only): its free-text scanner.
     scanners: Vec<Option<Scanner>>,
+    /// Per dispatch: what keys its free text's mask-cache entries (see
+    /// [`free_hashes`]).
+    free_hashes: Vec<u64>,
     has_lookahead: bool,
     /// Whether token masks may use the mask cache: no lookahead, and rule
     /// hashes that agree with the rules' structure.
@@ -114,6 +118,7 @@ impl Grammar {
         let short = short_rules(&tables);
         let (caller_start, callers) = callers(&tables);
         let scanners = scanners(&tables)?;
+        let free_hashes = free_hashes(&tables);
         let uses_tokens = tables.edges.iter().any(|e| e.kind == EdgeRecord::TOKENS)
             || tables
                 .rules
@@ -147,6 +152,7 @@ impl Grammar {
             callers,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             scanners,
+            free_hashes,
             has_lookahead,
             uses_tokens,
             named_tokens,
@@ -311,6 +317,12 @@ impl Grammar {
         self.scanners[dispatch as usize].as_ref()
     }
 
+    /// The hash that keys the mask-cache entries of the free text of
+    /// `rule`, a tag or token dispatch.
+    pub(crate) fn free_hash(&self, rule: u32) -> u64 {
+        self.free_hashes[self.rule(rule).body as usize]
+    }
+
     pub(crate) fn dispatch(&self, rule: &RuleRecord) -> &crate::tables::DispatchRecord {
         &self.tables.dispatches[rule.body as usize]
     }
@@ -385,6 +397,40 @@ fn scanners(tables: &Tables) -> Result<Vec<Option<Scanner>>, TablesError> {
         scanners[rule.body as usize] = Some(scanner);
     }
     Ok(scanners)
+}
+
+/// Per dispatch: what its free text does with text, as a hash. For a tag
+/// dispatch, its patterns (kind and bytes, in order: the order numbers the
+/// scanner's states) and whether it may end anywhere; for a token
+/// dispatch, nothing (text passes, tokens are matched by id). Never the
+/// arms: free-text entries leave the tokens that complete a trigger to the
+/// full state, so grammars that differ only in their arms — a request's
+/// tools — share them.
+fn free_hashes(tables: &Tables) -> Vec<u64> {
+    let mut hashes = vec![0; tables.dispatches.len()];
+    for rule in &tables.rules {
+        let mut hash = Fnv::new();
+        match rule.kind {
+            RuleRecord::DISPATCH => {
+                let dispatch = tables.dispatches[rule.body as usize];
+                hash.write(b"xg-free-text-1");
+                hash.write(&dispatch.stop_at_end.to_le_bytes());
+                let first = dispatch.first_pattern as usize;
+                for pattern in &tables.patterns[first..first + dispatch.pattern_count as usize] {
+                    hash.write(&pattern.kind.to_le_bytes());
+                    hash.write(&pattern.len.to_le_bytes());
+                    hash.write(
+                        &tables.byte_pool
+                            [pattern.offset as usize..(pattern.offset + pattern.len) as usize],
+                    );
+                }
+            }
+            RuleRecord::TOKEN_DISPATCH => hash.write(b"xg-token-free-region-1"),
+            _ => continue,
+        }
+        hashes[rule.body as usize] = hash.0;
+    }
+    hashes
 }
 
 /// A place in the tables that calls a rule.

@@ -36,6 +36,7 @@ pub mod bundle;
 mod byteset;
 mod cache;
 mod embedded;
+mod fnv;
 mod grammar;
 mod id;
 mod matcher;

@@ -21,6 +21,7 @@ use serde_json::Value;
 
 use crate::TokenId;
 use crate::cache::MaskCache;
+use crate::fnv::Fnv;
 use crate::trie::TokenTrie;
 
 /// How a tokenizer writes its tokens' bytes.
@@ -407,21 +408,6 @@ impl Vocabulary {
             hash.write(&id.as_u32().to_le_bytes());
         }
         hash.0
-    }
-}
-
-struct Fnv(u64);
-
-impl Fnv {
-    fn new() -> Self {
-        Self(0xcbf2_9ce4_8422_2325)
-    }
-
-    fn write(&mut self, bytes: &[u8]) {
-        for &byte in bytes {
-            self.0 ^= u64::from(byte);
-            self.0 = self.0.wrapping_mul(0x0100_0000_01b3);
-        }
     }
 }
 

@@ -383,9 +383,14 @@ impl Seed {
             Kind::TokenFree => (item.a, Key::TOKEN_FREE, 0),
             _ => return,
         };
+        let rule_hash = if kind == Key::NODE {
+            grammar.rule(rule).hash
+        } else {
+            grammar.free_hash(rule)
+        };
         let seed = Self {
             key: Key {
-                rule_hash: grammar.rule(rule).hash,
+                rule_hash,
                 kind,
                 state,
                 parents: [None; MAX_PARENTS],
@@ -636,7 +641,8 @@ fn combine(
                     let end = ends.trailing_zeros() as usize;
                     ends &= ends - 1;
                     if end == 63 || end >= bytes.len() {
-                        // Too far in to follow: left to the full check.
+                        // Too far in to follow, or past a trigger: left
+                        // to the full check.
                         uncertain.insert(rank);
                     } else {
                         rests.push((&bytes[end..], rank));
@@ -749,11 +755,19 @@ pub(super) fn classify(
     let mut groups: Vec<Group> = Vec::new();
     // Each token is at one node: the tokens accepted.
     let mut count = 0;
+    // Free-text entries are keyed without the dispatch's arms: tokens that
+    // complete a trigger are left to the full state (bit 63 of their ends).
+    let stop_at_arms = seed.key.kind == Key::FREE;
     let mut node = 0;
     while node < trie.len() {
         let depth = trie.depth(node);
         ends.truncate(depth);
-        if steps.step(&mut matcher, depth, trie.byte(node)) {
+        let viable = steps.step(&mut matcher, depth, trie.byte(node));
+        if viable && stop_at_arms && steps.at_arm(depth, &matcher) {
+            let (start, end) = trie.subtree_ranks(node);
+            push_group(&mut groups, start, end, ends[depth - 1] | 1 << 63);
+            node = trie.end(node);
+        } else if viable {
             for &id in trie.tokens(node) {
                 set(&mut accepted, id);
             }
@@ -767,13 +781,7 @@ pub(super) fn classify(
             node += 1;
         } else {
             let (start, end) = trie.subtree_ranks(node);
-            let ends = ends[depth - 1];
-            if ends != 0 && start < end {
-                match groups.last_mut() {
-                    Some(last) if last.end == start && last.ends == ends => last.end = end,
-                    _ => groups.push(Group { start, end, ends }),
-                }
-            }
+            push_group(&mut groups, start, end, ends[depth - 1]);
             node = trie.end(node);
         }
         if matcher.work > budget {
@@ -786,4 +794,16 @@ pub(super) fn classify(
         accepted: TokenSet::new(accepted, Some(count), trie.universe(), trie.universe_len()),
         groups: groups.into(),
     })
+}
+
+/// Adds the tokens of ranks `start..end`, uncertain with `ends`, to
+/// `groups` (nothing if `ends` is empty: they are rejected).
+fn push_group(groups: &mut Vec<Group>, start: u32, end: u32, ends: u64) {
+    if ends == 0 || start == end {
+        return;
+    }
+    match groups.last_mut() {
+        Some(last) if last.end == start && last.ends == ends => last.end = end,
+        _ => groups.push(Group { start, end, ends }),
+    }
 }

@@ -51,6 +51,9 @@ pub(super) struct StepMemo {
     shapes: Vec<Box<[Item]>>,
     /// Per configuration: whether the output may end there.
     can_end: Vec<bool>,
+    /// Per configuration: whether a dispatch's trigger has just completed
+    /// (the row holds an item about to match its arm).
+    at_arm: Vec<bool>,
     /// Per configuration and byte: the configuration after it, [`DEAD`] or
     /// [`UNKNOWN`].
     next: Vec<[u32; 256]>,
@@ -70,6 +73,7 @@ impl StepMemo {
             ids: FxHashMap::default(),
             shapes: Vec::new(),
             can_end: Vec::new(),
+            at_arm: Vec::new(),
             next: Vec::new(),
             path: Vec::new(),
             built: 0,
@@ -121,6 +125,14 @@ impl StepMemo {
         match self.path[depth] {
             NONE => matcher.can_terminate(),
             config => self.can_end[config as usize],
+        }
+    }
+
+    /// Whether a dispatch's trigger completes at `depth` of the current path.
+    pub(super) fn at_arm(&self, depth: usize, matcher: &Matcher) -> bool {
+        match self.path[depth] {
+            NONE => enters_arm(matcher.history.last()),
+            config => self.at_arm[config as usize],
         }
     }
 
@@ -191,6 +203,7 @@ impl StepMemo {
         self.ids.insert(shape.clone(), id);
         self.shapes.push(shape);
         self.can_end.push(matcher.can_terminate());
+        self.at_arm.push(enters_arm(matcher.history.last()));
         self.next.push(first_steps(matcher));
         id
     }
@@ -208,6 +221,10 @@ impl StepMemo {
             }
         }
     }
+}
+
+fn enters_arm(row: &[Item]) -> bool {
+    row.iter().any(|item| item.kind == Kind::Arm)
 }
 
 /// The steps from the matcher's last row, as known before any is computed:

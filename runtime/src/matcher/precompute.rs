@@ -134,10 +134,16 @@ fn candidates(grammar: &Grammar, longest_token: usize) -> Vec<Seed> {
                     .scanner(record.body)
                     .map_or(0, crate::scanner::Scanner::states);
                 for state in 0..states {
-                    seeds.push(free_seed(record, rule, Kind::Free, Key::FREE, state));
+                    seeds.push(free_seed(grammar, rule, Kind::Free, Key::FREE, state));
                 }
             }
-            _ => seeds.push(free_seed(record, rule, Kind::TokenFree, Key::TOKEN_FREE, 0)),
+            _ => seeds.push(free_seed(
+                grammar,
+                rule,
+                Kind::TokenFree,
+                Key::TOKEN_FREE,
+                0,
+            )),
         }
     }
     seeds.sort_by_key(|seed| seed.key);
@@ -145,10 +151,10 @@ fn candidates(grammar: &Grammar, longest_token: usize) -> Vec<Seed> {
     seeds
 }
 
-fn free_seed(record: &RuleRecord, rule: u32, kind: Kind, key_kind: u32, state: u32) -> Seed {
+fn free_seed(grammar: &Grammar, rule: u32, kind: Kind, key_kind: u32, state: u32) -> Seed {
     Seed {
         key: Key {
-            rule_hash: record.hash,
+            rule_hash: grammar.free_hash(rule),
             kind: key_kind,
             state,
             parents: [None; MAX_PARENTS],
