@@ -34,6 +34,49 @@ pub(crate) struct TokenTrie {
     universe: Vec<u32>,
     /// The length of the longest token, in bytes.
     max_depth: usize,
+    /// Per node: the byte classes (bit `c` for class `c` of
+    /// [`byte_class`]) on the edges below it, in its subtree.
+    classes_below: Vec<u64>,
+}
+
+/// The number of byte classes.
+const CLASSES: u8 = 46;
+
+/// A coarse partition of the bytes, for telling at once that every byte
+/// below a trie node keeps a matcher where it is (see
+/// [`TokenTrie::classes_below`]): the bytes grammars single out — JSON's
+/// quote, backslash and control characters, each ASCII punctuation mark,
+/// white space, the kinds of UTF-8 byte — have classes of their own;
+/// digits, lower-case and upper-case letters one each.
+pub(crate) const fn byte_class(byte: u8) -> u8 {
+    match byte {
+        b'\t' => 1,
+        b'\n' => 2,
+        b'\r' => 3,
+        0x00..=0x1F => 0,
+        b' ' => 4,
+        b'0'..=b'9' => 5,
+        b'a'..=b'z' => 6,
+        b'A'..=b'Z' => 7,
+        // The 32 punctuation marks, in order from `!` (8) to `~` (39).
+        0x21..=0x2F => byte - 0x21 + 8,
+        0x3A..=0x40 => byte - 0x3A + 23,
+        0x5B..=0x60 => byte - 0x5B + 30,
+        0x7B..=0x7E => byte - 0x7B + 36,
+        0x7F => 40,
+        0x80..=0xBF => 41,
+        0xC2..=0xDF => 42,
+        0xE0..=0xEF => 43,
+        0xF0..=0xF4 => 44,
+        // 0xC0, 0xC1 and 0xF5..=0xFF never occur in UTF-8.
+        _ => 45,
+    }
+}
+
+/// The bytes of class `class`.
+pub(crate) fn class_bytes(class: u8) -> impl Iterator<Item = u8> {
+    debug_assert!(class < CLASSES);
+    (0..=255u8).filter(move |&byte| byte_class(byte) == class)
 }
 
 impl TokenTrie {
@@ -52,6 +95,7 @@ impl TokenTrie {
             empty: Vec::new(),
             universe: vec![0; vocabulary.mask_words()],
             max_depth: 0,
+            classes_below: Vec::new(),
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -98,6 +142,17 @@ impl TokenTrie {
             }
             open.push(node);
         }
+        // In reverse depth-first order a node's children come before it.
+        trie.classes_below = vec![0; count];
+        for node in (0..count).rev() {
+            let end = trie.ends[node] as usize;
+            let mut child = node + 1;
+            while child < end {
+                trie.classes_below[node] |=
+                    trie.classes_below[child] | 1 << byte_class(trie.bytes[child]);
+                child = trie.ends[child] as usize;
+            }
+        }
         trie
     }
 
@@ -133,6 +188,17 @@ impl TokenTrie {
         &self.empty
     }
 
+    /// The byte classes on the edges below `node`: 0 for a leaf.
+    pub(crate) fn classes_below(&self, node: usize) -> u64 {
+        self.classes_below[node]
+    }
+
+    /// The tokens of `node`'s subtree below it (not its own).
+    pub(crate) fn tokens_below(&self, node: usize) -> &[TokenId] {
+        &self.tokens
+            [self.tokens_start[node + 1] as usize..self.tokens_start[self.end(node)] as usize]
+    }
+
     /// The tokens of the trie by rank.
     pub(crate) fn ranked(&self) -> &[TokenId] {
         &self.tokens
@@ -151,5 +217,36 @@ impl TokenTrie {
     /// How many tokens the trie holds (the bits of [`Self::universe`]).
     pub(crate) fn universe_len(&self) -> usize {
         self.tokens.len()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{CLASSES, byte_class};
+
+    #[test]
+    fn byte_classes_partition_the_bytes() {
+        let mut seen = [false; CLASSES as usize];
+        for byte in 0..=255u8 {
+            let class = byte_class(byte);
+            assert!(class < CLASSES, "{byte:#x}");
+            seen[class as usize] = true;
+        }
+        assert!(seen.iter().all(|&s| s));
+        for (byte, alone) in [
+            (b'"', true),
+            (b'\\', true),
+            (b'{', true),
+            (b'~', true),
+            (b'a', false),
+        ] {
+            assert_eq!(
+                (0..=255u8)
+                    .filter(|&b| byte_class(b) == byte_class(byte))
+                    .count()
+                    == 1,
+                alone
+            );
+        }
     }
 }

@@ -778,7 +778,18 @@ pub(super) fn classify(
                 0
             };
             ends.push(ends[depth - 1] | here);
-            node += 1;
+            let below = trie.classes_below(node);
+            if below != 0 && steps.loops(&mut matcher, depth, below) {
+                // Every byte below leads back here: the whole subtree is
+                // accepted (the inside of a string, free text).
+                for &id in trie.tokens_below(node) {
+                    set(&mut accepted, id);
+                }
+                count += trie.tokens_below(node).len();
+                node = trie.end(node);
+            } else {
+                node += 1;
+            }
         } else {
             let (start, end) = trie.subtree_ranks(node);
             push_group(&mut groups, start, end, ends[depth - 1]);

@@ -27,7 +27,9 @@ use super::earley::{Start, Symbol};
 use super::history::CAN_TERMINATE;
 use super::item::{Item, Kind};
 use crate::byteset::ByteSet;
+use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
+use crate::trie::class_bytes;
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -51,6 +53,10 @@ pub(super) struct StepMemo {
     shapes: Vec<Box<[Item]>>,
     /// Per configuration: whether the output may end there.
     can_end: Vec<bool>,
+    /// Per configuration: the byte classes known to lead back to it, and
+    /// those known either way (see [`StepMemo::loops`]).
+    loops: Vec<u64>,
+    known_loops: Vec<u64>,
     /// Per configuration: whether a dispatch's trigger has just completed
     /// (the row holds an item about to match its arm).
     at_arm: Vec<bool>,
@@ -74,6 +80,8 @@ impl StepMemo {
             shapes: Vec::new(),
             can_end: Vec::new(),
             at_arm: Vec::new(),
+            loops: Vec::new(),
+            known_loops: Vec::new(),
             next: Vec::new(),
             path: Vec::new(),
             built: 0,
@@ -136,6 +144,34 @@ impl StepMemo {
         }
     }
 
+    /// Whether every byte of the byte classes `classes` leads from the
+    /// configuration at `depth` of the current path back to itself — then
+    /// every token below a trie node there is viable, and a walk can take
+    /// the whole subtree at once (free text, the inside of a string). Steps
+    /// it needs are computed and memoized as [`StepMemo::step`] does; the
+    /// path past `depth` is dropped.
+    pub(super) fn loops(&mut self, matcher: &mut Matcher, depth: usize, classes: u64) -> bool {
+        let config = self.path[depth];
+        if config == NONE {
+            return false;
+        }
+        let at = config as usize;
+        let mut unknown = classes & !self.known_loops[at];
+        let mut all = true;
+        while unknown != 0 && all {
+            let class = u8::try_from(unknown.trailing_zeros()).expect("a class below 64");
+            unknown &= unknown - 1;
+            all = class_bytes(class)
+                .all(|byte| self.step(matcher, depth + 1, byte) && self.path[depth + 1] == config);
+            self.known_loops[at] |= 1 << class;
+            if all {
+                self.loops[at] |= 1 << class;
+            }
+        }
+        self.path.truncate(depth + 1);
+        classes & !self.loops[at] == 0
+    }
+
     /// Puts the rows of the current path up to `depth` into the history.
     fn build(&mut self, matcher: &mut Matcher, depth: usize) {
         matcher.truncate(self.base + self.built);
@@ -187,6 +223,9 @@ impl StepMemo {
         let last = matcher.history.rows() - 1;
         let mut shape = Vec::with_capacity(matcher.history.last().len());
         for &item in matcher.history.last() {
+            if inert(&matcher.grammar, item) {
+                continue;
+            }
             let Some(origin) = self.encode(item.origin as usize, last) else {
                 return NONE;
             };
@@ -204,6 +243,8 @@ impl StepMemo {
         self.shapes.push(shape);
         self.can_end.push(matcher.can_terminate());
         self.at_arm.push(enters_arm(matcher.history.last()));
+        self.loops.push(0);
+        self.known_loops.push(0);
         self.next.push(first_steps(matcher));
         id
     }
@@ -220,6 +261,19 @@ impl StepMemo {
                 config => Some(self.base_code() + config),
             }
         }
+    }
+}
+
+/// Whether `item` has done all it can once its row is built: it scans
+/// nothing and waits for nothing (a rule's end without edges, a finished
+/// match). A configuration leaves such items out — the one a completed
+/// character of a string leaves behind would otherwise name the row before
+/// it, and no configuration inside a string would ever repeat.
+fn inert(grammar: &Grammar, item: Item) -> bool {
+    match item.kind {
+        Kind::Node => grammar.edges(item.a).is_empty(),
+        Kind::Ended | Kind::Done => true,
+        _ => false,
     }
 }
 
