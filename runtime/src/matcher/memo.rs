@@ -269,10 +269,14 @@ impl StepMemo {
 /// match). A configuration leaves such items out — the one a completed
 /// character of a string leaves behind would otherwise name the row before
 /// it, and no configuration inside a string would ever repeat.
+///
+/// [`Kind::Done`] stays: it is what lets the output end in its row, and its
+/// origin is always row 0, so it never keeps a configuration from
+/// repeating.
 fn inert(grammar: &Grammar, item: Item) -> bool {
     match item.kind {
         Kind::Node => grammar.edges(item.a).is_empty(),
-        Kind::Ended | Kind::Done => true,
+        Kind::Ended => true,
         _ => false,
     }
 }
