@@ -99,7 +99,7 @@ fn node_count(grammar: &fsm::Grammar) -> usize {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::cases(64))]
 
     #[test]
     fn automata_accept_the_language_of_the_ir(index in 0..CORPUS.len(), seed in any::<u64>()) {
@@ -213,7 +213,7 @@ fn ir_helper_sanity() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(common::cases(48))]
 
     /// Random grammars (nested repetitions, multi-byte classes, recursion):
     /// the automata accept exactly what the IR does.

@@ -104,7 +104,7 @@ fn small_vocabulary() -> Arc<Vocabulary> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(common::cases(32))]
 
     /// Every token, every step, on the corpus and the library.
     #[test]
@@ -133,7 +133,7 @@ const COUNTED: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(32))]
+    #![proptest_config(common::cases(32))]
 
     /// Every token, every step, on grammars with counted repetitions of
     /// short rules, with walks long enough to reach their bounds.
@@ -165,7 +165,7 @@ fn shared_vocabulary(evicting: bool) -> Arc<Vocabulary> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::cases(64))]
 
     /// Random grammars share one mask cache (entries built for one grammar
     /// serve the next wherever rules have the same structure).

@@ -191,7 +191,7 @@ fn matcher_agrees_with_the_reference_on_wide_rows() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(48))]
+    #![proptest_config(common::cases(48))]
 
     #[test]
     fn matcher_agrees_with_the_reference(index in 0..CORPUS.len(), seed in any::<u64>()) {
@@ -251,7 +251,7 @@ fn op() -> impl Strategy<Value = Op> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::cases(64))]
 
     /// Any interleaving of accepts, rejections, rollbacks, forks and resets
     /// ends in the state of replaying the surviving steps.
@@ -325,7 +325,7 @@ const TOKEN_GRAMMARS: &[&str] = &[
 ];
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::cases(64))]
 
     /// Inputs mixing bytes and tokens matched by id agree with the reference
     /// after every symbol.

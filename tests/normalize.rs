@@ -42,7 +42,7 @@ fn check_same_language(source: &str, seed: u64) -> Result<(), TestCaseError> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::cases(64))]
 
     #[test]
     fn normalization_keeps_the_language(index in 0..CORPUS.len(), seed in any::<u64>()) {

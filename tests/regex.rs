@@ -184,7 +184,7 @@ fn random_pattern() -> impl Strategy<Value = String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig::with_cases(64))]
+    #![proptest_config(common::cases(64))]
 
     #[test]
     fn random_patterns_agree_with_regex_automata(

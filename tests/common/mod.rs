@@ -24,6 +24,20 @@ use proptest::prelude::*;
 use xg_compiler::ir::{self, Expr};
 use xg_compiler::{Diagnostics, Sources, pipeline};
 
+/// A property's configuration: `cases` cases, or `PROPTEST_CASES` if set
+/// (the long runs of `.ci/run`). `ProptestConfig::with_cases` alone would
+/// override the variable.
+pub fn cases(cases: u32) -> ProptestConfig {
+    let cases = std::env::var("PROPTEST_CASES")
+        .ok()
+        .and_then(|value| value.parse().ok())
+        .unwrap_or(cases);
+    ProptestConfig {
+        cases,
+        ..ProptestConfig::default()
+    }
+}
+
 /// Compiles `.xg` text to the IR, panicking with the diagnostics on error.
 pub fn compile(text: &str) -> ir::Grammar {
     let mut sources = Sources::new();
