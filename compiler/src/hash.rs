@@ -52,43 +52,46 @@ pub fn hash(grammar: &mut fsm::Grammar, budget: &Budget) -> Result<Vec<RuleHash>
     for component in components(&references) {
         budget.check()?;
         let cyclic = component.len() > 1 || references[component[0]].contains(&component[0]);
-        let colours = component_colours(grammar, &hashes, &component, cyclic, budget)?;
+        if !cyclic {
+            // Every reference is to a rule hashed already: one canonical
+            // walk gives the hash and the numbering.
+            let r = component[0];
+            let key = |target: usize| hashes[target].map_or(INSIDE_MARKER, |h| h.rule);
+            let (parts, orders) = canonical_parts(grammar, r, &key);
+            apply_orders(&mut grammar.rules[r], &orders);
+            hashes[r] = Some(RuleHash {
+                rule: combine(parts.0, parts.1.unwrap_or(NO_LOOKAHEAD)),
+                automaton: parts.0,
+                lookahead: parts.1,
+            });
+            continue;
+        }
+        let colours = component_colours(grammar, &hashes, &component, budget)?;
         for (&r, &colour) in component.iter().zip(&colours) {
-            let rule = if cyclic {
-                combine(colour, component.len() as u64)
-            } else {
-                colour
-            };
-            let parts = parts(grammar, r, &|target| {
+            let (parts, _) = canonical_parts(grammar, r, &|target| {
                 key_of(&hashes, &component, &colours, target)
             });
             hashes[r] = Some(RuleHash {
-                rule,
+                rule: combine(colour, component.len() as u64),
                 automaton: parts.0,
                 lookahead: parts.1,
             });
         }
+        // Numbered with every reference keyed by its final hash.
+        for &r in &component {
+            let key = |target: usize| hashes[target].map_or(INSIDE_MARKER, |h| h.rule);
+            let (_, orders) = canonical_parts(grammar, r, &key);
+            apply_orders(&mut grammar.rules[r], &orders);
+        }
     }
-    let hashes: Vec<RuleHash> = hashes
+    Ok(hashes
         .into_iter()
         .map(|h| h.expect("every rule is in a component"))
-        .collect();
-    let key = |target: usize| hashes[target].rule;
-    for index in 0..grammar.rules.len() {
-        let mut rule = grammar.rules[index].clone();
-        if let Body::Automaton(fsm) = &mut rule.body {
-            renumber(grammar, fsm, &key);
-        }
-        if let Some(lookahead) = &mut rule.lookahead {
-            renumber(grammar, lookahead, &key);
-        }
-        grammar.rules[index] = rule;
-    }
-    Ok(hashes)
+        .collect())
 }
 
-/// The colours of a component's rules (sorted indices). Round 0 keys
-/// references inside the component by a marker; a cyclic component is then
+/// The colours of a cyclic component's rules (sorted indices). Round 0
+/// keys references inside the component by a marker; the colours are then
 /// refined — each rule's colour mixed with its hash under the previous
 /// round's colours — until the number of distinct colours stops growing
 /// (at most `n` rounds for `n` rules; isomorphic components take the same
@@ -97,7 +100,6 @@ fn component_colours(
     grammar: &fsm::Grammar,
     hashes: &[Option<RuleHash>],
     component: &[usize],
-    cyclic: bool,
     budget: &Budget,
 ) -> Result<Vec<u64>, Exceeded> {
     let markers = vec![INSIDE_MARKER; component.len()];
@@ -105,9 +107,6 @@ fn component_colours(
         .iter()
         .map(|&r| local(grammar, r, &|t| key_of(hashes, component, &markers, t)))
         .collect();
-    if !cyclic {
-        return Ok(colours);
-    }
     let mut distinct = distinct_count(&colours);
     for _ in 0..component.len() {
         budget.check()?;
@@ -148,15 +147,32 @@ const NO_LOOKAHEAD: u64 = 0x2545_F491_4F6C_DD1D;
 
 /// A rule's hash given how references are keyed.
 fn local(grammar: &fsm::Grammar, rule: usize, key: &dyn Fn(usize) -> u64) -> u64 {
-    let (automaton, lookahead) = parts(grammar, rule, key);
+    let ((automaton, lookahead), _) = canonical_parts(grammar, rule, key);
     combine(automaton, lookahead.unwrap_or(NO_LOOKAHEAD))
 }
 
-/// The hashes of a rule's body and of its lookahead.
-fn parts(grammar: &fsm::Grammar, rule: usize, key: &dyn Fn(usize) -> u64) -> (u64, Option<u64>) {
+/// The canonical node orders of a rule's body and lookahead automata.
+#[derive(Default)]
+struct Orders {
+    body: Option<Vec<u32>>,
+    lookahead: Option<Vec<u32>>,
+}
+
+/// The hashes of a rule's body and of its lookahead, and the canonical
+/// orders of their automata.
+fn canonical_parts(
+    grammar: &fsm::Grammar,
+    rule: usize,
+    key: &dyn Fn(usize) -> u64,
+) -> ((u64, Option<u64>), Orders) {
     let rule = &grammar.rules[rule];
+    let mut orders = Orders::default();
     let body = match &rule.body {
-        Body::Automaton(fsm) => automaton_hash(grammar, fsm, key),
+        Body::Automaton(fsm) => {
+            let (hash, order) = automaton_hash(grammar, fsm, key);
+            orders.body = Some(order);
+            hash
+        }
         Body::Dispatch(dispatch) => {
             let mut arms: Vec<(&Vec<u8>, u64)> = dispatch
                 .arms
@@ -195,16 +211,31 @@ fn parts(grammar: &fsm::Grammar, rule: usize, key: &dyn Fn(usize) -> u64) -> (u6
                 .fold(combine(h, 0xFF), |h, t| combine(h, u64::from(t.as_u32())))
         }
     };
-    let lookahead = rule
-        .lookahead
-        .as_ref()
-        .map(|la| automaton_hash(grammar, la, key));
-    (body, lookahead)
+    let lookahead = rule.lookahead.as_ref().map(|la| {
+        let (hash, order) = automaton_hash(grammar, la, key);
+        orders.lookahead = Some(order);
+        hash
+    });
+    ((body, lookahead), orders)
+}
+
+/// Renumbers a rule's automata in their canonical orders.
+fn apply_orders(rule: &mut fsm::Rule, orders: &Orders) {
+    if let (Body::Automaton(fsm), Some(order)) = (&mut rule.body, &orders.body) {
+        renumber(fsm, order);
+    }
+    if let (Some(fsm), Some(order)) = (&mut rule.lookahead, &orders.lookahead) {
+        renumber(fsm, order);
+    }
 }
 
 /// Algorithm 1: breadth first over sorted edges, hashing finality, labels and
-/// target numbers.
-fn automaton_hash(grammar: &fsm::Grammar, fsm: &Fsm, key: &dyn Fn(usize) -> u64) -> u64 {
+/// target numbers. Returns the hash and the order the nodes were reached in.
+fn automaton_hash(
+    grammar: &fsm::Grammar,
+    fsm: &Fsm,
+    key: &dyn Fn(usize) -> u64,
+) -> (u64, Vec<u32>) {
     let label = |label| label_key(grammar, label, key);
     let colours = node_colours(fsm, &label);
     let order = canonical_order(fsm, &label, &colours);
@@ -213,14 +244,16 @@ fn automaton_hash(grammar: &fsm::Grammar, fsm: &Fsm, key: &dyn Fn(usize) -> u64)
         number[node as usize] = position as u64;
     }
     let mut h = combine(3, fsm.nodes.len() as u64);
+    let mut edges = Vec::new();
     for &node in &order {
         let node = &fsm.nodes[node as usize];
         h = combine(h, u64::from(node.is_final));
-        for (label, target) in sorted_edges(node.edges.as_slice(), &label, &colours) {
+        sorted_edges(node.edges.as_slice(), &label, &colours, &mut edges);
+        for &(label, target) in &edges {
             h = combine(combine(h, label), number[target as usize]);
         }
     }
-    h
+    (h, order)
 }
 
 /// Colours of an automaton's nodes from refinement until stable: start by
@@ -297,9 +330,15 @@ fn label_key(grammar: &fsm::Grammar, label: Label, key: &dyn Fn(usize) -> u64) -
     }
 }
 
-/// A node's edges as `(label key, target)`, sorted: byte edges first in byte
-/// order, then the others by key; ties by the targets' colours.
-fn sorted_edges(edges: &[Edge], key: &dyn Fn(Label) -> u64, colours: &[u64]) -> Vec<(u64, u32)> {
+/// A node's edges as `(label key, target)`, sorted, into `out`: byte
+/// edges first in byte order, then the others by key; ties by the targets'
+/// colours.
+fn sorted_edges(
+    edges: &[Edge],
+    key: &dyn Fn(Label) -> u64,
+    colours: &[u64],
+    out: &mut Vec<(u64, u32)>,
+) {
     let mut keyed: Vec<(bool, u64, u64, u32)> = edges
         .iter()
         .map(|edge| {
@@ -313,10 +352,8 @@ fn sorted_edges(edges: &[Edge], key: &dyn Fn(Label) -> u64, colours: &[u64]) -> 
         })
         .collect();
     keyed.sort_unstable();
-    keyed
-        .into_iter()
-        .map(|(_, k, _, target)| (k, target))
-        .collect()
+    out.clear();
+    out.extend(keyed.into_iter().map(|(_, k, _, target)| (k, target)));
 }
 
 /// Nodes in breadth-first order from the start over sorted edges.
@@ -325,10 +362,12 @@ fn canonical_order(fsm: &Fsm, key: &dyn Fn(Label) -> u64, colours: &[u64]) -> Ve
     let mut order = vec![0u32];
     seen[0] = true;
     let mut next = 0;
+    let mut edges = Vec::new();
     while next < order.len() {
         let node = &fsm.nodes[order[next] as usize];
         next += 1;
-        for (_, target) in sorted_edges(&node.edges, key, colours) {
+        sorted_edges(&node.edges, key, colours, &mut edges);
+        for &(_, target) in &edges {
             if !seen[target as usize] {
                 seen[target as usize] = true;
                 order.push(target);
@@ -338,18 +377,16 @@ fn canonical_order(fsm: &Fsm, key: &dyn Fn(Label) -> u64, colours: &[u64]) -> Ve
     order
 }
 
-/// Renumbers `fsm`'s nodes in canonical order (start stays 0).
-fn renumber(grammar: &fsm::Grammar, fsm: &mut Fsm, key: &dyn Fn(usize) -> u64) {
-    let label = |label| label_key(grammar, label, key);
-    let colours = node_colours(fsm, &label);
-    let order = canonical_order(fsm, &label, &colours);
+/// Renumbers `fsm`'s nodes in `order` (a canonical order: start first).
+fn renumber(fsm: &mut Fsm, order: &[u32]) {
     let mut number = vec![0u32; fsm.nodes.len()];
     for (position, &node) in order.iter().enumerate() {
         number[node as usize] = u32::try_from(position).expect("node ids fit");
     }
+    let mut old = std::mem::take(&mut fsm.nodes);
     let mut nodes: Vec<fsm::Node> = order
         .iter()
-        .map(|&n| fsm.nodes[n as usize].clone())
+        .map(|&n| std::mem::take(&mut old[n as usize]))
         .collect();
     for node in &mut nodes {
         for edge in &mut node.edges {
