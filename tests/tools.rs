@@ -503,3 +503,45 @@ fn bad_tool_lists_are_errors_at_their_place() {
             .any(|d| d.code == "token-needs-vocabulary")
     );
 }
+
+/// Requests with overlapping tool sets share one compile cache: argument
+/// schemas seen before are not generated again and their automata not
+/// built again, and every request compiles to the tables it compiles to
+/// alone.
+#[test]
+fn requests_with_overlapping_tools_share_the_compile_cache() {
+    let all = tools();
+    let all = all.as_array().unwrap();
+    let requests: Vec<Value> = [&[0, 1][..], &[1, 2], &[0, 1, 2], &[2, 0]]
+        .iter()
+        .map(|picked| Value::Array(picked.iter().map(|&i| all[i].clone()).collect()))
+        .collect();
+    let compile = |request: &Value, cache: &CompileCache| {
+        let mut sources = Sources::new();
+        let file = sources.add("tools.json", request.to_string(), None);
+        let mut diagnostics = Diagnostics::new();
+        let grammar = pipeline::tools(
+            request,
+            &Options::new(Format::Qwen),
+            &Limits::default(),
+            cache,
+            &mut sources,
+            file,
+            &mut diagnostics,
+        );
+        grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
+    };
+    let shared = CompileCache::default();
+    for request in &requests {
+        let alone = compile(request, &CompileCache::default());
+        assert!(compile(request, &shared).tables() == alone.tables());
+    }
+    let stats = shared.stats();
+    // Three schemas, generated once each; six more uses found them.
+    assert_eq!(
+        (stats.schema_misses, stats.schema_hits),
+        (3, 6),
+        "{stats:?}"
+    );
+    assert!(stats.hits > stats.misses, "{stats:?}");
+}

@@ -1,5 +1,5 @@
-//! The compile cache: automata of rule bodies built by earlier compilations,
-//! reused by later ones.
+//! The compile cache: what earlier compilations built, reused by later
+//! ones — rule automata and the rules of embedded JSON Schemas.
 //!
 //! Grammars compiled at request time repeat each other: every tool list of
 //! a server's requests embeds mostly the same argument schemas, and every
@@ -9,11 +9,14 @@
 //! only on the rule's body — up to which rules it refers to. So automata
 //! are kept keyed by the body with its references numbered in order of
 //! appearance (`fsm` does the renaming), and a body seen before, in this
-//! grammar or an earlier one, costs a lookup and a relabelling.
+//! grammar or an earlier one, costs a lookup and a relabelling. Likewise
+//! the rules an embedded schema (`%json`) generates depend only on its
+//! JSON text and the generator's options: a schema seen before costs a
+//! lookup.
 //!
 //! The cache is thread-safe (a lock is held to look up or insert, never
-//! while an automaton is built), bounded in bytes (least recently used
-//! entries go first) and counts its hits and misses.
+//! while an entry is built), bounded in bytes (least recently used entries
+//! go first, automata and schemas alike) and counts its hits and misses.
 
 use std::collections::hash_map::Entry::Vacant;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -23,6 +26,7 @@ use rustc_hash::FxHashMap;
 
 use crate::fsm::Fsm;
 use crate::ir::{Expr, TokenSet};
+use crate::json_schema::{self, Generated};
 
 /// The default bound on a compile cache's size: 64 MiB.
 pub const DEFAULT_COMPILE_CACHE_BYTES: usize = 64 << 20;
@@ -62,23 +66,44 @@ pub struct CompileCacheStats {
     pub hits: u64,
     /// Automata built (and then kept).
     pub misses: u64,
+    /// Embedded schemas whose rules were found in the cache.
+    pub schema_hits: u64,
+    /// Embedded schemas generated (and then kept).
+    pub schema_misses: u64,
     /// Entries removed to stay within the size bound.
     pub evictions: u64,
     /// Entries held now.
     pub entries: usize,
-    /// Bytes held now (approximate: automata, keys not counted).
+    /// Bytes held now (approximate: automata and generated rules, keys not
+    /// counted).
     pub bytes: usize,
 }
 
+/// What an entry is kept under.
+#[derive(Clone, PartialEq, Eq, Hash)]
+enum Key {
+    /// A rule body, references renumbered.
+    Body(Expr),
+    /// A schema's JSON text and the generator's options.
+    Schema(String, json_schema::Options),
+}
+
+/// A cached entry.
+#[derive(Clone)]
+enum Value {
+    Automaton(Arc<Automaton>),
+    Schema(Arc<Generated>),
+}
+
 struct Slot {
-    value: Arc<Automaton>,
+    value: Value,
     bytes: usize,
     last_used: u64,
 }
 
 #[derive(Default)]
 struct Pool {
-    automata: FxHashMap<Expr, Slot>,
+    entries: FxHashMap<Key, Slot>,
     bytes: usize,
     clock: u64,
 }
@@ -92,6 +117,8 @@ pub struct CompileCache {
     limit: usize,
     hits: AtomicU64,
     misses: AtomicU64,
+    schema_hits: AtomicU64,
+    schema_misses: AtomicU64,
     evictions: AtomicU64,
 }
 
@@ -118,6 +145,8 @@ impl CompileCache {
             limit,
             hits: AtomicU64::new(0),
             misses: AtomicU64::new(0),
+            schema_hits: AtomicU64::new(0),
+            schema_misses: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
         }
     }
@@ -128,8 +157,10 @@ impl CompileCache {
         CompileCacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
+            schema_hits: self.schema_hits.load(Ordering::Relaxed),
+            schema_misses: self.schema_misses.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
-            entries: pool.automata.len(),
+            entries: pool.entries.len(),
             bytes: pool.bytes,
         }
     }
@@ -137,7 +168,7 @@ impl CompileCache {
     /// Empties the cache (the counters stay).
     pub fn clear(&self) {
         let mut pool = self.lock();
-        pool.automata.clear();
+        pool.entries.clear();
         pool.bytes = 0;
     }
 
@@ -148,32 +179,69 @@ impl CompileCache {
         key: Expr,
         build: impl FnOnce(&Expr) -> Automaton,
     ) -> Arc<Automaton> {
-        {
-            let mut pool = self.lock();
-            pool.clock += 1;
-            let now = pool.clock;
-            if let Some(slot) = pool.automata.get_mut(&key) {
-                slot.last_used = now;
-                self.hits.fetch_add(1, Ordering::Relaxed);
-                return Arc::clone(&slot.value);
-            }
+        let key = Key::Body(key);
+        if let Some(Value::Automaton(found)) = self.get(&key) {
+            self.hits.fetch_add(1, Ordering::Relaxed);
+            return found;
         }
-        let value = Arc::new(build(&key));
+        let Key::Body(body) = &key else {
+            unreachable!("the key was made a body above")
+        };
+        let value = Arc::new(build(body));
         self.misses.fetch_add(1, Ordering::Relaxed);
-        let bytes = value.bytes() + SLOT_OVERHEAD;
+        let bytes = value.bytes();
+        self.insert(key, Value::Automaton(Arc::clone(&value)), bytes);
+        value
+    }
+
+    /// The rules of the schema whose JSON text is `text`, generated with
+    /// `options` by `generate` if they are not cached. Errors are not kept
+    /// (they may come from a budget that a later compilation does not
+    /// exceed).
+    pub(crate) fn schema(
+        &self,
+        text: String,
+        options: &json_schema::Options,
+        generate: impl FnOnce() -> Result<Generated, Vec<json_schema::SchemaError>>,
+    ) -> Result<Arc<Generated>, Vec<json_schema::SchemaError>> {
+        let key = Key::Schema(text, options.clone());
+        if let Some(Value::Schema(found)) = self.get(&key) {
+            self.schema_hits.fetch_add(1, Ordering::Relaxed);
+            return Ok(found);
+        }
+        let value = Arc::new(generate()?);
+        self.schema_misses.fetch_add(1, Ordering::Relaxed);
+        let bytes = value.bytes();
+        self.insert(key, Value::Schema(Arc::clone(&value)), bytes);
+        Ok(value)
+    }
+
+    /// The entry of `key`, marked as just used.
+    fn get(&self, key: &Key) -> Option<Value> {
         let mut pool = self.lock();
         pool.clock += 1;
         let now = pool.clock;
-        if let Vacant(vacant) = pool.automata.entry(key) {
+        let slot = pool.entries.get_mut(key)?;
+        slot.last_used = now;
+        Some(slot.value.clone())
+    }
+
+    /// Keeps `value` (about `bytes` bytes) under `key`, unless another
+    /// compilation did meanwhile.
+    fn insert(&self, key: Key, value: Value, bytes: usize) {
+        let bytes = bytes + SLOT_OVERHEAD;
+        let mut pool = self.lock();
+        pool.clock += 1;
+        let now = pool.clock;
+        if let Vacant(vacant) = pool.entries.entry(key) {
             vacant.insert(Slot {
-                value: Arc::clone(&value),
+                value,
                 bytes,
                 last_used: now,
             });
             pool.bytes += bytes;
             self.evict(&mut pool);
         }
-        value
     }
 
     /// Past the bound, removes the least recently used entries until the
@@ -183,8 +251,8 @@ impl CompileCache {
             return;
         }
         let target = self.limit / 4 * 3;
-        let mut order: Vec<(u64, Expr)> = pool
-            .automata
+        let mut order: Vec<(u64, Key)> = pool
+            .entries
             .iter()
             .map(|(key, slot)| (slot.last_used, key.clone()))
             .collect();
@@ -193,7 +261,7 @@ impl CompileCache {
             if pool.bytes <= target {
                 break;
             }
-            if let Some(slot) = pool.automata.remove(&key) {
+            if let Some(slot) = pool.entries.remove(&key) {
                 pool.bytes -= slot.bytes;
                 self.evictions.fetch_add(1, Ordering::Relaxed);
             }

@@ -24,6 +24,7 @@ use serde_json::{Map, Value};
 use xg_runtime::{RuleId, TokenId, Vocabulary};
 
 use crate::budget::Budget;
+use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Sources, Span};
 use crate::tree::{self, Expr, ExprKind};
@@ -858,7 +859,9 @@ impl Builder<'_> {
         let text = self.string(fields, "grammar");
         let name = format!("{}/grammar", fields.pointer);
         let file = self.sources.add(name.clone(), text, None);
-        let Some(grammar) = resolve::resolve(self.sources, file, "root", self.diagnostics) else {
+        let cache = CompileCache::default();
+        let Some(grammar) = resolve::resolve(self.sources, file, "root", &cache, self.diagnostics)
+        else {
             self.failed = true;
             return empty(self.span);
         };

@@ -35,6 +35,18 @@ pub(crate) enum G {
 }
 
 impl G {
+    /// The approximate bytes `self` holds, itself included.
+    fn bytes(&self) -> usize {
+        size_of::<G>()
+            + match self {
+                G::Nothing | G::Empty | G::Ref(_) => 0,
+                G::Lit(text) => text.len(),
+                G::Class(set) => size_of_val(set.ranges()),
+                G::Seq(items) | G::Alt(items) => items.iter().map(G::bytes).sum(),
+                G::Rep(inner, _, _) => inner.bytes(),
+            }
+    }
+
     /// The literal `text` (`Empty` if it is empty).
     pub(crate) fn lit(text: impl Into<String>) -> G {
         let text = text.into();
@@ -172,6 +184,16 @@ pub(crate) struct Rules {
 }
 
 impl Rules {
+    /// The approximate bytes the rules hold.
+    pub(crate) fn bytes(&self) -> usize {
+        let names: usize = self
+            .names
+            .iter()
+            .map(|n| size_of::<String>() + n.len())
+            .sum();
+        names + self.bodies.iter().map(G::bytes).sum::<usize>()
+    }
+
     /// Declares a rule named `name` (made unique) with an empty body for now.
     pub(crate) fn declare(&mut self, name: &str) -> usize {
         let base = sanitize(name);

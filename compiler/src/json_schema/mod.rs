@@ -34,7 +34,7 @@ use crate::tree;
 use self::grammar::Rules;
 
 /// How the generated grammar lays out JSON text.
-#[derive(Clone, Debug, PartialEq, Eq)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub enum Whitespace {
     /// No whitespace at all: the separators exactly as given.
     Compact,
@@ -67,7 +67,7 @@ pub const PRETTY_DEPTH: u32 = 12;
 pub const MAX_INDENT: u32 = 32;
 
 /// In which order an object's properties may appear.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PropertyOrder {
     /// As the schema lists them (other properties after them).
     Given,
@@ -87,7 +87,7 @@ pub const EXACT_ANY_ORDER: usize = 6;
 pub const MAX_TRACKED: usize = 8;
 
 /// Options of the JSON Schema front end.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub struct Options {
     /// Whitespace between tokens.
     pub whitespace: Whitespace,
@@ -205,6 +205,17 @@ impl Generated {
     /// How many rules the grammar has.
     pub fn rule_count(&self) -> usize {
         self.rules.len()
+    }
+
+    /// The approximate bytes it holds (what a cache counts).
+    pub(crate) fn bytes(&self) -> usize {
+        let notes: usize = self
+            .report
+            .notes
+            .iter()
+            .map(|n| size_of::<Note>() + n.pointer.len() + n.keyword.len() + n.detail.len())
+            .sum();
+        self.rules.bytes() + notes
     }
 
     /// The rules as resolved rules numbered from `first`, every span `span`,

@@ -5,6 +5,7 @@ use xg_runtime::{RuleId, TokenId};
 
 use super::Scope;
 use crate::budget::{Budget, Limits};
+use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{Sources, Span};
 use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
@@ -34,6 +35,7 @@ pub(crate) struct Embedded {
 pub(crate) struct Lowerer<'a> {
     scope: &'a Scope,
     sources: &'a Sources,
+    cache: &'a CompileCache,
     diagnostics: &'a mut Diagnostics,
     module: usize,
     /// The qualified name of the rule being lowered.
@@ -47,6 +49,7 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn new(
         scope: &'a Scope,
         sources: &'a Sources,
+        cache: &'a CompileCache,
         diagnostics: &'a mut Diagnostics,
         module: usize,
         rule: &'a str,
@@ -55,6 +58,7 @@ impl<'a> Lowerer<'a> {
         Self {
             scope,
             sources,
+            cache,
             diagnostics,
             module,
             rule,
@@ -773,78 +777,10 @@ impl<'a> Lowerer<'a> {
     /// Parses an embedded schema and compiles it into rules appended to
     /// [`Embedded`]; the expression becomes a reference to the first.
     fn json_schema(&mut self, source: &ast::JsonSource, span: Span) -> ExprKind {
-        let parsed = match source {
-            ast::JsonSource::Inline(raw) => {
-                let start = span.end - raw.len();
-                match serde_json::from_str::<serde_json::Value>(raw) {
-                    Ok(value) => value,
-                    Err(err) => {
-                        let offset = json_error_offset(raw, &err);
-                        let width = raw[offset..].chars().next().map_or(0, char::len_utf8);
-                        self.error(
-                            "invalid-json",
-                            format!("invalid JSON Schema: {}", json_error_message(&err)),
-                            Span::new(span.file, start + offset, start + offset + width),
-                            "here",
-                        );
-                        return ExprKind::Empty;
-                    }
-                }
-            }
-            ast::JsonSource::File(path) => {
-                let Some(base) = self.sources.base_dir(path.span.file) else {
-                    self.error(
-                        "json-schema-not-found",
-                        format!("cannot read `{}`", path.value),
-                        path.span,
-                        "this grammar has no folder to find the file in",
-                    );
-                    return ExprKind::Empty;
-                };
-                let full = base.join(&path.value);
-                let shown = self.sources.relative_name(path.span.file, &path.value);
-                let text = match self.sources.read_data_file(&full) {
-                    Ok(text) => text,
-                    Err(err) => {
-                        self.error(
-                            "json-schema-not-found",
-                            format!("cannot read `{shown}`"),
-                            path.span,
-                            err.to_string(),
-                        );
-                        return ExprKind::Empty;
-                    }
-                };
-                match serde_json::from_str::<serde_json::Value>(&text) {
-                    Ok(value) => value,
-                    Err(err) => {
-                        self.error(
-                            "invalid-json",
-                            format!(
-                                "invalid JSON Schema in {shown}:{}:{}: {}",
-                                err.line(),
-                                err.column(),
-                                json_error_message(&err)
-                            ),
-                            path.span,
-                            "in this file",
-                        );
-                        return ExprKind::Empty;
-                    }
-                }
-            }
-        };
-        if !(parsed.is_object() || parsed.is_boolean()) {
-            self.error(
-                "invalid-json",
-                "a JSON Schema must be an object or a boolean",
-                span,
-                "not a schema",
-            );
+        let Some(parsed) = self.parse_schema(source, span) else {
             return ExprKind::Empty;
-        }
+        };
         let options = json_schema::Options::default();
-        let budget = Budget::new(Limits::default());
         // Inline, the schema's text is this file's: diagnostics point into it.
         let placement = json_schema::Placement {
             whole: span,
@@ -853,7 +789,11 @@ impl<'a> Lowerer<'a> {
                 ast::JsonSource::File(_) => None,
             },
         };
-        match json_schema::generate(&parsed, &options, &budget) {
+        let text = parsed.to_string();
+        let outcome = self.cache.schema(text, &options, || {
+            json_schema::generate(&parsed, &options, &Budget::new(Limits::default()))
+        });
+        match outcome {
             Ok(generated) => {
                 json_schema::push_warnings(&generated.report, &placement, self.diagnostics);
                 let id = self.embedded.first + self.embedded.rules.len();
@@ -872,6 +812,82 @@ impl<'a> Lowerer<'a> {
                 ExprKind::Empty
             }
         }
+    }
+
+    /// An embedded schema's JSON (inline or from its file), checked to be an
+    /// object or a boolean; `None` after an error.
+    fn parse_schema(&mut self, source: &ast::JsonSource, span: Span) -> Option<serde_json::Value> {
+        let parsed = match source {
+            ast::JsonSource::Inline(raw) => {
+                let start = span.end - raw.len();
+                match serde_json::from_str::<serde_json::Value>(raw) {
+                    Ok(value) => value,
+                    Err(err) => {
+                        let offset = json_error_offset(raw, &err);
+                        let width = raw[offset..].chars().next().map_or(0, char::len_utf8);
+                        self.error(
+                            "invalid-json",
+                            format!("invalid JSON Schema: {}", json_error_message(&err)),
+                            Span::new(span.file, start + offset, start + offset + width),
+                            "here",
+                        );
+                        return None;
+                    }
+                }
+            }
+            ast::JsonSource::File(path) => {
+                let Some(base) = self.sources.base_dir(path.span.file) else {
+                    self.error(
+                        "json-schema-not-found",
+                        format!("cannot read `{}`", path.value),
+                        path.span,
+                        "this grammar has no folder to find the file in",
+                    );
+                    return None;
+                };
+                let full = base.join(&path.value);
+                let shown = self.sources.relative_name(path.span.file, &path.value);
+                let text = match self.sources.read_data_file(&full) {
+                    Ok(text) => text,
+                    Err(err) => {
+                        self.error(
+                            "json-schema-not-found",
+                            format!("cannot read `{shown}`"),
+                            path.span,
+                            err.to_string(),
+                        );
+                        return None;
+                    }
+                };
+                match serde_json::from_str::<serde_json::Value>(&text) {
+                    Ok(value) => value,
+                    Err(err) => {
+                        self.error(
+                            "invalid-json",
+                            format!(
+                                "invalid JSON Schema in {shown}:{}:{}: {}",
+                                err.line(),
+                                err.column(),
+                                json_error_message(&err)
+                            ),
+                            path.span,
+                            "in this file",
+                        );
+                        return None;
+                    }
+                }
+            }
+        };
+        if !(parsed.is_object() || parsed.is_boolean()) {
+            self.error(
+                "invalid-json",
+                "a JSON Schema must be an object or a boolean",
+                span,
+                "not a schema",
+            );
+            return None;
+        }
+        Some(parsed)
     }
 }
 

@@ -28,16 +28,19 @@ use std::collections::HashMap;
 
 use xg_runtime::RuleId;
 
+use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, ImportTarget, Sources, Span};
 use crate::syntax::{self, ast};
 use crate::tree;
 
 /// Resolves the grammar whose entry file is `entry`, starting at rule `root`.
+/// Embedded schemas whose rules are in `cache` are not generated again.
 pub fn resolve(
     sources: &mut Sources,
     entry: FileId,
     root: &str,
+    cache: &CompileCache,
     diagnostics: &mut Diagnostics,
 ) -> Option<tree::Grammar> {
     let errors_before = diagnostics.error_count();
@@ -71,6 +74,7 @@ pub fn resolve(
         let mut lowerer = lower::Lowerer::new(
             &scope,
             sources,
+            cache,
             diagnostics,
             declared.module,
             &declared.name,
