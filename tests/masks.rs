@@ -447,3 +447,35 @@ fn masks_tell_rows_that_can_end_from_rows_that_cannot() {
         .unwrap();
     }
 }
+
+/// Tables whose rules claim equal structural hashes for different
+/// structures (written by hand, damaged, forged) must not share mask-cache
+/// entries between those rules: masks stay exact. `word` and `number` are
+/// called from the same place, so with equal hashes their entries' keys
+/// would coincide.
+#[test]
+fn rules_with_forged_equal_hashes_do_not_share_entries() {
+    let honest = runtime_grammar(
+        "root ::= word | number
+         word ::= \"(\" word \")\" | [a-z]+ \"!\"
+         number ::= \"(\" number \")\" | [0-9]+ \"?\"",
+    );
+    let mut tables = honest.tables().clone();
+    assert!(tables.rules.len() >= 3, "{tables:?}");
+    for rule in &mut tables.rules {
+        rule.hash = 7;
+    }
+    let forged = Arc::new(Grammar::new(tables).unwrap());
+    let vocabulary = small_vocabulary();
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    for seed in 0..16 {
+        walk(
+            &forged,
+            &vocabulary,
+            |_| all.clone(),
+            &mut Rng::new(seed),
+            8,
+        )
+        .unwrap();
+    }
+}

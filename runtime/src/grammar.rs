@@ -1,5 +1,6 @@
 //! [`Grammar`]: validated tables plus what the matcher derives from them once.
 
+use std::collections::hash_map::Entry;
 use std::fmt;
 
 use std::path::Path;
@@ -601,14 +602,21 @@ fn nodes_with_edges(tables: &Tables, wanted: impl Fn(u32) -> bool) -> Vec<bool> 
 /// written by hand or damaged must not pass off one rule as another; such
 /// grammars compute masks without the cache.
 fn hashes_agree(tables: &Tables) -> bool {
-    let mut first: rustc_hash::FxHashMap<u64, Vec<u64>> = rustc_hash::FxHashMap::default();
-    for rule in &tables.rules {
-        let shape = shape(tables, rule);
-        match first.get(&rule.hash) {
-            Some(seen) if *seen != shape => return false,
-            Some(_) => {}
-            None => {
-                first.insert(rule.hash, shape);
+    // Per hash: the first rule with it, and its shape once another rule has
+    // the hash too (most hashes are a single rule's).
+    let mut first: rustc_hash::FxHashMap<u64, (usize, Option<Vec<u64>>)> =
+        rustc_hash::FxHashMap::default();
+    for (index, rule) in tables.rules.iter().enumerate() {
+        match first.entry(rule.hash) {
+            Entry::Vacant(vacant) => {
+                vacant.insert((index, None));
+            }
+            Entry::Occupied(mut occupied) => {
+                let (earlier, seen) = occupied.get_mut();
+                let seen = seen.get_or_insert_with(|| shape(tables, &tables.rules[*earlier]));
+                if *seen != shape(tables, rule) {
+                    return false;
+                }
             }
         }
     }
