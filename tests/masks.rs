@@ -479,3 +479,69 @@ fn rules_with_forged_equal_hashes_do_not_share_entries() {
         .unwrap();
     }
 }
+
+/// Tokens of every UTF-8 shape — whole characters of each length, lead
+/// bytes cut short, continuation bytes alone, overlong forms, surrogates,
+/// bytes that never occur — inside strings that take any character, a
+/// range of them, or none: the subtrees taken at once must hold exactly the
+/// tokens the reference accepts.
+#[test]
+fn masks_are_exact_on_tokens_of_every_utf8_shape() {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for piece in [
+        &b"\xC3\xA9"[..],
+        b"\xC3\xA9a",
+        b"a\xC3\xA9",
+        b"\xE4\xB8\xAD",
+        b"\xE4\xB8",
+        b"\xE4\xB8\xADx\xE4",
+        b"\xF0\x9F\x98\x80",
+        b"\xF0\x9F\x98",
+        b"\xF0\x9F",
+        b"\xF4\x8F\xBF\xBF",
+        b"\xF4\x90\x80\x80",
+        b"\xE0\xA0\x80",
+        b"\xE0\x80\x80",
+        b"\xED\x9F\xBF",
+        b"\xED\xA0\x80",
+        b"\xC0\x80",
+        b"\xA9\xA9",
+        b"\xC3\xA9\xA9",
+        b"\xC3a",
+        b"ab\xC3\xA9\xC3\xB6\"",
+        b"\xC3\xA9\"",
+        b"\xE2\x80\x9C\"}",
+        b"\xC3\xBC\xC3\xBD",
+        b"a\xC3\xA9\xC3\xA9",
+        b"x\xE4\xB8\xAD\xE4\xB8\xAD",
+        b"a\xA9",
+        b"b\xC3a",
+        b"c\xED\xA0\x80",
+        b"d\xC0\x80",
+        b"e\xF4\x90\x80\x80",
+    ] {
+        tokens.push(piece.to_vec());
+    }
+    let vocabulary = Arc::new(Vocabulary::from_byte_strings(&tokens, &[]).unwrap());
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    for source in [
+        r#"root ::= "\"" [^"\\]* "\"" "}""#,
+        r#"root ::= "\"" ([a-z] | [é-ü])* "\"" "}""#,
+        r#"root ::= "\"" ([a-z] | [\u0080-\u07FF])* "\"" "}""#,
+        r#"root ::= "\"" [^"\\\U00010000-\U0010FFFF]* "\"" "}""#,
+        r#"root ::= "\"" [a-z]* "\"" "}""#,
+        r#"root ::= "\"" [a-z]* ([^\u0000-\u007F] [a-z]*)? "\"" "}""#,
+    ] {
+        let grammar = runtime_grammar(source);
+        for seed in 0..12 {
+            walk(
+                &grammar,
+                &vocabulary,
+                |_| all.clone(),
+                &mut Rng::new(seed),
+                8,
+            )
+            .unwrap_or_else(|error| panic!("{source}: {error}"));
+        }
+    }
+}

@@ -34,8 +34,8 @@ pub(crate) struct TokenTrie {
     universe: Vec<u32>,
     /// The length of the longest token, in bytes.
     max_depth: usize,
-    /// Per node: the byte classes (bit `c` for class `c` of
-    /// [`byte_class`]) on the edges below it, in its subtree.
+    /// Per node: what the bytes below it are, in its subtree (see
+    /// [`TokenTrie::classes_below`]).
     classes_below: Vec<u64>,
 }
 
@@ -70,6 +70,69 @@ pub(crate) const fn byte_class(byte: u8) -> u8 {
         0xF0..=0xF4 => 44,
         // 0xC0, 0xC1 and 0xF5..=0xFF never occur in UTF-8.
         _ => 45,
+    }
+}
+
+/// The bit of [`TokenTrie::classes_below`] for non-ASCII characters:
+/// whole UTF-8 sequences, or one cut short by the end of a token, starting
+/// where a character may start. Which bytes they are depends on the bytes
+/// before them, so no byte class can stand for them.
+pub(crate) const TEXT_CHARS: u8 = CLASSES;
+
+/// The bit of [`TokenTrie::classes_below`] for bytes that break UTF-8 (or
+/// follow a break); never taken at once.
+pub(crate) const MALFORMED: u8 = CLASSES + 1;
+
+/// The bit of [`TokenTrie::classes_below`] for a node inside a character:
+/// the bytes below it finish a sequence begun above it, so what they are
+/// depends on more than the node's subtree; never taken at once.
+pub(crate) const MID_CHAR: u8 = CLASSES + 2;
+
+/// Where a byte string stands in UTF-8 (RFC 3629: no overlong forms, no
+/// surrogates, nothing past U+10FFFF).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub(crate) enum Utf8 {
+    /// Between characters.
+    Boundary,
+    /// Inside a character: `remaining` continuation bytes to go, the next
+    /// one in `lo..=hi`.
+    Inside { remaining: u8, lo: u8, hi: u8 },
+}
+
+impl Utf8 {
+    /// The state after `byte`; `None` if it breaks UTF-8.
+    pub(crate) fn advance(self, byte: u8) -> Option<Utf8> {
+        let inside = |remaining, lo, hi| Some(Utf8::Inside { remaining, lo, hi });
+        match self {
+            Utf8::Boundary => match byte {
+                0x00..=0x7F => Some(Utf8::Boundary),
+                0xC2..=0xDF => inside(1, 0x80, 0xBF),
+                0xE0 => inside(2, 0xA0, 0xBF),
+                0xED => inside(2, 0x80, 0x9F),
+                0xE1..=0xEF => inside(2, 0x80, 0xBF),
+                0xF0 => inside(3, 0x90, 0xBF),
+                0xF4 => inside(3, 0x80, 0x8F),
+                0xF1..=0xF3 => inside(3, 0x80, 0xBF),
+                _ => None,
+            },
+            Utf8::Inside { remaining, lo, hi } if (lo..=hi).contains(&byte) => {
+                if remaining == 1 {
+                    Some(Utf8::Boundary)
+                } else {
+                    inside(remaining - 1, 0x80, 0xBF)
+                }
+            }
+            Utf8::Inside { .. } => None,
+        }
+    }
+
+    /// The bytes that go on a non-ASCII character from here: lead bytes
+    /// between characters, else the continuation bytes allowed next.
+    pub(crate) fn next_bytes(self) -> std::ops::RangeInclusive<u8> {
+        match self {
+            Utf8::Boundary => 0xC2..=0xF4,
+            Utf8::Inside { lo, hi, .. } => lo..=hi,
+        }
     }
 }
 
@@ -142,18 +205,47 @@ impl TokenTrie {
             }
             open.push(node);
         }
+        trie.classes_below = trie.classes();
+        trie
+    }
+
+    /// [`TokenTrie::classes_below`] of every node.
+    fn classes(&self) -> Vec<u64> {
+        let count = self.bytes.len();
+        // Per node: where its path stands in UTF-8 (`None`: broken).
+        let mut utf8: Vec<Option<Utf8>> = Vec::with_capacity(count);
+        let mut open: Vec<usize> = Vec::new();
+        for node in 0..count {
+            open.truncate(self.depths[node] as usize - 1);
+            let above = open
+                .last()
+                .map_or(Some(Utf8::Boundary), |&parent| utf8[parent]);
+            utf8.push(above.and_then(|state| state.advance(self.bytes[node])));
+            open.push(node);
+        }
         // In reverse depth-first order a node's children come before it.
-        trie.classes_below = vec![0; count];
+        let mut classes = vec![0u64; count];
         for node in (0..count).rev() {
-            let end = trie.ends[node] as usize;
+            let end = self.ends[node] as usize;
             let mut child = node + 1;
             while child < end {
-                trie.classes_below[node] |=
-                    trie.classes_below[child] | 1 << byte_class(trie.bytes[child]);
-                child = trie.ends[child] as usize;
+                let byte = self.bytes[child];
+                let kind = match (utf8[node], utf8[child]) {
+                    (Some(Utf8::Boundary), Some(_)) if byte.is_ascii() => byte_class(byte),
+                    (Some(_), Some(_)) => TEXT_CHARS,
+                    _ => MALFORMED,
+                };
+                classes[node] |= classes[child] | 1 << kind;
+                child = self.ends[child] as usize;
             }
         }
-        trie
+        // Not passed up: a character may well go on below a node.
+        for (node, state) in utf8.iter().enumerate() {
+            if matches!(state, Some(Utf8::Inside { .. })) && classes[node] != 0 {
+                classes[node] |= 1 << MID_CHAR;
+            }
+        }
+        classes
     }
 
     /// The number of nodes.
@@ -188,7 +280,12 @@ impl TokenTrie {
         &self.empty
     }
 
-    /// The byte classes on the edges below `node`: 0 for a leaf.
+    /// What the bytes below `node` are, one bit each (0 for a leaf): the
+    /// class ([`byte_class`]) of each ASCII byte, [`TEXT_CHARS`] for
+    /// non-ASCII characters, [`MALFORMED`] for bytes that break UTF-8, and
+    /// [`MID_CHAR`] if `node` is inside a character. A matcher state that
+    /// every ASCII byte of those classes and every non-ASCII character
+    /// leads back to accepts every token below.
     pub(crate) fn classes_below(&self, node: usize) -> u64 {
         self.classes_below[node]
     }

@@ -29,7 +29,7 @@ use super::item::{Item, Kind};
 use crate::byteset::ByteSet;
 use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
-use crate::trie::class_bytes;
+use crate::trie::{TEXT_CHARS, Utf8, class_bytes};
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -144,12 +144,15 @@ impl StepMemo {
         }
     }
 
-    /// Whether every byte of the byte classes `classes` leads from the
-    /// configuration at `depth` of the current path back to itself — then
-    /// every token below a trie node there is viable, and a walk can take
-    /// the whole subtree at once (free text, the inside of a string). Steps
-    /// it needs are computed and memoized as [`StepMemo::step`] does; the
-    /// path past `depth` is dropped.
+    /// Whether what `classes` (a trie node's
+    /// [`crate::trie::TokenTrie::classes_below`]) stands for leads from the
+    /// configuration at `depth` of the current path back to itself: every
+    /// byte of its byte classes and, for [`TEXT_CHARS`], every non-ASCII
+    /// character, each byte of which is viable. Then every token below a
+    /// trie node there is viable, and a walk can take the whole subtree at
+    /// once (free text, the inside of a string). Steps it needs are
+    /// computed and memoized as [`StepMemo::step`] does; the path past
+    /// `depth` is dropped.
     pub(super) fn loops(&mut self, matcher: &mut Matcher, depth: usize, classes: u64) -> bool {
         let config = self.path[depth];
         if config == NONE {
@@ -161,8 +164,13 @@ impl StepMemo {
         while unknown != 0 && all {
             let class = u8::try_from(unknown.trailing_zeros()).expect("a class below 64");
             unknown &= unknown - 1;
-            all = class_bytes(class)
-                .all(|byte| self.step(matcher, depth + 1, byte) && self.path[depth + 1] == config);
+            all = match class {
+                TEXT_CHARS => self.chars_return(matcher, depth, 1, Utf8::Boundary, &mut Vec::new()),
+                class if class < TEXT_CHARS => class_bytes(class).all(|byte| {
+                    self.step(matcher, depth + 1, byte) && self.path[depth + 1] == config
+                }),
+                _ => false,
+            };
             self.known_loops[at] |= 1 << class;
             if all {
                 self.loops[at] |= 1 << class;
@@ -170,6 +178,44 @@ impl StepMemo {
         }
         self.path.truncate(depth + 1);
         classes & !self.loops[at] == 0
+    }
+
+    /// Whether every way to go on the non-ASCII character begun `level - 1`
+    /// bytes below `depth` (where UTF-8 stands at `utf8`) is viable byte
+    /// by byte and ends in the configuration at `depth`. Configurations
+    /// inside a character already checked (with the same UTF-8 state) are
+    /// in `seen`: what follows them was checked then.
+    fn chars_return(
+        &mut self,
+        matcher: &mut Matcher,
+        depth: usize,
+        level: usize,
+        utf8: Utf8,
+        seen: &mut Vec<(u32, Utf8)>,
+    ) -> bool {
+        let home = self.path[depth];
+        for byte in utf8.next_bytes() {
+            let Some(next) = utf8.advance(byte) else {
+                continue;
+            };
+            if !self.step(matcher, depth + level, byte) {
+                return false;
+            }
+            let config = self.path[depth + level];
+            let returned = match next {
+                Utf8::Boundary => config == home,
+                Utf8::Inside { .. } if config == NONE => false,
+                Utf8::Inside { .. } if seen.contains(&(config, next)) => true,
+                Utf8::Inside { .. } => {
+                    seen.push((config, next));
+                    self.chars_return(matcher, depth, level + 1, next, seen)
+                }
+            };
+            if !returned {
+                return false;
+            }
+        }
+        true
     }
 
     /// Puts the rows of the current path up to `depth` into the history.
