@@ -1004,7 +1004,9 @@ impl<'a> Emitter<'a> {
     }
 
     /// Members in any order: rules per set of tracked members written so far
-    /// (at most 2^8).
+    /// (at most 2^8). Each member is a rule of its own, so the set rules are
+    /// a few references each (their number is exponential, their size must
+    /// not be) and every set shares the members' automata and mask entries.
     fn any_order_body(
         &mut self,
         members: &[(G, bool)],
@@ -1034,17 +1036,21 @@ impl<'a> Emitter<'a> {
         if !track_all {
             self.approximate(&pointer, "properties", "in any order, an optional property may appear twice (too many properties to track)");
         }
+        // Untracked members stay expressions: in one choice their keys
+        // share one automaton.
+        let member_rules: Vec<G> = tracked
+            .iter()
+            .map(|&i| self.rule_of(&members[i].0, &format!("{name}_member_{i}")))
+            .collect();
         let free_members: Vec<G> = (0..members.len())
             .filter(|i| !tracked.contains(i))
             .map(|i| members[i].0.clone())
             .chain(extra.cloned())
             .collect();
-        let free: Vec<G> = if free_members.len() > 1 {
-            let rule = self.rules.declare(&format!("{name}_any"));
-            self.rules.define(rule, G::alt(free_members));
-            vec![G::Ref(rule)]
-        } else {
-            free_members
+        let free = match free_members.len() {
+            0 => None,
+            1 => free_members.into_iter().next(),
+            _ => Some(self.rule_of(&G::alt(free_members), &format!("{name}_any"))),
         };
         let required_mask: usize = tracked
             .iter()
@@ -1057,36 +1063,42 @@ impl<'a> Emitter<'a> {
         let rules: Vec<usize> = (0..states)
             .map(|seen| self.rules.declare(&format!("{name}_after_{seen}")))
             .collect();
-        for seen in 0..states {
-            let mut alternatives = Vec::new();
-            if seen & required_mask == required_mask {
-                alternatives.push(G::Empty);
-            }
-            for (bit, &i) in tracked.iter().enumerate() {
+        // The members that may come next once those in `seen` are written.
+        let next = |seen: usize| {
+            let mut choices = Vec::new();
+            for (bit, member) in member_rules.iter().enumerate() {
                 if seen & (1 << bit) == 0 {
-                    alternatives.push(G::seq([
-                        sep.clone(),
-                        members[i].0.clone(),
-                        G::Ref(rules[seen | 1 << bit]),
-                    ]));
+                    choices.push(G::seq([member.clone(), G::Ref(rules[seen | 1 << bit])]));
                 }
             }
-            for member in &free {
-                alternatives.push(G::seq([sep.clone(), member.clone(), G::Ref(rules[seen])]));
+            if let Some(member) = &free {
+                choices.push(G::seq([member.clone(), G::Ref(rules[seen])]));
             }
-            self.rules.define(rules[seen], G::alt(alternatives));
-        }
-        let mut first = Vec::new();
-        for (bit, &i) in tracked.iter().enumerate() {
-            first.push(G::seq([members[i].0.clone(), G::Ref(rules[1 << bit])]));
-        }
-        for member in &free {
-            first.push(G::seq([member.clone(), G::Ref(rules[0])]));
+            G::alt(choices)
+        };
+        for (seen, &rule) in rules.iter().enumerate() {
+            let end = if seen & required_mask == required_mask {
+                G::Empty
+            } else {
+                G::Nothing
+            };
+            let more = G::seq([sep.clone(), next(seen)]);
+            self.rules.define(rule, G::alt([end, more]));
         }
         Members {
-            some: G::alt(first),
+            some: next(0),
             none: required_mask == 0,
         }
+    }
+
+    /// `g` as a reference: itself if it is one, else a new rule named `name`.
+    fn rule_of(&mut self, g: &G, name: &str) -> G {
+        if let G::Ref(_) = g {
+            return g.clone();
+        }
+        let rule = self.rules.declare(name);
+        self.rules.define(rule, g.clone());
+        G::Ref(rule)
     }
 
     /// A member whose key is none of `declared` (`None` if none may appear).

@@ -86,18 +86,17 @@ fn is_reference_free(expr: &Expr) -> bool {
     }
 }
 
-/// The number of expression nodes in `expr`.
+/// The size of `expr`: its expression nodes, a literal counting one per
+/// byte (each becomes an automaton node, in every copy inlined).
 pub(crate) fn size(expr: &Expr) -> usize {
     1 + match expr {
+        Expr::Bytes(bytes) => bytes.len().saturating_sub(1),
         Expr::Sequence(items) | Expr::Choice(items) => items.iter().map(size).sum(),
         Expr::Repeat { expr, .. } => size(expr),
         Expr::Dispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
         Expr::TokenDispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
-        Expr::Empty
-        | Expr::Bytes(_)
-        | Expr::Class(_)
-        | Expr::Ref(_)
-        | Expr::RepeatRule { .. }
-        | Expr::Tokens(_) => 0,
+        Expr::Empty | Expr::Class(_) | Expr::Ref(_) | Expr::RepeatRule { .. } | Expr::Tokens(_) => {
+            0
+        }
     }
 }

@@ -78,18 +78,19 @@ pub(crate) fn trace(
         vocabulary.stop_tokens().len()
     );
     println!(
-        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>5} {:>4} {:>5} {:>9} {:>7}",
+        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>7} {:>4} {:>5} {:>9} {:>7} {:>8}",
         "step",
         "id",
         "token",
         "allowed",
         "ok",
         "mask µs",
-        "items",
+        "entries",
         "hit",
         "built",
         "uncertain",
-        "pushed"
+        "pushed",
+        "earley"
     );
     let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(vocabulary));
     let mut mask = vec![0; vocabulary.mask_words()];
@@ -107,7 +108,7 @@ pub(crate) fn trace(
         let stats = matcher.last_mask_stats();
         let id_text = id.map_or_else(|| "end".to_owned(), |id| id.to_string());
         println!(
-            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>5} {:>4} {:>5} {:>9} {:>7}",
+            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>7} {:>4} {:>5} {:>9} {:>7} {:>8}",
             times.len(),
             id_text,
             label,
@@ -118,7 +119,8 @@ pub(crate) fn trace(
             if stats.hits > 0 { "yes" } else { "-" },
             stats.built,
             stats.uncertain,
-            stats.bytes_pushed
+            stats.bytes_pushed,
+            stats.items
         );
         Ok(ok)
     };
