@@ -13,7 +13,7 @@ use serde::Serialize;
 use serde_json::Value;
 use serde_json::ser::{PrettyFormatter, Serializer};
 use xg_compiler::json_schema::{Options, PRETTY_DEPTH, PropertyOrder, Whitespace};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
 fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
@@ -34,6 +34,7 @@ fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
         schema,
         &options,
         &Limits::default(),
+        &CompileCache::default(),
         &sources,
         file,
         &mut diagnostics,

@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use xg_compiler::json_schema::{self, Options, PropertyOrder, Whitespace};
-use xg_compiler::{Budget, Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_compiler::{Budget, CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 use common::{REAL_TOKENIZERS, real_tokenizer};
@@ -20,6 +20,11 @@ fn maskbench() -> Vec<(String, Value)> {
     common::vendored_json("maskbench/maskbench.tar.gz")
 }
 
+/// One compile cache for every schema of a run, as a server keeps one: the
+/// rules schemas share are generated and built once, and the runs check
+/// that grammars compiled from the cache accept what they should.
+static CACHE: std::sync::LazyLock<CompileCache> = std::sync::LazyLock::new(CompileCache::default);
+
 fn compile(schema: &Value, options: &Options) -> Result<Arc<Grammar>, String> {
     let mut sources = Sources::new();
     let file = sources.add("schema.json", schema.to_string(), None);
@@ -28,6 +33,7 @@ fn compile(schema: &Value, options: &Options) -> Result<Arc<Grammar>, String> {
         schema,
         options,
         &Limits::default(),
+        &CACHE,
         &sources,
         file,
         &mut diagnostics,

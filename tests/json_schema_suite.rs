@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
-use xg_compiler::{Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
 /// `(path, test file)` for every file of the vendored suite.
@@ -103,6 +103,7 @@ fn compile(schema: &Value) -> Result<(Arc<Grammar>, Vec<String>), String> {
         schema,
         &options,
         &Limits::default(),
+        &CompileCache::default(),
         &sources,
         file,
         &mut diagnostics,

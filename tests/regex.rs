@@ -13,7 +13,7 @@ use common::{Rng, sample};
 use proptest::prelude::*;
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
-use xg_compiler::{Diagnostics, Limits, Sources, ir, pipeline, regex};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, ir, pipeline, regex};
 use xg_runtime::{Grammar, Matcher};
 
 /// Patterns that exercise each part of the dialect, each with a string it
@@ -42,8 +42,15 @@ fn compile(pattern: &str, options: regex::Options) -> Arc<Grammar> {
     let mut sources = Sources::new();
     let file = sources.add("pattern", pattern, None);
     let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::regex(pattern, options, &Limits::default(), file, &mut diagnostics)
-        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+    let grammar = pipeline::regex(
+        pattern,
+        options,
+        &Limits::default(),
+        &CompileCache::default(),
+        file,
+        &mut diagnostics,
+    )
+    .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
     Arc::new(grammar)
 }
 
@@ -213,6 +220,7 @@ fn unsupported_features_are_errors_pointing_into_the_pattern() {
             pattern,
             regex::Options::default(),
             &Limits::default(),
+            &CompileCache::default(),
             file,
             &mut diagnostics,
         );

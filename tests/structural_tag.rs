@@ -10,7 +10,7 @@ use std::sync::Arc;
 
 use common::{REAL_TOKENIZERS, real_tokenizer};
 use serde_json::{Value, json};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 fn compile_with(tag: &Value, vocabulary: Option<&Vocabulary>) -> Result<Arc<Grammar>, String> {
@@ -21,6 +21,7 @@ fn compile_with(tag: &Value, vocabulary: Option<&Vocabulary>) -> Result<Arc<Gram
         tag,
         vocabulary,
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,

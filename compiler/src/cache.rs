@@ -245,27 +245,33 @@ impl CompileCache {
     }
 
     /// Past the bound, removes the least recently used entries until the
-    /// pool is back to three quarters of it.
+    /// pool is back to three quarters of it (keys are never copied: the
+    /// oldest use to keep is found first, then the rest dropped at once).
     fn evict(&self, pool: &mut Pool) {
         if pool.bytes <= self.limit {
             return;
         }
         let target = self.limit / 4 * 3;
-        let mut order: Vec<(u64, Key)> = pool
+        let mut uses: Vec<(u64, usize)> = pool
             .entries
-            .iter()
-            .map(|(key, slot)| (slot.last_used, key.clone()))
+            .values()
+            .map(|slot| (slot.last_used, slot.bytes))
             .collect();
-        order.sort_unstable_by_key(|(used, _)| *used);
-        for (_, key) in order {
-            if pool.bytes <= target {
+        uses.sort_unstable();
+        let mut bytes = pool.bytes;
+        let mut oldest_kept = 0;
+        for (used, size) in uses {
+            if bytes <= target {
                 break;
             }
-            if let Some(slot) = pool.entries.remove(&key) {
-                pool.bytes -= slot.bytes;
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-            }
+            bytes -= size;
+            oldest_kept = used + 1;
         }
+        let before = pool.entries.len();
+        pool.entries.retain(|_, slot| slot.last_used >= oldest_kept);
+        pool.bytes = bytes;
+        let evicted = before - pool.entries.len();
+        self.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Pool> {

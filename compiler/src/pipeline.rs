@@ -124,61 +124,85 @@ pub fn grammar(
 }
 
 /// Compiles a JSON Schema into a runtime [`Grammar`] within `limits` (the
-/// whole compilation: generating rules, automata, hashing). Errors (with the JSON
-/// pointer of each offending part) and the report's warnings are
-/// diagnostics on `file`, the schema's text in `sources`, each at the part
-/// of the text its pointer names. `None` if there were errors.
+/// whole compilation: generating rules, automata, hashing). Rules a schema
+/// generates and automata built by earlier compilations with the same
+/// `cache` are reused: a server that keeps one `cache` pays once for a
+/// schema its requests repeat, and once for the rules schemas share
+/// (strings, numbers). Errors (with the JSON pointer of each offending
+/// part) and the report's warnings are diagnostics on `file`, the schema's
+/// text in `sources`, each at the part of the text its pointer names.
+/// `None` if there were errors.
 pub fn json_schema(
     schema: &serde_json::Value,
     options: &json_schema::Options,
     limits: &Limits,
+    cache: &CompileCache,
     sources: &Sources,
     file: crate::FileId,
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
-    let tree = json_schema::check(schema, options, &budget, sources, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, &CompileCache::default(), diagnostics)?;
-    runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
+    let generated = cache.schema(schema.to_string(), options, || {
+        json_schema::generate(schema, options, &budget)
+    });
+    let placement = json_schema::Placement {
+        whole: Span::new(file, 0, 0),
+        text: Some((sources.text(file), 0)),
+    };
+    let generated = match generated {
+        Ok(generated) => {
+            json_schema::push_warnings(&generated.report, &placement, diagnostics);
+            generated
+        }
+        Err(errors) => {
+            json_schema::push_errors(&errors, &placement, diagnostics);
+            return None;
+        }
+    };
+    let tree = tree::Grammar {
+        rules: generated.to_tree(0, Span::new(file, 0, 0), ""),
+        root: xg_runtime::RuleId::new(0).expect("rule 0"),
+    };
+    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
+    runtime_grammar(compiled, Span::new(file, 0, 0), diagnostics)
 }
 
 /// Compiles a regular expression, the whole text of `file`, into a runtime
 /// [`Grammar`] that matches what the pattern matches in full, within
-/// `limits`. Errors point into the pattern. `None` if there were errors.
+/// `limits`, reusing automata built with the same `cache`. Errors point
+/// into the pattern. `None` if there were errors.
 pub fn regex(
     pattern: &str,
     options: regex::Options,
     limits: &Limits,
+    cache: &CompileCache,
     file: crate::FileId,
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let tree = regex::check(pattern, options, file, diagnostics)?;
-    let compiled = compile_tree(
-        &tree,
-        &Budget::new(limits.clone()),
-        &CompileCache::default(),
-        diagnostics,
-    )?;
-    runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
+    let compiled = compile_tree(&tree, &Budget::new(limits.clone()), cache, diagnostics)?;
+    runtime_grammar(compiled, Span::new(file, 0, 0), diagnostics)
 }
 
 /// Compiles a structural tag (XGrammar's JSON, the whole text of `file`
-/// in `sources`) into a runtime [`Grammar`] within `limits`. `vocabulary`
-/// resolves tokens given by text. Errors name the JSON pointer of the
-/// offending part, or point into an embedded grammar or regex. `None` if
-/// there were errors.
+/// in `sources`) into a runtime [`Grammar`] within `limits`, reusing the
+/// schemas' rules and the automata built with the same `cache`.
+/// `vocabulary` resolves tokens given by text. Errors name the JSON pointer
+/// of the offending part, or point into an embedded grammar or regex.
+/// `None` if there were errors.
 pub fn structural_tag(
     tag: &serde_json::Value,
     vocabulary: Option<&xg_runtime::Vocabulary>,
     limits: &Limits,
+    cache: &CompileCache,
     sources: &mut Sources,
     file: crate::FileId,
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
-    let tree = structural_tag::check(tag, vocabulary, &budget, sources, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, &CompileCache::default(), diagnostics)?;
-    runtime_grammar(compiled, crate::Span::new(file, 0, 0), diagnostics)
+    let tree = structural_tag::check(tag, vocabulary, &budget, cache, sources, file, diagnostics)?;
+    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
+    runtime_grammar(compiled, Span::new(file, 0, 0), diagnostics)
 }
 
 fn runtime_grammar(

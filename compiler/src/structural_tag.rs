@@ -52,12 +52,14 @@ struct TagError {
 
 /// Compiles a structural tag (the whole text of `file` in `sources`) into a
 /// checked grammar within `budget`. `vocabulary` resolves tokens given by
-/// text. Errors name the JSON pointer of the offending part; errors inside
+/// text; `cache` holds embedded schemas' rules from earlier requests. Errors
+/// name the JSON pointer of the offending part; errors inside
 /// an embedded grammar or regex point into its text.
 pub fn check(
     tag: &Value,
     vocabulary: Option<&Vocabulary>,
     budget: &Budget,
+    cache: &CompileCache,
     sources: &mut Sources,
     file: FileId,
     diagnostics: &mut Diagnostics,
@@ -72,6 +74,7 @@ pub fn check(
         }],
         vocabulary,
         budget,
+        cache,
         sources,
         diagnostics,
         span,
@@ -106,6 +109,8 @@ struct Builder<'a> {
     rules: Vec<tree::Rule>,
     vocabulary: Option<&'a Vocabulary>,
     budget: &'a Budget,
+    /// Schemas' rules and embedded grammars' schemas from earlier requests.
+    cache: &'a CompileCache,
     sources: &'a mut Sources,
     diagnostics: &'a mut Diagnostics,
     span: Span,
@@ -770,7 +775,11 @@ impl Builder<'_> {
             );
         }
         let options = self.schema_options(fields);
-        match json_schema::generate(schema, &options, self.budget) {
+        let budget = self.budget;
+        let generated = self.cache.schema(schema.to_string(), &options, || {
+            json_schema::generate(schema, &options, budget)
+        });
+        match generated {
             Ok(generated) => {
                 let span = self.span;
                 let at = json_schema::Placement::at(span);
@@ -859,8 +868,8 @@ impl Builder<'_> {
         let text = self.string(fields, "grammar");
         let name = format!("{}/grammar", fields.pointer);
         let file = self.sources.add(name.clone(), text, None);
-        let cache = CompileCache::default();
-        let Some(grammar) = resolve::resolve(self.sources, file, "root", &cache, self.diagnostics)
+        let Some(grammar) =
+            resolve::resolve(self.sources, file, "root", self.cache, self.diagnostics)
         else {
             self.failed = true;
             return empty(self.span);

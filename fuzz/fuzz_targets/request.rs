@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use xg_compiler::json_schema::{Options, Whitespace};
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline, regex};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline, regex};
 use xg_runtime::Matcher;
 
 fuzz_target!(|bytes: &[u8]| {
@@ -27,6 +27,7 @@ fuzz_target!(|bytes: &[u8]| {
     let mut sources = Sources::new();
     let file = sources.add("input", text, None);
     let mut diagnostics = Diagnostics::new();
+    let cache = CompileCache::default();
     let grammar = match selector % 3 {
         0 | 1 => {
             let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
@@ -42,12 +43,21 @@ fuzz_target!(|bytes: &[u8]| {
                     whitespace,
                     ..Options::default()
                 };
-                pipeline::json_schema(&value, &options, &limits, &sources, file, &mut diagnostics)
+                pipeline::json_schema(
+                    &value,
+                    &options,
+                    &limits,
+                    &cache,
+                    &sources,
+                    file,
+                    &mut diagnostics,
+                )
             } else {
                 pipeline::structural_tag(
                     &value,
                     None,
                     &limits,
+                    &cache,
                     &mut sources,
                     file,
                     &mut diagnostics,
@@ -58,6 +68,7 @@ fuzz_target!(|bytes: &[u8]| {
             text,
             regex::Options::default(),
             &limits,
+            &cache,
             file,
             &mut diagnostics,
         ),

@@ -5,7 +5,7 @@
 use std::fmt::Write as _;
 use std::hash::BuildHasher as _;
 
-use rustc_hash::{FxBuildHasher, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
 
 use xg_runtime::RuleId;
 
@@ -181,6 +181,12 @@ fn push_seq(out: &mut Vec<G>, g: G) {
 pub(crate) struct Rules {
     names: Vec<String>,
     bodies: Vec<G>,
+    /// Every name declared, and per base name the next suffix to try: a
+    /// schema with thousands of rules declares each in constant time.
+    /// (Pruning drops rules, not names from here: nothing is declared
+    /// after it.)
+    declared: FxHashSet<String>,
+    suffixes: FxHashMap<String, usize>,
 }
 
 impl Rules {
@@ -198,11 +204,17 @@ impl Rules {
     pub(crate) fn declare(&mut self, name: &str) -> usize {
         let base = sanitize(name);
         let mut unique = base.clone();
-        let mut n = 2;
-        while self.names.contains(&unique) {
-            unique = format!("{base}_{n}");
-            n += 1;
+        if self.declared.contains(&unique) {
+            let n = self.suffixes.entry(base.clone()).or_insert(2);
+            loop {
+                unique = format!("{base}_{n}");
+                *n += 1;
+                if !self.declared.contains(&unique) {
+                    break;
+                }
+            }
         }
+        self.declared.insert(unique.clone());
         self.names.push(unique);
         self.bodies.push(G::Nothing);
         self.names.len() - 1
@@ -226,19 +238,7 @@ impl Rules {
     /// Drops everything that can never match and every rule the root no
     /// longer reaches. `false` if the root itself can never match.
     pub(crate) fn prune(&mut self) -> bool {
-        let mut productive = vec![false; self.bodies.len()];
-        loop {
-            let mut changed = false;
-            for (i, body) in self.bodies.iter().enumerate() {
-                if !productive[i] && body.productive(&productive) {
-                    productive[i] = true;
-                    changed = true;
-                }
-            }
-            if !changed {
-                break;
-            }
-        }
+        let productive = self.productive();
         if !productive[0] {
             return false;
         }
@@ -266,13 +266,37 @@ impl Rules {
                 }
             });
         }
-        let bodies: Vec<G> = order
+        let mut bodies = std::mem::take(&mut self.bodies);
+        let mut names = std::mem::take(&mut self.names);
+        self.bodies = order
             .iter()
-            .map(|&i| renumber(self.bodies[i].clone(), &new_index))
+            .map(|&i| renumber(std::mem::replace(&mut bodies[i], G::Nothing), &new_index))
             .collect();
-        self.names = order.iter().map(|&i| self.names[i].clone()).collect();
-        self.bodies = bodies;
+        self.names = order
+            .iter()
+            .map(|&i| std::mem::take(&mut names[i]))
+            .collect();
         true
+    }
+
+    /// Per rule, whether it can match anything: a rule is rechecked only
+    /// when a rule it refers to turns out productive, so this is linear in
+    /// the references, whatever order the rules come in.
+    fn productive(&self) -> Vec<bool> {
+        let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); self.bodies.len()];
+        for (i, body) in self.bodies.iter().enumerate() {
+            body.visit_refs(&mut |target| referrers[target].push(i));
+        }
+        let mut productive = vec![false; self.bodies.len()];
+        let mut work: Vec<usize> = (0..self.bodies.len()).rev().collect();
+        while let Some(rule) = work.pop() {
+            if productive[rule] || !self.bodies[rule].productive(&productive) {
+                continue;
+            }
+            productive[rule] = true;
+            work.extend(referrers[rule].iter().filter(|&&r| !productive[r]));
+        }
+        productive
     }
 
     /// The grammar as `.xg` text, one rule per line, root first.

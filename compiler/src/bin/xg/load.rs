@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use xg_compiler::{Diagnostics, Limits, Sources, pipeline, regex};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline, regex};
 use xg_runtime::Vocabulary;
 
 use crate::schema::{self, SchemaFlags};
@@ -128,6 +128,7 @@ fn compile_structural_tag(
         tag,
         vocabulary,
         &Limits::default(),
+        &CompileCache::default(),
         &mut sources,
         file,
         &mut diagnostics,
@@ -145,7 +146,14 @@ fn compile_regex(pattern: &str, json_string: bool, color: bool) -> Result<xg_run
         json_string,
         ..regex::Options::default()
     };
-    let grammar = pipeline::regex(pattern, options, &Limits::default(), file, &mut diagnostics);
+    let grammar = pipeline::regex(
+        pattern,
+        options,
+        &Limits::default(),
+        &CompileCache::default(),
+        file,
+        &mut diagnostics,
+    );
     eprint!("{}", diagnostics.render(&sources, color));
     grammar.context("the regex does not compile")
 }

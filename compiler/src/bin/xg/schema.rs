@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use xg_compiler::json_schema::{self, Options, PropertyOrder, Whitespace};
-use xg_compiler::{Budget, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{Budget, CompileCache, Diagnostics, Limits, Sources, pipeline};
 
 /// The options of the JSON Schema front end, as flags.
 #[derive(Args, Clone)]
@@ -143,6 +143,7 @@ pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runti
             &schema,
             &flags.options(),
             &flags.limits(),
+            &CompileCache::default(),
             &sources,
             file,
             &mut diagnostics,

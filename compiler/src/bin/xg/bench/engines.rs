@@ -70,8 +70,8 @@ pub(crate) trait TokenMatcher {
     fn accepting(&mut self) -> bool;
 }
 
-/// xg with the model's vocabulary, and a compile cache for request-time
-/// tool lists.
+/// xg with the model's vocabulary, and one compile cache for the run's
+/// schemas and tool lists, as a server keeps one.
 pub(crate) struct Xg {
     vocabulary: Arc<Vocabulary>,
     compile_cache: CompileCache,
@@ -124,8 +124,16 @@ impl Engine for Xg {
         let mut sources = Sources::new();
         let file = sources.add("schema.json", schema.to_string(), None);
         let mut diagnostics = Diagnostics::new();
-        let grammar =
-            pipeline::json_schema(schema, &options, &limits, &sources, file, &mut diagnostics);
+        // One compile cache for the run, as a server keeps one.
+        let grammar = pipeline::json_schema(
+            schema,
+            &options,
+            &limits,
+            &self.compile_cache,
+            &sources,
+            file,
+            &mut diagnostics,
+        );
         self.compiled(grammar, &diagnostics)
     }
 
