@@ -344,10 +344,12 @@ fn grammars_with_equal_rules_use_the_cache() {
 
 #[test]
 fn a_mask_over_budget_is_a_clear_error_and_changes_nothing() {
-    // Ambiguous: every byte costs many items.
-    let grammar = runtime_grammar("root ::= root root | \"a\" | \"ab\"");
+    // Ambiguous: every byte costs many items. Each matcher gets a grammar
+    // and a vocabulary of its own, so no step memoized by another mask
+    // makes it cheaper.
     let fresh = || {
-        let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), small_vocabulary());
+        let grammar = runtime_grammar("root ::= root root | \"a\" | \"ab\"");
+        let mut matcher = Matcher::with_vocabulary(grammar, small_vocabulary());
         matcher.accept_str(&"a".repeat(40)).unwrap();
         matcher
     };
@@ -544,4 +546,39 @@ fn masks_are_exact_on_tokens_of_every_utf8_shape() {
             .unwrap_or_else(|error| panic!("{source}: {error}"));
         }
     }
+}
+
+/// Entries for different states of one rule (the prefixes of a property
+/// name, the places a string starts) are built by walks that share the
+/// Earley steps the grammar memoized. The same walk with an empty mask
+/// cache (a new vocabulary) builds every entry again, but on a grammar
+/// that has walked before it computes fewer Earley steps — and its masks
+/// are still exact.
+#[test]
+fn walks_from_one_rule_share_memoized_steps_and_stay_exact() {
+    let grammar = runtime_grammar(
+        r#"root ::= "{" key ":" key "}"
+key ::= "\"" ("alpha" | "alpine" | "beta" | [c-z] char*) "\""
+char ::= [a-z] | "\\" ["\\n] | [é-ê]"#,
+    );
+    let ids: Vec<TokenId> = (0..small_vocabulary().len()).map(token).collect();
+    let run = || {
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), small_vocabulary());
+        let mut items = 0;
+        for prefix in ["{\"", "a", "lph", "a\":\"", "a", "l", "pine\"", "}"] {
+            check_mask(&mut matcher, &ids).unwrap();
+            let stats = matcher.last_mask_stats();
+            assert!(stats.built > 0 || stats.hits > 0 || stats.partial_hits > 0);
+            items += stats.items;
+            matcher.accept_str(prefix).unwrap();
+        }
+        assert!(matcher.can_terminate());
+        items
+    };
+    let first = run();
+    let again = run();
+    assert!(
+        again < first,
+        "{again} Earley items with the steps of an earlier walk, {first} without"
+    );
 }

@@ -4,13 +4,14 @@ use std::collections::hash_map::Entry;
 use std::fmt;
 
 use std::path::Path;
-use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
 use crate::fnv::Fnv;
+use crate::matcher::StepStore;
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
 
@@ -60,6 +61,9 @@ pub struct Grammar {
     named_tokens: Vec<u32>,
     /// Mask-cache entries from the bundle the grammar was opened from.
     precomputed: Option<Arc<MaskSection>>,
+    /// Earley steps memoized by the trie walks that build mask-cache
+    /// entries, kept for the next walk from the same rule.
+    steps: Arc<Mutex<StepStore>>,
 }
 
 impl fmt::Debug for Grammar {
@@ -158,6 +162,7 @@ impl Grammar {
             uses_tokens,
             named_tokens,
             precomputed: None,
+            steps: Arc::default(),
         })
     }
 
@@ -228,6 +233,12 @@ impl Grammar {
     /// The tables this grammar executes.
     pub fn tables(&self) -> &Tables {
         &self.tables
+    }
+
+    /// The Earley steps trie walks memoized, kept between walks.
+    pub(crate) fn step_store(&self) -> MutexGuard<'_, StepStore> {
+        // Every update leaves the store consistent.
+        self.steps.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The entry rule.

@@ -747,7 +747,8 @@ pub(super) fn classify(
     let trie = vocabulary.trie();
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
-    let mut steps = StepMemo::new(&matcher);
+    let kept = grammar.step_store().take(seed.rule, parents.len());
+    let mut steps = StepMemo::new(&matcher, kept);
     let mut accepted = vec![0; vocabulary.mask_words()];
     // Per depth on the current path: the places (bit j: after j bytes) the
     // rule can end up to there.
@@ -801,6 +802,7 @@ pub(super) fn classify(
         }
     }
     *work += matcher.work;
+    grammar.step_store().keep(seed.rule, parents.len(), steps);
     Ok(Classified {
         accepted: TokenSet::new(accepted, Some(count), trie.universe(), trie.universe_len()),
         groups: groups.into(),

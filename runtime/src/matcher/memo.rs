@@ -17,6 +17,14 @@
 //! rebuilt from their configurations (any row of the path with the
 //! configuration an origin names will do, since they behave alike).
 //!
+//! Walks from seeds of one rule start after the same row 0 (the sentinel
+//! that marks the rule's end); the rows of the items a seed covers and the
+//! seed's own row are named by their configurations like the rows of the
+//! walk. So configurations mean the same in every walk from the rule, and
+//! a grammar keeps the steps computed by one walk for the next
+//! ([`StepStore`]): the next state of a property name, or a string in
+//! another place, mostly looks its steps up.
+//!
 //! Only for grammars without lookahead, whose rows are all there is to the
 //! state.
 
@@ -42,6 +50,49 @@ const SELF: u32 = u32::MAX;
 const MAX_CONFIGS: usize = 1 << 14;
 /// The configuration of a path row built past [`MAX_CONFIGS`].
 const NONE: u32 = u32::MAX;
+/// Rows before every walk that configurations name as they are: row 0, the
+/// sentinel of the seed's rule.
+const FIXED: usize = 1;
+/// The most bytes of memoized steps a grammar keeps between walks.
+const STORE_BYTES: usize = 32 << 20;
+
+/// Memoized steps a grammar keeps between walks, per seed rule (whose
+/// sentinel is row 0 of a walk) and number of covered items (rows before
+/// the seed's).
+#[derive(Default)]
+pub(crate) struct StepStore {
+    memos: FxHashMap<(u32, usize), StepMemo>,
+    bytes: usize,
+}
+
+impl StepStore {
+    /// The steps kept for walks from a seed of `rule` under `parents`
+    /// covered items.
+    pub(super) fn take(&mut self, rule: u32, parents: usize) -> Option<StepMemo> {
+        let memo = self.memos.remove(&(rule, parents))?;
+        self.bytes -= memo.bytes();
+        Some(memo)
+    }
+
+    /// Keeps `memo` for the next walk from a seed of `rule` under
+    /// `parents` covered items. A memo that has run out of configurations
+    /// is dropped (a fresh one memoizes again); past [`STORE_BYTES`] the
+    /// store starts over.
+    pub(super) fn keep(&mut self, rule: u32, parents: usize, memo: StepMemo) {
+        if memo.shapes.len() >= MAX_CONFIGS {
+            return;
+        }
+        let bytes = memo.bytes();
+        if self.bytes + bytes > STORE_BYTES {
+            self.memos.clear();
+            self.bytes = 0;
+        }
+        self.bytes += bytes;
+        if let Some(old) = self.memos.insert((rule, parents), memo) {
+            self.bytes -= old.bytes();
+        }
+    }
+}
 
 /// Memoized steps of a trie walk from the last row of a matcher.
 pub(super) struct StepMemo {
@@ -65,30 +116,53 @@ pub(super) struct StepMemo {
     next: Vec<[u32; 256]>,
     /// Per depth of the current path: its configuration.
     path: Vec<u32>,
+    /// The configurations of the rows between row 0 and the seed's (the
+    /// items the seed covers), row 1 first.
+    lead: Vec<u32>,
     /// Depths of the current path whose rows are in the history.
     built: usize,
 }
 
 impl StepMemo {
-    /// A walk from the last row of `matcher` (depth 0).
-    pub(super) fn new(matcher: &Matcher) -> Self {
+    /// A walk from the last row of `matcher` (depth 0), with the steps of
+    /// `kept`: an earlier walk's from the same rows before its seed.
+    pub(super) fn new(matcher: &Matcher, kept: Option<StepMemo>) -> Self {
         debug_assert!(!matcher.grammar.has_lookahead());
         let base = matcher.history.rows();
-        let mut memo = Self {
-            base,
-            ids: FxHashMap::default(),
-            shapes: Vec::new(),
-            can_end: Vec::new(),
-            at_arm: Vec::new(),
-            loops: Vec::new(),
-            known_loops: Vec::new(),
-            next: Vec::new(),
-            path: Vec::new(),
-            built: 0,
+        let mut memo = match kept {
+            Some(mut kept) if kept.base == base => {
+                kept.path.clear();
+                kept.lead.clear();
+                kept.built = 0;
+                kept
+            }
+            _ => Self {
+                base,
+                ids: FxHashMap::default(),
+                shapes: Vec::new(),
+                can_end: Vec::new(),
+                at_arm: Vec::new(),
+                loops: Vec::new(),
+                known_loops: Vec::new(),
+                next: Vec::new(),
+                path: Vec::new(),
+                lead: Vec::new(),
+                built: 0,
+            },
         };
+        for row in 1..base - 1 {
+            let config = memo.intern_row(matcher, row);
+            memo.lead.push(config);
+        }
         let start = memo.intern(matcher);
         memo.path.push(start);
         memo
+    }
+
+    /// About the bytes the memo holds.
+    fn bytes(&self) -> usize {
+        let items: usize = self.shapes.iter().map(|shape| shape.len()).sum();
+        self.shapes.len() * (size_of::<[u32; 256]>() + 64) + 2 * items * size_of::<Item>()
     }
 
     /// Steps from depth `depth - 1` of the current path over `byte` (the
@@ -229,14 +303,19 @@ impl StepMemo {
             items.extend(self.shapes[config as usize].iter().map(|&shape| {
                 let origin = match shape.origin {
                     SELF => row,
-                    origin if (origin as usize) < self.base => origin,
+                    origin if (origin as usize) < FIXED => origin,
                     code => {
                         let wanted = code - self.base_code();
-                        let at = self.path[..d]
-                            .iter()
-                            .rposition(|&c| c == wanted)
-                            .expect("a configuration's origins are on every path to it");
-                        self.row(at)
+                        match self.path[..d].iter().rposition(|&c| c == wanted) {
+                            Some(at) => self.row(at),
+                            None => {
+                                let at =
+                                    self.lead.iter().rposition(|&c| c == wanted).expect(
+                                        "a configuration's origins are on every path to it",
+                                    );
+                                u32::try_from(at + 1).expect("rows fit in u32")
+                            }
+                        }
                     }
                 };
                 Item { origin, ..shape }
@@ -266,13 +345,19 @@ impl StepMemo {
     /// current path), added if new; [`NONE`] past [`MAX_CONFIGS`] or if
     /// the row points to one without a configuration.
     fn intern(&mut self, matcher: &Matcher) -> u32 {
-        let last = matcher.history.rows() - 1;
-        let mut shape = Vec::with_capacity(matcher.history.last().len());
-        for &item in matcher.history.last() {
+        self.intern_row(matcher, matcher.history.rows() - 1)
+    }
+
+    /// The configuration of row `row` of the matcher's history (the last,
+    /// or a row before the walk's seed row), as [`StepMemo::intern`].
+    fn intern_row(&mut self, matcher: &Matcher, row: usize) -> u32 {
+        let items = matcher.history.row(row);
+        let mut shape = Vec::with_capacity(items.len());
+        for &item in items {
             if inert(&matcher.grammar, item) {
                 continue;
             }
-            let Some(origin) = self.encode(item.origin as usize, last) else {
+            let Some(origin) = self.encode(item.origin as usize, row) else {
                 return NONE;
             };
             shape.push(Item { origin, ..item });
@@ -287,22 +372,30 @@ impl StepMemo {
         let id = u32::try_from(self.shapes.len()).expect("configurations fit in u32");
         self.ids.insert(shape.clone(), id);
         self.shapes.push(shape);
-        self.can_end.push(matcher.can_terminate());
-        self.at_arm.push(enters_arm(matcher.history.last()));
+        self.can_end
+            .push(matcher.history.flags(row) & CAN_TERMINATE != 0);
+        self.at_arm.push(enters_arm(items));
         self.loops.push(0);
         self.known_loops.push(0);
-        self.next.push(first_steps(matcher));
+        self.next.push(first_steps(&matcher.grammar, items));
         id
     }
 
-    /// An origin of an item of row `row`, as a configuration holds it.
+    /// An origin of an item of row `row`, as a configuration holds it: row
+    /// 0 as it is, every other row by its configuration (walks that share
+    /// the memo differ there).
     fn encode(&self, origin: usize, row: usize) -> Option<u32> {
-        if origin == row && row >= self.base {
+        if origin == row && row >= FIXED {
             Some(SELF)
-        } else if origin < self.base {
+        } else if origin < FIXED {
             Some(u32::try_from(origin).expect("rows fit in u32"))
         } else {
-            match self.path[origin + 1 - self.base] {
+            let config = if origin < self.base - 1 {
+                self.lead[origin - FIXED]
+            } else {
+                self.path[origin + 1 - self.base]
+            };
+            match config {
                 NONE => None,
                 config => Some(self.base_code() + config),
             }
@@ -331,16 +424,15 @@ fn enters_arm(row: &[Item]) -> bool {
     row.iter().any(|item| item.kind == Kind::Arm)
 }
 
-/// The steps from the matcher's last row, as known before any is computed:
+/// The steps from `row`, as known before any is computed:
 /// bytes that no item of the row scans are [`DEAD`], the rest
 /// [`UNKNOWN`]. Only automaton nodes and free text scan bytes, so without
 /// free text a row takes the bytes of its nodes' edges and nothing else —
 /// a walk then rejects most of a trie level by a lookup instead of an
 /// Earley step.
-fn first_steps(matcher: &Matcher) -> [u32; 256] {
-    let grammar = &matcher.grammar;
+fn first_steps(grammar: &Grammar, row: &[Item]) -> [u32; 256] {
     let mut scanned = ByteSet::default();
-    for item in matcher.history.last() {
+    for item in row {
         match item.kind {
             Kind::Node => {
                 for edge in grammar.edges(item.a) {

@@ -29,6 +29,7 @@ use crate::vocab::Vocabulary;
 
 pub use self::expected::Expected;
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
+pub(crate) use self::memo::StepStore;
 pub(crate) use self::precompute::precompute;
 
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
