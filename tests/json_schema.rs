@@ -447,3 +447,50 @@ fn any_order_objects_track_their_properties_in_little_space() {
     // An undeclared property.
     assert!(!accepts(&object(&[0, 1, 2, 3, 4, 5, 6, 7], "\"w\":1")));
 }
+
+/// Rules the schema generates twice (every non-empty string property, every
+/// object of one shape, and then what refers to them) become one shared
+/// rule, and the grammar keeps its language. An object of additional
+/// properties is a loop, not a rule that refers to itself: each property
+/// does not nest the rest one rule deeper.
+#[test]
+fn equal_generated_rules_are_one_rule() {
+    let point = serde_json::json!({
+        "type": "object",
+        "properties": {"x": {"type": "integer"}, "y": {"type": "integer"}},
+        "required": ["x", "y"],
+        "additionalProperties": false,
+    });
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "first": {"type": "string", "minLength": 1},
+            "second": {"type": "string", "minLength": 1},
+            "third": {"type": "string", "minLength": 1},
+            "from": point,
+            "to": point,
+        },
+        "required": ["first", "from"],
+        "additionalProperties": {"type": "string", "minLength": 1},
+    });
+    let options = maskbench_options();
+    let generated = json_schema::generate(&schema, &options, &Budget::unlimited()).unwrap();
+    let text = generated.to_xg();
+    // One rule for the three strings (and the additional properties' values), one
+    // for the two points.
+    let rules_with = |needle: &str| text.lines().filter(|l| l.contains(needle)).count();
+    assert_eq!(rules_with("json_char+"), 1, "{text}");
+    assert_eq!(rules_with("\"\\\"x\\\":\""), 1, "{text}");
+    assert!(text.contains("shared_"), "{text}");
+
+    let grammar = compile(&schema, &options).unwrap();
+    let accepts = |text: &str| first_refused_byte(&grammar, text).is_none();
+    assert!(accepts(r#"{"first":"a","from":{"x":1,"y":2}}"#));
+    assert!(accepts(
+        r#"{"to":{"y":1,"x":2},"third":"c","first":"a","more":"m","from":{"x":1,"y":2},"extra":"e"}"#
+    ));
+    assert!(!accepts(r#"{"first":"","from":{"x":1,"y":2}}"#));
+    assert!(!accepts(r#"{"first":"a","from":{"x":1}}"#));
+    assert!(!accepts(r#"{"first":"a","to":{"x":1,"y":2}}"#));
+    assert!(!accepts(r#"{"first":"a","from":{"x":1,"y":2},"more":""}"#));
+}

@@ -582,3 +582,112 @@ char ::= [a-z] | "\\" ["\\n] | [é-ê]"#,
         "{again} Earley items with the steps of an earlier walk, {first} without"
     );
 }
+
+/// A parse state that comes back (every item of an array of strings
+/// starts in one, every character inside one string leaves it as it was)
+/// checks its uncertain tokens once: later steps at that state, in this
+/// matcher or another of the grammar, reuse the verdicts — and the masks
+/// stay exact, after rollbacks too.
+#[test]
+fn parse_states_seen_before_reuse_their_checked_tokens_and_stay_exact() {
+    let grammar = runtime_grammar(
+        r#"root ::= "[" item ("," item)* "]"
+item ::= "\"" [a-z]* "\"" | "{" "\"k\":" item "}""#,
+    );
+    let tokens = [
+        "[",
+        "]",
+        ",",
+        "\"",
+        "\",",
+        "\",\"",
+        "\"]",
+        "\"}",
+        "\"}]",
+        "a",
+        "ab",
+        "b\"",
+        "{",
+        "}",
+        "\"k\":",
+        "{\"k\":\"",
+        "</s>",
+    ];
+    let stop = token(tokens.len() - 1);
+    let vocabulary = Arc::new(
+        Vocabulary::from_byte_strings(&tokens, &[stop])
+            .unwrap()
+            .with_stop_tokens(&[stop])
+            .unwrap(),
+    );
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let text = [
+        "[",
+        "\"",
+        "ab",
+        "a",
+        "\",\"",
+        "ab",
+        "a",
+        "\",",
+        "{\"k\":\"",
+        "ab",
+        "\"}",
+        ",",
+        "\"",
+        "ab",
+        "\"]",
+    ];
+    let steps = |matcher: &mut Matcher, seen: &mut Vec<(bool, bool)>| {
+        for piece in text {
+            check_mask(matcher, &ids).unwrap();
+            let stats = matcher.last_mask_stats();
+            seen.push((stats.state_hits > 0, stats.uncertain > 0));
+            let id = tokens.iter().position(|t| *t == piece).unwrap();
+            matcher.accept_token(token(id)).unwrap();
+        }
+        check_mask(matcher, &ids).unwrap();
+        assert!(matcher.can_terminate());
+    };
+    let mut first = Vec::new();
+    let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
+    steps(&mut matcher, &mut first);
+    // Inside the first string ("ab", then "a" leads back to the same
+    // state) and at the second item's start, states recur.
+    assert_eq!(
+        first[2],
+        (false, true),
+        "the first step inside a string is new"
+    );
+    assert!(
+        first[3].0,
+        "the second step inside the string repeats the state"
+    );
+    assert!(
+        first[5].0,
+        "the second item's string starts where the first did"
+    );
+    // Inside the object the string is in another context: a new state.
+    assert_eq!(first[9], (false, true));
+    let hits = vocabulary.mask_cache().stats().state_hits;
+    assert!(hits >= 3);
+
+    // Another matcher of the grammar starts with every state known: no
+    // step checks a token again.
+    let mut second = Vec::new();
+    let mut other = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
+    steps(&mut other, &mut second);
+    for (step, (&(seen, checked), &again)) in first.iter().zip(&second).enumerate() {
+        assert_eq!(again, (seen || checked, false), "step {step}");
+    }
+
+    // Rolled back into the object and taken elsewhere: still exact.
+    other.rollback(7).unwrap();
+    for piece in ["\"", "b\"", "]"] {
+        check_mask(&mut other, &ids).unwrap();
+        let id = tokens.iter().position(|t| *t == piece).unwrap();
+        other.accept_token(token(id)).unwrap();
+    }
+    check_mask(&mut other, &ids).unwrap();
+    assert!(other.can_terminate());
+}

@@ -28,6 +28,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rustc_hash::FxHashMap;
 
+use crate::TokenId;
 use crate::bundle::MaskSection;
 use crate::vocab::Vocabulary;
 
@@ -237,6 +238,11 @@ pub struct CacheStats {
     pub entries: usize,
     /// Row combinations held now.
     pub combinations: usize,
+    /// Parse states whose uncertain tokens were found checked: the step
+    /// did not check them again.
+    pub state_hits: u64,
+    /// Parse states whose checked uncertain tokens are held now.
+    pub states: usize,
     /// Bytes held now (approximate: the entries' arrays).
     pub bytes: usize,
 }
@@ -247,6 +253,19 @@ struct Slot<T> {
     last_used: u64,
 }
 
+impl<T> Slot<T> {
+    fn use_and_size(&self) -> (u64, usize) {
+        (self.last_used, self.bytes)
+    }
+}
+
+/// A parse state of some grammar's matcher: its names' generation and its
+/// name (see [`crate::Matcher::fill_next_token_bitmask`]).
+pub(crate) type StateKey = (u64, u32);
+
+/// The uncertain tokens the full check accepted at one parse state.
+pub(crate) type Verdicts = Box<[TokenId]>;
+
 /// A grammar's row combination: the grammar's id and the sorted keys and
 /// rules of the row's items.
 type CombinationKey = (u64, Box<[(Key, u32)]>);
@@ -255,6 +274,9 @@ type CombinationKey = (u64, Box<[(Key, u32)]>);
 struct Pool {
     entries: FxHashMap<Key, Slot<Classified>>,
     combinations: FxHashMap<CombinationKey, Slot<Combined>>,
+    /// Per parse state: the uncertain tokens of its row that the full
+    /// check accepted.
+    states: FxHashMap<StateKey, Slot<Verdicts>>,
     bytes: usize,
     clock: u64,
 }
@@ -282,6 +304,7 @@ pub struct MaskCache {
     misses: AtomicU64,
     loaded: AtomicU64,
     evictions: AtomicU64,
+    state_hits: AtomicU64,
     /// Precomputed entries of the bundles of live grammars, looked up
     /// when an entry is not in the pool.
     sections: Mutex<Vec<Weak<MaskSection>>>,
@@ -307,6 +330,7 @@ impl MaskCache {
             misses: AtomicU64::new(0),
             loaded: AtomicU64::new(0),
             evictions: AtomicU64::new(0),
+            state_hits: AtomicU64::new(0),
             sections: Mutex::default(),
         }
     }
@@ -327,6 +351,8 @@ impl MaskCache {
             evictions: self.evictions.load(Ordering::Relaxed),
             entries: pool.entries.len(),
             combinations: pool.combinations.len(),
+            state_hits: self.state_hits.load(Ordering::Relaxed),
+            states: pool.states.len(),
             bytes: pool.bytes,
         }
     }
@@ -336,6 +362,7 @@ impl MaskCache {
         let mut pool = self.lock();
         pool.entries.clear();
         pool.combinations.clear();
+        pool.states.clear();
         pool.bytes = 0;
     }
 
@@ -368,6 +395,30 @@ impl MaskCache {
         )?;
         if found.1 == Lookup::Hit {
             self.hits.fetch_add(1, Ordering::Relaxed);
+        }
+        Ok(found)
+    }
+
+    /// The uncertain tokens that the full check accepted at parse state
+    /// `state`, checked with `check` if they are not cached. The cut to
+    /// the candidates is a function of the state (its row decides its
+    /// combination), so the verdicts are too.
+    pub(crate) fn checked<E>(
+        &self,
+        state: StateKey,
+        check: impl FnOnce() -> Result<Vec<TokenId>, E>,
+    ) -> Result<(Arc<Verdicts>, Lookup), E> {
+        let found = self.find_or_build(
+            |pool| &mut pool.states,
+            state,
+            || {
+                let accepted: Verdicts = check()?.into();
+                let bytes = size_of_val(&*accepted);
+                Ok((accepted, bytes))
+            },
+        )?;
+        if found.1 == Lookup::Hit {
+            self.state_hits.fetch_add(1, Ordering::Relaxed);
         }
         Ok(found)
     }
@@ -468,38 +519,37 @@ impl MaskCache {
         Ok((value, Lookup::Built))
     }
 
-    /// Past the bound, removes the least recently used entries and
-    /// combinations until the pool is back to three quarters of it.
+    /// Past the bound, removes the least recently used entries,
+    /// combinations and state verdicts until the pool is back to three
+    /// quarters of it: everything used before a cut-off time, chosen so
+    /// that enough bytes go.
     fn evict(&self, pool: &mut Pool) {
         if pool.bytes <= self.limit {
             return;
         }
         let target = self.limit / 4 * 3;
-        let mut order: Vec<(u64, Option<Key>, Option<CombinationKey>)> = pool
-            .entries
-            .iter()
-            .map(|(key, slot)| (slot.last_used, Some(*key), None))
-            .chain(
-                pool.combinations
-                    .iter()
-                    .map(|(key, slot)| (slot.last_used, None, Some(key.clone()))),
-            )
+        let mut uses: Vec<(u64, usize)> = (pool.entries.values().map(Slot::use_and_size))
+            .chain(pool.combinations.values().map(Slot::use_and_size))
+            .chain(pool.states.values().map(Slot::use_and_size))
             .collect();
-        order.sort_unstable_by_key(|(used, _, _)| *used);
-        for (_, entry, combination) in order {
-            if pool.bytes <= target {
+        uses.sort_unstable();
+        let mut left = pool.bytes;
+        let mut cutoff = 0;
+        for (used, bytes) in uses {
+            if left <= target {
                 break;
             }
-            let freed = match (entry, combination) {
-                (Some(key), _) => pool.entries.remove(&key).map(|slot| slot.bytes),
-                (_, Some(key)) => pool.combinations.remove(&key).map(|slot| slot.bytes),
-                _ => None,
-            };
-            if let Some(bytes) = freed {
-                pool.bytes -= bytes;
-                self.evictions.fetch_add(1, Ordering::Relaxed);
-            }
+            left -= bytes;
+            cutoff = used + 1;
         }
+        let before = pool.entries.len() + pool.combinations.len() + pool.states.len();
+        pool.entries.retain(|_, slot| slot.last_used >= cutoff);
+        pool.combinations.retain(|_, slot| slot.last_used >= cutoff);
+        pool.states.retain(|_, slot| slot.last_used >= cutoff);
+        let after = pool.entries.len() + pool.combinations.len() + pool.states.len();
+        pool.bytes = left;
+        self.evictions
+            .fetch_add((before - after) as u64, Ordering::Relaxed);
     }
 }
 

@@ -11,7 +11,7 @@ use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
 use crate::fnv::Fnv;
-use crate::matcher::StepStore;
+use crate::matcher::{StateNames, StepStore};
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
 
@@ -64,6 +64,9 @@ pub struct Grammar {
     /// Earley steps memoized by the trie walks that build mask-cache
     /// entries, kept for the next walk from the same rule.
     steps: Arc<Mutex<StepStore>>,
+    /// The names of the parse states its matchers met, so that the mask
+    /// cache can keep what a state's uncertain tokens did.
+    states: Arc<Mutex<StateNames>>,
 }
 
 impl fmt::Debug for Grammar {
@@ -163,6 +166,7 @@ impl Grammar {
             named_tokens,
             precomputed: None,
             steps: Arc::default(),
+            states: Arc::default(),
         })
     }
 
@@ -239,6 +243,13 @@ impl Grammar {
     pub(crate) fn step_store(&self) -> MutexGuard<'_, StepStore> {
         // Every update leaves the store consistent.
         self.steps.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The names of the parse states met so far (see
+    /// [`Matcher::fill_next_token_bitmask`]).
+    pub(crate) fn state_names(&self) -> MutexGuard<'_, StateNames> {
+        // Every update leaves the names consistent.
+        self.states.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The entry rule.

@@ -1063,7 +1063,8 @@ impl<'a> Emitter<'a> {
         let rules: Vec<usize> = (0..states)
             .map(|seen| self.rules.declare(&format!("{name}_after_{seen}")))
             .collect();
-        // The members that may come next once those in `seen` are written.
+        // The tracked members that may come next once those in `seen` are
+        // written.
         let next = |seen: usize| {
             let mut choices = Vec::new();
             for (bit, member) in member_rules.iter().enumerate() {
@@ -1071,11 +1072,15 @@ impl<'a> Emitter<'a> {
                     choices.push(G::seq([member.clone(), G::Ref(rules[seen | 1 << bit])]));
                 }
             }
-            if let Some(member) = &free {
-                choices.push(G::seq([member.clone(), G::Ref(rules[seen])]));
-            }
             G::alt(choices)
         };
+        // Untracked members leave `seen` as it is: a loop in the set's rule,
+        // not a reference back to it, so a long run of them does not nest
+        // (right recursion would make every member's end complete one rule
+        // per member before it).
+        let free_loop = free.as_ref().map_or(G::Empty, |m| {
+            G::rep(G::seq([sep.clone(), m.clone()]), 0, None)
+        });
         for (seen, &rule) in rules.iter().enumerate() {
             let end = if seen & required_mask == required_mask {
                 G::Empty
@@ -1083,10 +1088,12 @@ impl<'a> Emitter<'a> {
                 G::Nothing
             };
             let more = G::seq([sep.clone(), next(seen)]);
-            self.rules.define(rule, G::alt([end, more]));
+            self.rules
+                .define(rule, G::seq([free_loop.clone(), G::alt([end, more])]));
         }
+        let first_free = free.map(|m| G::seq([m, G::Ref(rules[0])]));
         Members {
-            some: next(0),
+            some: G::alt([next(0)].into_iter().chain(first_free)),
             none: required_mask == 0,
         }
     }

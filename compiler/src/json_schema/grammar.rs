@@ -251,6 +251,7 @@ impl Rules {
                 if dead { g.prune(&productive) } else { g }
             })
             .collect();
+        self.merge_equal();
         // Keep the rules the root reaches, in first-reached order.
         let mut order = vec![0];
         let mut new_index = vec![usize::MAX; self.bodies.len()];
@@ -277,6 +278,88 @@ impl Rules {
             .map(|&i| std::mem::take(&mut names[i]))
             .collect();
         true
+    }
+
+    /// Makes rules with equal bodies one rule: references to each go to
+    /// the first, until no two bodies are equal. Schemas repeat themselves
+    /// (every property that is a non-empty string gets a rule of its own),
+    /// and one rule in many places has one automaton and, at run time, one
+    /// mask-cache combination and one parse state where there were many.
+    /// A merged rule is named `shared_N`: it stands for several places.
+    ///
+    /// In rounds: rules are filed by the hash of their body, equal ones
+    /// merge, and the rules that referred to a merged rule are redirected
+    /// (each once per round) and filed again in the next.
+    fn merge_equal(&mut self) {
+        let n = self.bodies.len();
+        let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
+        for (rule, body) in self.bodies.iter().enumerate() {
+            body.visit_refs(&mut |target| referrers[target].push(rule));
+        }
+        // `merged[r]`: the rule `r` became (itself while it lives).
+        let mut merged: Vec<usize> = (0..n).collect();
+        let mut filed: Vec<Option<u64>> = vec![None; n];
+        let mut by_hash: FxHashMap<u64, Vec<usize>> = FxHashMap::default();
+        let mut shared = vec![false; n];
+        let mut round: Vec<usize> = (0..n).collect();
+        let mut stale = vec![false; n];
+        while !round.is_empty() {
+            let mut next = Vec::new();
+            for rule in round {
+                stale[rule] = false;
+                if merged[rule] != rule {
+                    continue;
+                }
+                if let Some(old) = filed[rule].take() {
+                    let list = by_hash.get_mut(&old).expect("filed rules are listed");
+                    list.retain(|&r| r != rule);
+                }
+                let body = std::mem::replace(&mut self.bodies[rule], G::Nothing);
+                self.bodies[rule] = redirect(body, &merged);
+                let hash = FxBuildHasher.hash_one(&self.bodies[rule]);
+                let list = by_hash.entry(hash).or_default();
+                let Some(place) = list
+                    .iter()
+                    .position(|&other| self.bodies[other] == self.bodies[rule])
+                else {
+                    list.push(rule);
+                    filed[rule] = Some(hash);
+                    continue;
+                };
+                // The earlier rule stays (the root is rule 0), filed where
+                // the other was.
+                let (kept, gone) = (rule.min(list[place]), rule.max(list[place]));
+                list[place] = kept;
+                filed[kept] = Some(hash);
+                filed[gone] = None;
+                merged[gone] = kept;
+                shared[kept] = true;
+                self.bodies[gone] = G::Nothing;
+                let moved = std::mem::take(&mut referrers[gone]);
+                for &referrer in &moved {
+                    if !stale[referrer] && filed[referrer].is_some() {
+                        stale[referrer] = true;
+                        next.push(referrer);
+                    }
+                }
+                referrers[kept].extend(moved);
+            }
+            round = next;
+        }
+        let mut count = 0;
+        for (rule, &is_shared) in shared.iter().enumerate() {
+            // The root keeps its name.
+            if is_shared && rule != 0 && merged[rule] == rule {
+                loop {
+                    count += 1;
+                    let name = format!("shared_{count}");
+                    if !self.declared.contains(&name) {
+                        self.names[rule] = name;
+                        break;
+                    }
+                }
+            }
+        }
     }
 
     /// Per rule, whether it can match anything: a rule is rechecked only
@@ -386,6 +469,30 @@ impl Rules {
                 }
             }
         }
+    }
+}
+
+/// `g` with every reference to a merged rule sent to the rule it became
+/// (see [`Rules::merge_equal`]), simplified again (two alternatives may have
+/// become one).
+fn redirect(g: G, merged: &[usize]) -> G {
+    let mut moved = false;
+    g.visit_refs(&mut |rule| moved |= merged[rule] != rule);
+    if moved { redirect_refs(g, merged) } else { g }
+}
+
+fn redirect_refs(g: G, merged: &[usize]) -> G {
+    match g {
+        G::Ref(mut i) => {
+            while merged[i] != i {
+                i = merged[i];
+            }
+            G::Ref(i)
+        }
+        G::Seq(items) => G::seq(items.into_iter().map(|g| redirect_refs(g, merged))),
+        G::Alt(items) => G::alt(items.into_iter().map(|g| redirect_refs(g, merged))),
+        G::Rep(g, min, max) => G::rep(redirect_refs(*g, merged), min, max),
+        g => g,
     }
 }
 

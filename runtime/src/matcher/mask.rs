@@ -93,6 +93,10 @@ pub struct MaskStats {
     pub built: u32,
     /// Uncertain tokens checked against the full state.
     pub uncertain: u32,
+    /// 1 if the uncertain tokens had been checked at this very parse state
+    /// before (at another step or by another matcher of the grammar) and
+    /// their verdicts were reused.
+    pub state_hits: u32,
     /// Bytes pushed into the full state (trie nodes visited).
     pub bytes_pushed: u64,
     /// Earley items built, entries included: what the budget bounds.
@@ -274,19 +278,41 @@ impl Matcher {
         combined
             .accepted
             .add_to(mask, trie.universe(), &mut scratch);
-        self.check_uncertain(mask, vocabulary, &combined.uncertain, start)
+        let ranked = trie.ranked();
+        let pending = (combined.uncertain.iter()).any(|&rank| !is_set(mask, ranked[rank as usize]));
+        if !pending {
+            return Ok(());
+        }
+        // What is left depends only on the parse state: checked once per
+        // state.
+        let Some(state) = self.state() else {
+            return self
+                .check_uncertain(mask, vocabulary, &combined.uncertain, start)
+                .map(drop);
+        };
+        let (accepted, lookup) = vocabulary.mask_cache().checked(state, || {
+            self.check_uncertain(mask, vocabulary, &combined.uncertain, start)
+        })?;
+        if lookup == Lookup::Hit {
+            self.mask_stats.state_hits = 1;
+            for &id in accepted.iter() {
+                set(mask, id);
+            }
+        }
+        Ok(())
     }
 
     /// Checks the tokens of `ranks` (sorted) that are not in `mask` yet
     /// against the full state, in trie order so that shared prefixes are
-    /// pushed once.
+    /// pushed once; adds those accepted to `mask` and returns them.
     fn check_uncertain(
         &mut self,
         mask: &mut [u32],
         vocabulary: &Vocabulary,
         ranks: &[u32],
         start: u64,
-    ) -> Result<(), MaskError> {
+    ) -> Result<Vec<TokenId>, MaskError> {
+        let mut accepted = Vec::new();
         let ranked = vocabulary.trie().ranked();
         let base = self.history.rows();
         let mut walk = PrefixWalk::default();
@@ -300,6 +326,7 @@ impl Matcher {
             self.mask_stats.bytes_pushed += pushed;
             if viable {
                 set(mask, id);
+                accepted.push(id);
             }
             if let Err(error) = self.over_budget(start) {
                 self.truncate(base);
@@ -307,7 +334,7 @@ impl Matcher {
             }
         }
         self.truncate(base);
-        Ok(())
+        Ok(accepted)
     }
 
     /// Text tokens by walking the whole trie with the full state.

@@ -412,7 +412,7 @@ impl StepMemo {
 /// [`Kind::Done`] stays: it is what lets the output end in its row, and its
 /// origin is always row 0, so it never keeps a configuration from
 /// repeating.
-fn inert(grammar: &Grammar, item: Item) -> bool {
+pub(super) fn inert(grammar: &Grammar, item: Item) -> bool {
     match item.kind {
         Kind::Node => grammar.edges(item.a).is_empty(),
         Kind::Ended => true,

@@ -14,6 +14,7 @@ mod lookahead;
 mod mask;
 mod memo;
 mod precompute;
+mod states;
 mod tokens;
 
 use std::fmt;
@@ -31,6 +32,7 @@ pub use self::expected::Expected;
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 pub(crate) use self::memo::StepStore;
 pub(crate) use self::precompute::precompute;
+pub(crate) use self::states::StateNames;
 
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
 const FORCED_LIMIT: usize = 1 << 16;
@@ -67,6 +69,9 @@ pub struct Matcher {
     mask_budget: u64,
     /// What the last token mask cost.
     mask_stats: MaskStats,
+    /// The state names of the first rows (see [`states`]) and their
+    /// generation.
+    states: (Vec<u32>, u64),
 }
 
 impl Clone for Matcher {
@@ -82,6 +87,7 @@ impl Clone for Matcher {
             work: 0,
             mask_budget: self.mask_budget,
             mask_stats: MaskStats::default(),
+            states: self.states.clone(),
         }
     }
 }
@@ -218,6 +224,7 @@ impl Matcher {
             work: 0,
             mask_budget: DEFAULT_MASK_BUDGET,
             mask_stats: MaskStats::default(),
+            states: (Vec::new(), u64::MAX),
         }
     }
 
@@ -317,6 +324,7 @@ impl Matcher {
     }
 
     fn truncate(&mut self, rows: usize) {
+        self.states.0.truncate(rows);
         self.history.truncate(rows);
         self.lookahead.truncate(rows);
     }

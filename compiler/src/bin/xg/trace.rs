@@ -118,7 +118,12 @@ pub(crate) fn trace(
             stats.entries,
             if stats.hits > 0 { "yes" } else { "-" },
             stats.built,
-            stats.uncertain,
+            // Verdicts kept from an earlier step at the same parse state.
+            if stats.state_hits > 0 {
+                "seen".to_owned()
+            } else {
+                stats.uncertain.to_string()
+            },
             stats.bytes_pushed,
             stats.items
         );
@@ -177,14 +182,15 @@ fn summary(times: &mut [f64], vocabulary: &Vocabulary) {
     let mean = times.iter().sum::<f64>() / f64::from(count);
     let cache = vocabulary.mask_cache().stats();
     println!(
-        "\nmasks: {} in all, mean {mean:.1} µs, max {:.1} µs; cache: {} row hits, {} entries built, {} loaded from the bundle, {} entries and {} rows held",
+        "\nmasks: {} in all, mean {mean:.1} µs, max {:.1} µs; cache: {} row hits, {} entries built, {} loaded from the bundle, {} entries and {} rows held; {} steps at a parse state seen before",
         times.len(),
         times.last().copied().unwrap_or(0.0),
         cache.hits,
         cache.misses,
         cache.loaded,
         cache.entries,
-        cache.combinations
+        cache.combinations,
+        cache.state_hits
     );
 }
 

@@ -1,0 +1,127 @@
+//! Whole parse states named by configuration, so that what a state's
+//! uncertain tokens did is looked up when the state comes back.
+//!
+//! A row's future depends only on its items and, through each item's
+//! origin, on the row there (see [`super::memo`]). Naming every row by its
+//! items with each origin replaced by the name of the row it points to
+//! (down to row 0) gives the *state* of the whole parse: two positions with
+//! one state accept exactly the same continuations. Such positions are
+//! common — every character inside one string, the start of every value
+//! of one object's additional properties, every item of an array — and at
+//! each of them a token mask checks the same uncertain tokens against the
+//! same rows. The mask cache keeps those verdicts per state
+//! ([`crate::MaskCache`]), so the check runs once per state instead of
+//! once per step.
+//!
+//! Names are kept per grammar and shared by its matchers; they are only
+//! used for grammars without lookahead, whose rows are all there is to the
+//! state.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+use rustc_hash::FxHashMap;
+
+use super::Matcher;
+use super::item::Item;
+use super::memo::inert;
+
+/// An origin that is the row itself.
+const SELF: u32 = u32::MAX;
+/// A row whose state is not named yet.
+pub(super) const UNNAMED: u32 = u32::MAX;
+/// The most bytes of names a grammar keeps; past it, naming starts over
+/// under a new generation.
+const NAMES_BYTES: usize = 32 << 20;
+
+/// The generation of the next set of names: names of one generation are
+/// never confused with another's, whatever the grammar.
+static NEXT_GENERATION: AtomicU64 = AtomicU64::new(0);
+
+/// The names of the states a grammar's matchers have met.
+pub(crate) struct StateNames {
+    ids: FxHashMap<Box<[Item]>, u32>,
+    bytes: usize,
+    generation: u64,
+}
+
+impl Default for StateNames {
+    fn default() -> Self {
+        Self {
+            ids: FxHashMap::default(),
+            bytes: 0,
+            generation: NEXT_GENERATION.fetch_add(1, Ordering::Relaxed),
+        }
+    }
+}
+
+impl StateNames {
+    /// The name of the state `items` (origins already replaced), added if
+    /// new; `None` once the names fill their bound, which starts a new
+    /// generation.
+    fn intern(&mut self, items: Vec<Item>) -> Option<u32> {
+        if let Some(&id) = self.ids.get(items.as_slice()) {
+            return Some(id);
+        }
+        let bytes = size_of_val(items.as_slice()) + 64;
+        if self.bytes + bytes > NAMES_BYTES {
+            *self = Self::default();
+            return None;
+        }
+        let id = u32::try_from(self.ids.len()).expect("names fit in u32");
+        self.bytes += bytes;
+        self.ids.insert(items.into(), id);
+        Some(id)
+    }
+}
+
+impl Matcher {
+    /// The state of the whole parse at the last row: (generation, name).
+    /// Rows met before keep their names, so this names only the rows added
+    /// since the last call (and the rows their items began at).
+    pub(super) fn state(&mut self) -> Option<(u64, u32)> {
+        debug_assert!(!self.grammar.has_lookahead());
+        let grammar = std::sync::Arc::clone(&self.grammar);
+        let mut names = grammar.state_names();
+        if self.states.1 != names.generation {
+            self.states = (Vec::new(), names.generation);
+        }
+        let rows = self.history.rows();
+        self.states.0.resize(rows, UNNAMED);
+        let mut stack = vec![rows - 1];
+        while let Some(&row) = stack.last() {
+            if self.states.0[row] != UNNAMED {
+                stack.pop();
+                continue;
+            }
+            let items = self.history.row(row);
+            let waiting = stack.len();
+            for &item in items {
+                let origin = item.origin as usize;
+                if origin != row && self.states.0[origin] == UNNAMED && !inert(&grammar, item) {
+                    stack.push(origin);
+                }
+            }
+            if stack.len() > waiting {
+                continue;
+            }
+            let shape: Vec<Item> = items
+                .iter()
+                .filter(|&&item| !inert(&grammar, item))
+                .map(|&item| {
+                    let origin = match item.origin as usize {
+                        origin if origin == row => SELF,
+                        origin => self.states.0[origin],
+                    };
+                    Item { origin, ..item }
+                })
+                .collect();
+            let Some(name) = names.intern(shape) else {
+                self.states = (Vec::new(), names.generation);
+                return None;
+            };
+            self.states.0[row] = name;
+            stack.pop();
+        }
+        Some((names.generation, self.states.0[rows - 1]))
+    }
+}
