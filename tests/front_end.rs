@@ -368,3 +368,58 @@ fn deepest_allowed_nesting_goes_through_every_stage() {
     let printed = syntax::print(&ast);
     assert!(printed.starts_with("root ::= (\"x\" | (\"x\""), "{printed}");
 }
+
+/// A diagnostic on a very long line (a minified schema) shows the stretch
+/// of the line around its label, cut with `…`, at the original line and
+/// column — not the whole line.
+#[test]
+fn diagnostics_on_long_lines_show_an_excerpt_at_the_true_column() {
+    let filler = (0..400)
+        .map(|i| format!("\"p{i}\": {{\"type\": \"string\"}}, "))
+        .collect::<Vec<_>>()
+        .concat();
+    let text = format!(
+        "{{\"type\": \"object\", \"properties\": {{{filler}\"odd\": {{\"type\": \"string\", \"format\": \"bogus\"}}}}}}"
+    );
+    let column = text.find("\"bogus\"").unwrap() + 1;
+    let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
+    let mut sources = Sources::new();
+    let file = sources.add("long.json", text.clone(), None);
+    let mut diagnostics = Diagnostics::new();
+    let options = xg_compiler::json_schema::Options::default();
+    let grammar = xg_compiler::pipeline::json_schema(
+        &schema,
+        &options,
+        &xg_compiler::Limits::default(),
+        &xg_compiler::CompileCache::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    );
+    assert!(grammar.is_some());
+    let rendered = diagnostics.render(&sources, false);
+    assert!(
+        rendered.contains(&format!("long.json:1:{column}")),
+        "{rendered}"
+    );
+    assert!(rendered.contains("…"), "{rendered}");
+    assert!(rendered.contains("\"format\": \"bogus\""), "{rendered}");
+    assert!(
+        rendered.len() < 1_000,
+        "{} bytes:\n{rendered}",
+        rendered.len()
+    );
+    // The label's carets sit under the format's name in the excerpt.
+    let lines: Vec<&str> = rendered.lines().collect();
+    let source = lines
+        .iter()
+        .position(|l| l.contains("\"format\": \"bogus\""))
+        .unwrap();
+    let byte = lines[source].find("\"bogus\"").unwrap();
+    let chars = lines[source][..byte].chars().count();
+    assert_eq!(
+        lines[source + 1].chars().position(|c| c == '^'),
+        Some(chars),
+        "{rendered}"
+    );
+}

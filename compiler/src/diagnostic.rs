@@ -12,6 +12,7 @@
 //! codespan-reporting) and [`Diagnostics::to_json`] (machine-readable).
 
 use codespan_reporting::diagnostic as codespan;
+use codespan_reporting::files;
 use codespan_reporting::term::{self, termcolor};
 
 use crate::source::{Sources, Span};
@@ -128,34 +129,43 @@ impl Diagnostic {
         };
         // Writing into memory fails only on a span outside its file, which
         // passes never produce; fall back to the bare message.
-        if term::emit_to_write_style(
-            &mut buffer,
-            &term::Config::default(),
-            sources,
-            &self.to_codespan(),
-        )
-        .is_err()
-        {
+        let config = term::Config::default();
+        let written = match Excerpt::of(self, sources) {
+            Some(excerpt) => term::emit_to_write_style(
+                &mut buffer,
+                &config,
+                &excerpt,
+                &self.to_codespan(|span| ((), excerpt.range(span))),
+            ),
+            None => term::emit_to_write_style(
+                &mut buffer,
+                &config,
+                sources,
+                &self.to_codespan(|span| (span.file, span.start..span.end)),
+            ),
+        };
+        if written.is_err() {
             return format!("{}: {}\n", self.severity.as_str(), self.message);
         }
         String::from_utf8_lossy(buffer.as_slice()).into_owned()
     }
 
-    fn to_codespan(&self) -> codespan::Diagnostic<crate::source::FileId> {
+    /// The diagnostic for codespan, each span placed by `place` (a file
+    /// and a byte range in it).
+    fn to_codespan<F>(
+        &self,
+        place: impl Fn(Span) -> (F, std::ops::Range<usize>),
+    ) -> codespan::Diagnostic<F> {
         let severity = match self.severity {
             Severity::Error => codespan::Severity::Error,
             Severity::Warning => codespan::Severity::Warning,
         };
-        let mut labels = vec![
-            codespan::Label::primary(
-                self.primary.span.file,
-                self.primary.span.start..self.primary.span.end,
-            )
-            .with_message(&self.primary.message),
-        ];
+        let (file, range) = place(self.primary.span);
+        let mut labels =
+            vec![codespan::Label::primary(file, range).with_message(&self.primary.message)];
         labels.extend(self.secondary.iter().map(|label| {
-            codespan::Label::secondary(label.span.file, label.span.start..label.span.end)
-                .with_message(&label.message)
+            let (file, range) = place(label.span);
+            codespan::Label::secondary(file, range).with_message(&label.message)
         }));
         codespan::Diagnostic::new(severity)
             .with_code(self.code)
@@ -163,6 +173,133 @@ impl Diagnostic {
             .with_labels(labels)
             .with_notes(self.help.iter().map(|h| format!("help: {h}")).collect())
     }
+}
+
+/// The stretch of one long line (a minified JSON Schema is one line of
+/// megabytes) around every label of a diagnostic, shown instead of the
+/// whole line, with the line and column numbers of the original.
+struct Excerpt<'a> {
+    name: &'a str,
+    /// The original text and the byte where its line starts.
+    original: &'a str,
+    line_start: usize,
+    line_number: usize,
+    /// Where the excerpt starts in the original, and its text (with `…`
+    /// where it was cut).
+    start: usize,
+    text: String,
+    /// The bytes of the leading `…`, if any.
+    lead: usize,
+}
+
+/// Lines longer than this (in bytes) are cut to an excerpt.
+const LONG_LINE: usize = 240;
+/// Bytes kept on each side of the labels in an excerpt.
+const EXCERPT_MARGIN: usize = 60;
+/// Bytes of a label shown at most in an excerpt.
+const EXCERPT_LABEL: usize = 120;
+
+impl<'a> Excerpt<'a> {
+    /// The excerpt for `diagnostic` if all its labels are on one long line
+    /// of one file.
+    fn of(diagnostic: &Diagnostic, sources: &'a Sources) -> Option<Self> {
+        use codespan_reporting::files::Files;
+        let spans: Vec<Span> = std::iter::once(diagnostic.primary.span)
+            .chain(diagnostic.secondary.iter().map(|label| label.span))
+            .collect();
+        let file = spans[0].file;
+        let original = sources.text(file);
+        let line = sources.line_index(file, spans[0].start).ok()?;
+        let range = sources.line_range(file, line).ok()?;
+        let on_line =
+            |span: &Span| span.file == file && range.start <= span.start && span.end <= range.end;
+        if range.len() <= LONG_LINE || !spans.iter().all(on_line) {
+            return None;
+        }
+        let first = spans.iter().map(|span| span.start).min()?;
+        let last = spans
+            .iter()
+            .map(|span| span.end.min(span.start + EXCERPT_LABEL))
+            .max()?;
+        let start = floor_boundary(
+            original,
+            first.saturating_sub(EXCERPT_MARGIN).max(range.start),
+        );
+        let end = floor_boundary(original, (last + EXCERPT_MARGIN).min(range.end));
+        let lead = if start > range.start { "…" } else { "" };
+        let tail = if end < range.end { "…" } else { "" };
+        Some(Self {
+            name: sources.name(file),
+            original,
+            line_start: range.start,
+            line_number: line + 1,
+            start,
+            text: format!("{lead}{}{tail}", &original[start..end]),
+            lead: lead.len(),
+        })
+    }
+
+    /// Where `span` is in the excerpt (cut to it).
+    fn range(&self, span: Span) -> std::ops::Range<usize> {
+        let shown = self.text.len() - self.lead;
+        let at = |offset: usize| {
+            floor_boundary(
+                &self.text,
+                self.lead + offset.saturating_sub(self.start).min(shown),
+            )
+        };
+        let start = at(span.start);
+        start..at(span.end.min(span.start + EXCERPT_LABEL)).max(start)
+    }
+}
+
+impl<'b> codespan_reporting::files::Files<'b> for Excerpt<'_> {
+    type FileId = ();
+    type Name = &'b str;
+    type Source = &'b str;
+
+    fn name(&'b self, (): ()) -> Result<&'b str, files::Error> {
+        Ok(self.name)
+    }
+
+    fn source(&'b self, (): ()) -> Result<&'b str, files::Error> {
+        Ok(&self.text)
+    }
+
+    fn line_index(&'b self, (): (), _: usize) -> Result<usize, files::Error> {
+        Ok(0)
+    }
+
+    fn line_range(&'b self, (): (), line: usize) -> Result<std::ops::Range<usize>, files::Error> {
+        if line == 0 {
+            Ok(0..self.text.len())
+        } else {
+            Err(files::Error::LineTooLarge {
+                given: line,
+                max: 0,
+            })
+        }
+    }
+
+    fn line_number(&'b self, (): (), _: usize) -> Result<usize, files::Error> {
+        Ok(self.line_number)
+    }
+
+    /// The column in the original line, in characters.
+    fn column_number(&'b self, (): (), _: usize, byte: usize) -> Result<usize, files::Error> {
+        let offset = byte.saturating_sub(self.lead).min(self.text.len());
+        let original = floor_boundary(self.original, self.start + offset);
+        Ok(self.original[self.line_start..original].chars().count() + 1)
+    }
+}
+
+/// `offset`, moved back to the start of the character it is in.
+fn floor_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
+    while !text.is_char_boundary(offset) {
+        offset -= 1;
+    }
+    offset
 }
 
 /// The diagnostics of one run, in the order they were found.
