@@ -15,7 +15,7 @@ use codespan_reporting::diagnostic as codespan;
 use codespan_reporting::files;
 use codespan_reporting::term::{self, termcolor};
 
-use crate::source::{Sources, Span};
+use crate::source::{Sources, Span, floor_char_boundary};
 
 /// How bad a diagnostic is.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -203,7 +203,7 @@ impl<'a> Excerpt<'a> {
     /// The excerpt for `diagnostic` if all its labels are on one long line
     /// of one file.
     fn of(diagnostic: &Diagnostic, sources: &'a Sources) -> Option<Self> {
-        use codespan_reporting::files::Files;
+        use files::Files;
         let spans: Vec<Span> = std::iter::once(diagnostic.primary.span)
             .chain(diagnostic.secondary.iter().map(|label| label.span))
             .collect();
@@ -221,11 +221,11 @@ impl<'a> Excerpt<'a> {
             .iter()
             .map(|span| span.end.min(span.start + EXCERPT_LABEL))
             .max()?;
-        let start = floor_boundary(
+        let start = floor_char_boundary(
             original,
             first.saturating_sub(EXCERPT_MARGIN).max(range.start),
         );
-        let end = floor_boundary(original, (last + EXCERPT_MARGIN).min(range.end));
+        let end = floor_char_boundary(original, (last + EXCERPT_MARGIN).min(range.end));
         let lead = if start > range.start { "…" } else { "" };
         let tail = if end < range.end { "…" } else { "" };
         Some(Self {
@@ -243,7 +243,7 @@ impl<'a> Excerpt<'a> {
     fn range(&self, span: Span) -> std::ops::Range<usize> {
         let shown = self.text.len() - self.lead;
         let at = |offset: usize| {
-            floor_boundary(
+            floor_char_boundary(
                 &self.text,
                 self.lead + offset.saturating_sub(self.start).min(shown),
             )
@@ -253,7 +253,7 @@ impl<'a> Excerpt<'a> {
     }
 }
 
-impl<'b> codespan_reporting::files::Files<'b> for Excerpt<'_> {
+impl<'b> files::Files<'b> for Excerpt<'_> {
     type FileId = ();
     type Name = &'b str;
     type Source = &'b str;
@@ -288,18 +288,9 @@ impl<'b> codespan_reporting::files::Files<'b> for Excerpt<'_> {
     /// The column in the original line, in characters.
     fn column_number(&'b self, (): (), _: usize, byte: usize) -> Result<usize, files::Error> {
         let offset = byte.saturating_sub(self.lead).min(self.text.len());
-        let original = floor_boundary(self.original, self.start + offset);
+        let original = floor_char_boundary(self.original, self.start + offset);
         Ok(self.original[self.line_start..original].chars().count() + 1)
     }
-}
-
-/// `offset`, moved back to the start of the character it is in.
-fn floor_boundary(text: &str, offset: usize) -> usize {
-    let mut offset = offset.min(text.len());
-    while !text.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
 }
 
 /// The diagnostics of one run, in the order they were found.

@@ -271,7 +271,7 @@ impl Sources {
     pub fn line_column(&self, file: FileId, offset: usize) -> (usize, usize) {
         use codespan_reporting::files::Files;
         let text = self.text(file);
-        let offset = floor_char_boundary(text, offset.min(text.len()));
+        let offset = floor_char_boundary(text, offset);
         match self.files.location(file.0, offset) {
             Ok(loc) => (loc.line_number, loc.column_number),
             Err(_) => (1, 1),
@@ -279,7 +279,10 @@ impl Sources {
     }
 }
 
-fn floor_char_boundary(text: &str, mut offset: usize) -> usize {
+/// `offset` (at most the text's length), moved back to the start of the
+/// character it is in.
+pub(crate) fn floor_char_boundary(text: &str, offset: usize) -> usize {
+    let mut offset = offset.min(text.len());
     while !text.is_char_boundary(offset) {
         offset -= 1;
     }

@@ -44,7 +44,7 @@ const UNKNOWN: u32 = u32::MAX;
 /// A step that no derivation survives.
 const DEAD: u32 = u32::MAX - 1;
 /// An origin that is the row itself, in a configuration.
-const SELF: u32 = u32::MAX;
+pub(super) const SELF: u32 = u32::MAX;
 /// The most configurations one walk keeps (a table of 1 KiB each); past
 /// it, new rows are computed without memoizing.
 const MAX_CONFIGS: usize = 1 << 14;

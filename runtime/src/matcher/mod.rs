@@ -32,6 +32,7 @@ pub use self::expected::Expected;
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 pub(crate) use self::memo::StepStore;
 pub(crate) use self::precompute::precompute;
+use self::states::RowStates;
 pub(crate) use self::states::StateNames;
 
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
@@ -69,9 +70,8 @@ pub struct Matcher {
     mask_budget: u64,
     /// What the last token mask cost.
     mask_stats: MaskStats,
-    /// The state names of the first rows (see [`states`]) and their
-    /// generation.
-    states: (Vec<u32>, u64),
+    /// The states of the first rows (see [`states`]).
+    states: RowStates,
 }
 
 impl Clone for Matcher {
@@ -224,7 +224,7 @@ impl Matcher {
             work: 0,
             mask_budget: DEFAULT_MASK_BUDGET,
             mask_stats: MaskStats::default(),
-            states: (Vec::new(), u64::MAX),
+            states: RowStates::new(),
         }
     }
 
@@ -324,7 +324,7 @@ impl Matcher {
     }
 
     fn truncate(&mut self, rows: usize) {
-        self.states.0.truncate(rows);
+        self.states.truncate(rows);
         self.history.truncate(rows);
         self.lookahead.truncate(rows);
     }

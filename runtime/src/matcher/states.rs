@@ -23,12 +23,10 @@ use rustc_hash::FxHashMap;
 
 use super::Matcher;
 use super::item::Item;
-use super::memo::inert;
+use super::memo::{SELF, inert};
 
-/// An origin that is the row itself.
-const SELF: u32 = u32::MAX;
 /// A row whose state is not named yet.
-pub(super) const UNNAMED: u32 = u32::MAX;
+const UNNAMED: u32 = u32::MAX;
 /// The most bytes of names a grammar keeps; past it, naming starts over
 /// under a new generation.
 const NAMES_BYTES: usize = 32 << 20;
@@ -58,11 +56,11 @@ impl StateNames {
     /// The name of the state `items` (origins already replaced), added if
     /// new; `None` once the names fill their bound, which starts a new
     /// generation.
-    fn intern(&mut self, items: Vec<Item>) -> Option<u32> {
-        if let Some(&id) = self.ids.get(items.as_slice()) {
+    fn intern(&mut self, items: &[Item]) -> Option<u32> {
+        if let Some(&id) = self.ids.get(items) {
             return Some(id);
         }
-        let bytes = size_of_val(items.as_slice()) + 64;
+        let bytes = size_of_val(items) + 64;
         if self.bytes + bytes > NAMES_BYTES {
             *self = Self::default();
             return None;
@@ -74,6 +72,34 @@ impl StateNames {
     }
 }
 
+/// A matcher's rows named by their states, as far as it has named them,
+/// and the generation of the names.
+#[derive(Clone)]
+pub(super) struct RowStates {
+    names: Vec<u32>,
+    generation: u64,
+}
+
+impl RowStates {
+    /// No row named yet.
+    pub(super) fn new() -> Self {
+        Self {
+            names: Vec::new(),
+            generation: u64::MAX,
+        }
+    }
+
+    /// Forgets the names of the rows from `rows` on (they are gone).
+    pub(super) fn truncate(&mut self, rows: usize) {
+        self.names.truncate(rows);
+    }
+
+    fn restart(&mut self, generation: u64) {
+        self.names.clear();
+        self.generation = generation;
+    }
+}
+
 impl Matcher {
     /// The state of the whole parse at the last row: (generation, name).
     /// Rows met before keep their names, so this names only the rows added
@@ -82,14 +108,16 @@ impl Matcher {
         debug_assert!(!self.grammar.has_lookahead());
         let grammar = std::sync::Arc::clone(&self.grammar);
         let mut names = grammar.state_names();
-        if self.states.1 != names.generation {
-            self.states = (Vec::new(), names.generation);
+        if self.states.generation != names.generation {
+            self.states.restart(names.generation);
         }
+        let row_names = &mut self.states.names;
         let rows = self.history.rows();
-        self.states.0.resize(rows, UNNAMED);
+        row_names.resize(rows, UNNAMED);
+        let mut shape = Vec::new();
         let mut stack = vec![rows - 1];
         while let Some(&row) = stack.last() {
-            if self.states.0[row] != UNNAMED {
+            if row_names[row] != UNNAMED {
                 stack.pop();
                 continue;
             }
@@ -97,31 +125,33 @@ impl Matcher {
             let waiting = stack.len();
             for &item in items {
                 let origin = item.origin as usize;
-                if origin != row && self.states.0[origin] == UNNAMED && !inert(&grammar, item) {
+                if origin != row && row_names[origin] == UNNAMED && !inert(&grammar, item) {
                     stack.push(origin);
                 }
             }
             if stack.len() > waiting {
                 continue;
             }
-            let shape: Vec<Item> = items
-                .iter()
-                .filter(|&&item| !inert(&grammar, item))
-                .map(|&item| {
-                    let origin = match item.origin as usize {
-                        origin if origin == row => SELF,
-                        origin => self.states.0[origin],
-                    };
-                    Item { origin, ..item }
-                })
-                .collect();
-            let Some(name) = names.intern(shape) else {
-                self.states = (Vec::new(), names.generation);
+            shape.clear();
+            shape.extend(
+                items
+                    .iter()
+                    .filter(|&&item| !inert(&grammar, item))
+                    .map(|&item| {
+                        let origin = match item.origin as usize {
+                            origin if origin == row => SELF,
+                            origin => row_names[origin],
+                        };
+                        Item { origin, ..item }
+                    }),
+            );
+            let Some(name) = names.intern(&shape) else {
+                self.states.restart(names.generation);
                 return None;
             };
-            self.states.0[row] = name;
+            row_names[row] = name;
             stack.pop();
         }
-        Some((names.generation, self.states.0[rows - 1]))
+        Some((names.generation, self.states.names[rows - 1]))
     }
 }
