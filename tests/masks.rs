@@ -691,3 +691,59 @@ item ::= "\"" [a-z]* "\"" | "{" "\"k\":" item "}""#,
     check_mask(&mut other, &ids).unwrap();
     assert!(other.can_terminate());
 }
+
+/// Property names: each prefix of a name is a new automaton state, so each
+/// step inside a name builds entries — but a character that leaves every
+/// known name leads, whatever the prefix, into the same "any other name"
+/// configuration. What a walk finds below such a trie node is recorded
+/// once and replayed by the walks of later prefixes, which then visit a
+/// fraction of the trie; the masks stay exact.
+#[test]
+fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
+    let grammar = runtime_grammar(
+        r#"root ::= %json {"type": "object", "properties": {"alpha": {"type": "integer"}, "alpine": {"type": "integer"}, "alps": {"type": "integer"}, "beta": {"type": "integer"}}}"#,
+    );
+    // The characters of the text, and every pair and triple over a small
+    // alphabet with the characters that end a name, escape in it or follow
+    // it (not the ones that go on with "alp…": the trie below them is the
+    // part each prefix walks anew).
+    let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
+    let mut tokens: Vec<String> = ["{", "p", "i", "n", "e"].map(String::from).to_vec();
+    for a in alphabet {
+        tokens.push(a.to_owned());
+        for b in alphabet {
+            tokens.push(format!("{a}{b}"));
+            for c in alphabet {
+                tokens.push(format!("{a}{b}{c}"));
+            }
+        }
+    }
+    tokens.push("</s>".to_owned());
+    let stop = token(tokens.len() - 1);
+    let vocabulary = Arc::new(
+        Vocabulary::from_byte_strings(&tokens, &[stop])
+            .unwrap()
+            .with_stop_tokens(&[stop])
+            .unwrap(),
+    );
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
+    let mut walked = Vec::new();
+    for piece in ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"] {
+        check_mask(&mut matcher, &ids).unwrap();
+        walked.push(matcher.last_mask_stats().nodes_walked);
+        let id = tokens.iter().position(|t| t == piece).unwrap();
+        matcher.accept_token(token(id)).unwrap();
+    }
+    check_mask(&mut matcher, &ids).unwrap();
+    assert!(matcher.can_terminate());
+    // The walk after `{"` meets the other-name configuration first, the one
+    // after `{"a` records what is below it, the later ones replay it.
+    let first = walked[3];
+    for (step, &nodes) in walked.iter().enumerate().skip(5).take(3) {
+        assert!(
+            nodes * 3 < first,
+            "step {step} walked {nodes} trie nodes, the first prefix {first}: {walked:?}"
+        );
+    }
+}

@@ -30,6 +30,7 @@ use rustc_hash::FxHashMap;
 
 use crate::TokenId;
 use crate::bundle::MaskSection;
+use crate::trie::TokenTrie;
 use crate::vocab::Vocabulary;
 
 /// The default bound on a cache's size: 1 GiB.
@@ -118,6 +119,47 @@ impl TokenSet {
                 total - count,
             ))
         } else {
+            Self::Bits(bits.into())
+        }
+    }
+
+    /// The set of the tokens of the trie ranks in `ranges` (sorted and
+    /// disjoint, `count` ranks in all). Costs the smaller of the set and
+    /// its complement, not the set: a walk that accepts nearly every token
+    /// (the inside of a string) stores what it rejects.
+    pub(crate) fn from_ranks(ranges: &[(u32, u32)], count: usize, trie: &TokenTrie) -> Self {
+        let (universe, total, ranked) = (trie.universe(), trie.universe_len(), trie.ranked());
+        let smallest = count.min(total - count).min(universe.len());
+        let mut bits = vec![0u32; universe.len()];
+        let mut mark = |ranks: std::ops::Range<u32>| {
+            for &id in &ranked[ranks.start as usize..ranks.end as usize] {
+                let id = id.as_usize();
+                bits[id / 32] |= 1 << (id % 32);
+            }
+        };
+        let marks_the_set = count <= total - count;
+        if marks_the_set {
+            for &(start, end) in ranges {
+                mark(start..end);
+            }
+        } else {
+            let mut next = 0;
+            for &(start, end) in ranges {
+                mark(next..start);
+                next = end;
+            }
+            mark(next..u32::try_from(total).expect("trie ranks fit in u32"));
+        }
+        if smallest == count {
+            Self::Ids(ids_of(bits.into_iter(), count))
+        } else if smallest == total - count {
+            Self::Complement(ids_of(bits.into_iter(), total - count))
+        } else if marks_the_set {
+            Self::Bits(bits.into())
+        } else {
+            for (word, &all) in bits.iter_mut().zip(universe) {
+                *word = all & !*word;
+            }
             Self::Bits(bits.into())
         }
     }

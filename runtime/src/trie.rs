@@ -290,10 +290,17 @@ impl TokenTrie {
         self.classes_below[node]
     }
 
-    /// The tokens of `node`'s subtree below it (not its own).
-    pub(crate) fn tokens_below(&self, node: usize) -> &[TokenId] {
-        &self.tokens
-            [self.tokens_start[node + 1] as usize..self.tokens_start[self.end(node)] as usize]
+    /// The ranks of the tokens whose bytes end at `node`.
+    pub(crate) fn own_ranks(&self, node: usize) -> (u32, u32) {
+        (self.tokens_start[node], self.tokens_start[node + 1])
+    }
+
+    /// The ranks of the tokens of `node`'s subtree below it (not its own).
+    pub(crate) fn ranks_below(&self, node: usize) -> (u32, u32) {
+        (
+            self.tokens_start[node + 1],
+            self.tokens_start[self.end(node)],
+        )
     }
 
     /// The tokens of the trie by rank.

@@ -27,12 +27,12 @@ use std::fmt;
 use std::sync::Arc;
 
 use super::Matcher;
+use super::classify::{Cost, classify};
 use super::earley::{Start, Symbol};
 use super::history::History;
 use super::item::{Item, Kind, WILD};
-use super::memo::StepMemo;
 use crate::TokenId;
-use crate::cache::{Classified, Combined, Group, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
+use crate::cache::{Combined, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
 use crate::grammar::{Caller, Grammar};
 use crate::tables::{EdgeRecord, RuleRecord};
 use crate::vocab::{TokenKind, Vocabulary};
@@ -99,6 +99,9 @@ pub struct MaskStats {
     pub state_hits: u32,
     /// Bytes pushed into the full state (trie nodes visited).
     pub bytes_pushed: u64,
+    /// Trie nodes visited building entries (a subtree whose outcome an
+    /// earlier walk recorded counts as one).
+    pub nodes_walked: u64,
     /// Earley items built, entries included: what the budget bounds.
     pub items: u64,
 }
@@ -258,15 +261,16 @@ impl Matcher {
         self.mask_stats.entries = u32::try_from(seeds.len()).expect("row items fit in u32");
         let keys: Vec<(Key, u32)> = seeds.iter().map(|seed| (seed.key, seed.rule)).collect();
         let budget = self.mask_budget;
-        let mut work = 0;
+        let mut cost = Cost::default();
         let mut built = 0;
         let found = vocabulary
             .mask_cache()
             .combination(grammar.id(), &keys, || {
-                combine(&grammar, vocabulary, &seeds, budget, &mut work, &mut built)
+                combine(&grammar, vocabulary, &seeds, budget, &mut cost, &mut built)
             });
-        self.work += work;
+        self.work += cost.items;
         self.mask_stats.built = built;
+        self.mask_stats.nodes_walked = cost.nodes;
         let (combined, lookup) = found?;
         match lookup {
             Lookup::Hit => self.mask_stats.hits = 1,
@@ -610,14 +614,14 @@ impl RankSet {
 /// The combination of a row's items (`seeds`, one per key and rule): their entries,
 /// built where missing (counted in `built`), the union of their accepted
 /// tokens, and the uncertain tokens that survive context expansion. Also
-/// says whether every entry was cached. Adds the Earley items built to
-/// `work`, and stops past `budget` of them.
+/// says whether every entry was cached. Adds what it did to `cost`, and
+/// stops past `budget` Earley items.
 fn combine(
     grammar: &Arc<Grammar>,
     vocabulary: &Vocabulary,
     seeds: &[Seed],
     budget: u64,
-    work: &mut u64,
+    cost: &mut Cost,
     built: &mut u32,
 ) -> Result<(Combined, bool), MaskError> {
     let trie = vocabulary.trie();
@@ -627,9 +631,9 @@ fn combine(
     let mut count = Some(0);
     let mut scratch = Vec::new();
     for seed in seeds {
-        let remaining = budget.saturating_sub(*work);
+        let remaining = budget.saturating_sub(cost.items);
         let (entry, lookup) = vocabulary.mask_cache().entry(seed.key, vocabulary, || {
-            classify(grammar, vocabulary, seed, remaining, work)
+            classify(grammar, vocabulary, seed, remaining, cost)
         })?;
         if lookup == Lookup::Built {
             *built += 1;
@@ -691,12 +695,12 @@ fn combine(
             if !uncertain.contains(rank) && walk.accepts(&mut context, base, rest).0 {
                 uncertain.insert(rank);
             }
-            if *work + context.work > budget {
-                *work += context.work;
+            if cost.items + context.work > budget {
+                cost.items += context.work;
                 return Err(MaskError::BudgetExceeded { budget });
             }
         }
-        *work += context.work;
+        cost.items += context.work;
     }
     let uncertain = uncertain.ranks();
     let reused = *built == 0;
@@ -757,93 +761,4 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
         }
     }
     row
-}
-
-/// What `seed` alone does with every token: walks the token trie with a
-/// matcher seeded with it (and the items above it that it covers). A token whose bytes stay viable is accepted; one
-/// that dies after the seed's rule could have ended is uncertain, grouped
-/// with the places it could end; the rest are rejected. Adds the Earley
-/// items built to `work`, and stops past `budget` of them.
-pub(super) fn classify(
-    grammar: &Arc<Grammar>,
-    vocabulary: &Vocabulary,
-    seed: &Seed,
-    budget: u64,
-    work: &mut u64,
-) -> Result<Classified, MaskError> {
-    let trie = vocabulary.trie();
-    let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
-    let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
-    let kept = grammar.step_store().take(seed.rule, parents.len());
-    let mut steps = StepMemo::new(&matcher, kept);
-    let mut accepted = vec![0; vocabulary.mask_words()];
-    // Per depth on the current path: the places (bit j: after j bytes) the
-    // rule can end up to there.
-    let mut ends = vec![0u64];
-    let mut groups: Vec<Group> = Vec::new();
-    // Each token is at one node: the tokens accepted.
-    let mut count = 0;
-    // Free-text entries are keyed without the dispatch's arms: tokens that
-    // complete a trigger are left to the full state (bit 63 of their ends).
-    let stop_at_arms = seed.key.kind == Key::FREE;
-    let mut node = 0;
-    while node < trie.len() {
-        let depth = trie.depth(node);
-        ends.truncate(depth);
-        let viable = steps.step(&mut matcher, depth, trie.byte(node));
-        if viable && stop_at_arms && steps.at_arm(depth, &matcher) {
-            let (start, end) = trie.subtree_ranks(node);
-            push_group(&mut groups, start, end, ends[depth - 1] | 1 << 63);
-            node = trie.end(node);
-        } else if viable {
-            for &id in trie.tokens(node) {
-                set(&mut accepted, id);
-            }
-            count += trie.tokens(node).len();
-            let here = if steps.can_terminate(depth, &matcher) {
-                1 << depth.min(63)
-            } else {
-                0
-            };
-            ends.push(ends[depth - 1] | here);
-            let below = trie.classes_below(node);
-            if below != 0 && steps.loops(&mut matcher, depth, below) {
-                // Every byte below leads back here: the whole subtree is
-                // accepted (the inside of a string, free text).
-                for &id in trie.tokens_below(node) {
-                    set(&mut accepted, id);
-                }
-                count += trie.tokens_below(node).len();
-                node = trie.end(node);
-            } else {
-                node += 1;
-            }
-        } else {
-            let (start, end) = trie.subtree_ranks(node);
-            push_group(&mut groups, start, end, ends[depth - 1]);
-            node = trie.end(node);
-        }
-        if matcher.work > budget {
-            *work += matcher.work;
-            return Err(MaskError::BudgetExceeded { budget });
-        }
-    }
-    *work += matcher.work;
-    grammar.step_store().keep(seed.rule, parents.len(), steps);
-    Ok(Classified {
-        accepted: TokenSet::new(accepted, Some(count), trie.universe(), trie.universe_len()),
-        groups: groups.into(),
-    })
-}
-
-/// Adds the tokens of ranks `start..end`, uncertain with `ends`, to
-/// `groups` (nothing if `ends` is empty: they are rejected).
-fn push_group(groups: &mut Vec<Group>, start: u32, end: u32, ends: u64) {
-    if ends == 0 || start == end {
-        return;
-    }
-    match groups.last_mut() {
-        Some(last) if last.end == start && last.ends == ends => last.end = end,
-        _ => groups.push(Group { start, end, ends }),
-    }
 }

@@ -25,6 +25,9 @@
 //! ([`StepStore`]): the next state of a property name, or a string in
 //! another place, mostly looks its steps up.
 //!
+//! A memo also keeps what walks found below trie nodes reached in
+//! configurations met before ([`Subtree`], see [`super::classify`]).
+//!
 //! Only for grammars without lookahead, whose rows are all there is to the
 //! state.
 
@@ -35,6 +38,7 @@ use super::earley::{Start, Symbol};
 use super::history::CAN_TERMINATE;
 use super::item::{Item, Kind};
 use crate::byteset::ByteSet;
+use crate::cache::Group;
 use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
 use crate::trie::{TEXT_CHARS, Utf8, class_bytes};
@@ -55,6 +59,8 @@ const NONE: u32 = u32::MAX;
 const FIXED: usize = 1;
 /// The most bytes of memoized steps a grammar keeps between walks.
 const STORE_BYTES: usize = 32 << 20;
+/// The most bytes of recorded subtrees one memo keeps.
+const SUBTREE_BYTES: usize = 8 << 20;
 
 /// Memoized steps a grammar keeps between walks, per seed rule (whose
 /// sentinel is row 0 of a walk) and number of covered items (rows before
@@ -94,6 +100,22 @@ impl StepStore {
     }
 }
 
+/// What a walk found below a trie node, in trie ranks: the same below that
+/// node in the same configuration, whatever the walk.
+pub(super) struct Subtree {
+    /// Accepted ranks, as sorted disjoint ranges.
+    pub accepted: Box<[(u32, u32)]>,
+    /// The rest, as groups whose ends hold only the places the rule can
+    /// end at or below the node (0: rejected unless it could end above).
+    pub groups: Box<[Group]>,
+}
+
+impl Subtree {
+    fn bytes(&self) -> usize {
+        size_of_val(&*self.accepted) + size_of_val(&*self.groups) + 64
+    }
+}
+
 /// Memoized steps of a trie walk from the last row of a matcher.
 pub(super) struct StepMemo {
     /// Rows of the history before the walk; the walk's depth `d` is row
@@ -121,6 +143,14 @@ pub(super) struct StepMemo {
     lead: Vec<u32>,
     /// Depths of the current path whose rows are in the history.
     built: usize,
+    /// The configurations earlier walks met: `0..met`.
+    met: usize,
+    /// Per configuration, trie node and whether arms stop the walk: what
+    /// was found below the node.
+    subtrees: FxHashMap<(u32, u32, bool), Subtree>,
+    /// The items of all configurations, and the bytes of `subtrees`.
+    items: usize,
+    subtree_bytes: usize,
 }
 
 impl StepMemo {
@@ -134,6 +164,7 @@ impl StepMemo {
                 kept.path.clear();
                 kept.lead.clear();
                 kept.built = 0;
+                kept.met = kept.shapes.len();
                 kept
             }
             _ => Self {
@@ -148,6 +179,10 @@ impl StepMemo {
                 path: Vec::new(),
                 lead: Vec::new(),
                 built: 0,
+                met: 0,
+                subtrees: FxHashMap::default(),
+                items: 0,
+                subtree_bytes: 0,
             },
         };
         for row in 1..base - 1 {
@@ -161,8 +196,42 @@ impl StepMemo {
 
     /// About the bytes the memo holds.
     fn bytes(&self) -> usize {
-        let items: usize = self.shapes.iter().map(|shape| shape.len()).sum();
-        self.shapes.len() * (size_of::<[u32; 256]>() + 64) + 2 * items * size_of::<Item>()
+        self.shapes.len() * (size_of::<[u32; 256]>() + 64)
+            + 2 * self.items * size_of::<Item>()
+            + self.subtree_bytes
+    }
+
+    /// The configuration at `depth` of the current path if an earlier walk
+    /// met it (only then may what is below have been recorded, or be worth
+    /// recording).
+    pub(super) fn met_before(&self, depth: usize) -> Option<u32> {
+        let config = self.path[depth];
+        (config != NONE && (config as usize) < self.met).then_some(config)
+    }
+
+    /// What was found below trie node `node` reached in `config`.
+    pub(super) fn subtree(&self, config: u32, node: usize, stop_at_arms: bool) -> Option<&Subtree> {
+        let node = u32::try_from(node).ok()?;
+        self.subtrees.get(&(config, node, stop_at_arms))
+    }
+
+    /// Keeps what was found below trie node `node` reached in `config`,
+    /// while the memo's recorded subtrees stay under [`SUBTREE_BYTES`].
+    pub(super) fn keep_subtree(
+        &mut self,
+        config: u32,
+        node: usize,
+        stop_at_arms: bool,
+        subtree: Subtree,
+    ) {
+        let bytes = subtree.bytes();
+        let Ok(node) = u32::try_from(node) else {
+            return;
+        };
+        if self.subtree_bytes + bytes <= SUBTREE_BYTES {
+            self.subtree_bytes += bytes;
+            self.subtrees.insert((config, node, stop_at_arms), subtree);
+        }
     }
 
     /// Steps from depth `depth - 1` of the current path over `byte` (the
@@ -370,6 +439,7 @@ impl StepMemo {
             return NONE;
         }
         let id = u32::try_from(self.shapes.len()).expect("configurations fit in u32");
+        self.items += shape.len();
         self.ids.insert(shape.clone(), id);
         self.shapes.push(shape);
         self.can_end

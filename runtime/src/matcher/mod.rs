@@ -6,6 +6,7 @@
 //! repetitions, tag dispatch and lookahead; see the book's chapter on the
 //! runtime for the full picture.
 
+mod classify;
 mod earley;
 mod expected;
 mod history;

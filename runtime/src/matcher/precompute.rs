@@ -14,8 +14,9 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
+use super::classify::{Cost, classify};
 use super::item::{Item, Kind};
-use super::mask::{MAX_WAITING, Seed, classify, link};
+use super::mask::{MAX_WAITING, Seed, link};
 use crate::bundle::Precompute;
 use crate::cache::{Classified, Key, MAX_PARENTS};
 use crate::grammar::{Caller, Grammar};
@@ -81,13 +82,12 @@ pub(crate) fn precompute(
     let mut entries: Vec<(Key, Classified)> = chosen
         .par_iter()
         .filter_map(|seed| {
-            let mut work = 0;
             classify(
                 grammar,
                 vocabulary,
                 seed,
                 super::DEFAULT_MASK_BUDGET,
-                &mut work,
+                &mut Cost::default(),
             )
             .ok()
             .map(|entry| (seed.key, entry))

@@ -78,7 +78,7 @@ pub(crate) fn trace(
         vocabulary.stop_tokens().len()
     );
     println!(
-        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>7} {:>4} {:>5} {:>9} {:>7} {:>8}",
+        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}",
         "step",
         "id",
         "token",
@@ -88,6 +88,7 @@ pub(crate) fn trace(
         "entries",
         "hit",
         "built",
+        "walked",
         "uncertain",
         "pushed",
         "earley"
@@ -108,7 +109,7 @@ pub(crate) fn trace(
         let stats = matcher.last_mask_stats();
         let id_text = id.map_or_else(|| "end".to_owned(), |id| id.to_string());
         println!(
-            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>7} {:>4} {:>5} {:>9} {:>7} {:>8}",
+            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}",
             times.len(),
             id_text,
             label,
@@ -118,6 +119,7 @@ pub(crate) fn trace(
             stats.entries,
             if stats.hits > 0 { "yes" } else { "-" },
             stats.built,
+            stats.nodes_walked,
             // Verdicts kept from an earlier step at the same parse state.
             if stats.state_hits > 0 {
                 "seen".to_owned()

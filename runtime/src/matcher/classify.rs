@@ -1,0 +1,250 @@
+//! Building one item's mask-cache entry: a walk of the token trie with a
+//! matcher seeded with the item alone, which sorts every token into
+//! accepted, rejected and uncertain.
+//!
+//! Tokens are kept as ranges of trie ranks while walking (a subtree is one
+//! range), so a walk costs the trie nodes it visits, not the tokens it
+//! accepts; the entry is made from the smaller of the accepted tokens and
+//! the rest.
+//!
+//! What a walk finds below a trie node depends only on the configuration
+//! there ([`StepMemo`]). Walks from seeds of one rule often reach the same
+//! configurations — a property name's next character leads, whatever the
+//! name so far, into the same "any other name" state — so the outcome
+//! below a node reached in a configuration an earlier walk met is recorded
+//! once and replayed by later walks: the node's subtree then costs its
+//! ranges instead of its nodes.
+
+use std::sync::Arc;
+
+use super::Matcher;
+use super::item::Item;
+use super::mask::{MaskError, Seed};
+use super::memo::{StepMemo, Subtree};
+use crate::cache::{Classified, Group, Key, TokenSet};
+use crate::grammar::Grammar;
+use crate::vocab::Vocabulary;
+
+/// Bit 63 of a group's ends: the full state decides (the token runs 63
+/// bytes or more past the place, or completes a dispatch's trigger).
+const FULL_CHECK: u64 = 1 << 63;
+
+/// The fewest trie nodes a subtree must have for its outcome to be
+/// recorded: replaying a smaller one saves less than recording costs.
+const MIN_RECORDED_NODES: usize = 32;
+
+/// What building entries cost.
+#[derive(Clone, Copy, Debug, Default)]
+pub(super) struct Cost {
+    /// Earley items built: what a mask's budget bounds.
+    pub items: u64,
+    /// Trie nodes visited.
+    pub nodes: u64,
+}
+
+/// What `seed` alone does with every token: walks the token trie with a
+/// matcher seeded with it (and the items above it that it covers). A token
+/// whose bytes stay viable is accepted; one that dies after the seed's rule
+/// could have ended is uncertain, grouped with the places it could end; the
+/// rest are rejected. Adds what it did to `cost`, and stops past `budget`
+/// Earley items.
+pub(super) fn classify(
+    grammar: &Arc<Grammar>,
+    vocabulary: &Vocabulary,
+    seed: &Seed,
+    budget: u64,
+    cost: &mut Cost,
+) -> Result<Classified, MaskError> {
+    let trie = vocabulary.trie();
+    let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
+    let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
+    let kept = grammar.step_store().take(seed.rule, parents.len());
+    let mut steps = StepMemo::new(&matcher, kept);
+    let mut found = Found {
+        stop_at_arms: seed.key.kind == Key::FREE,
+        ..Found::default()
+    };
+    // Per depth on the current path: the places (bit j: after j bytes) the
+    // rule can end up to there.
+    let mut ends = vec![0u64];
+    let mut node = 0;
+    while node < trie.len() {
+        cost.nodes += 1;
+        found.end_recording(node, &mut steps);
+        let depth = trie.depth(node);
+        ends.truncate(depth);
+        let above = ends[depth - 1];
+        let viable = steps.step(&mut matcher, depth, trie.byte(node));
+        let met_before = if viable && depth < 63 && trie.end(node) - node >= MIN_RECORDED_NODES {
+            steps.met_before(depth)
+        } else {
+            None
+        };
+        if !viable {
+            let (start, end) = trie.subtree_ranks(node);
+            found.group(start, end, above);
+            node = trie.end(node);
+        } else if let Some(subtree) =
+            met_before.and_then(|at| steps.subtree(at, node, found.stop_at_arms))
+        {
+            found.replay(subtree, above);
+            node = trie.end(node);
+        } else {
+            if let Some(config) = met_before {
+                found.record(config, node, trie.end(node), above);
+            }
+            if found.stop_at_arms && steps.at_arm(depth, &matcher) {
+                let (start, end) = trie.subtree_ranks(node);
+                found.group(start, end, above | FULL_CHECK);
+                node = trie.end(node);
+            } else {
+                found.accept(trie.own_ranks(node));
+                let here = if steps.can_terminate(depth, &matcher) {
+                    1 << depth.min(63)
+                } else {
+                    0
+                };
+                ends.push(above | here);
+                let below = trie.classes_below(node);
+                if below != 0 && steps.loops(&mut matcher, depth, below) {
+                    // Every byte below leads back here: the whole subtree is
+                    // accepted (the inside of a string, free text).
+                    found.accept(trie.ranks_below(node));
+                    node = trie.end(node);
+                } else {
+                    node += 1;
+                }
+            }
+        }
+        if matcher.work > budget {
+            cost.items += matcher.work;
+            return Err(MaskError::BudgetExceeded { budget });
+        }
+    }
+    found.end_recording(node, &mut steps);
+    cost.items += matcher.work;
+    grammar.step_store().keep(seed.rule, parents.len(), steps);
+    Ok(Classified {
+        accepted: TokenSet::from_ranks(&found.accepted, found.count, trie),
+        groups: found.groups.into(),
+    })
+}
+
+/// The tokens a walk has sorted so far.
+#[derive(Default)]
+struct Found {
+    /// Whether tokens that complete a dispatch's trigger are left to the
+    /// full state: free-text entries are keyed without the dispatch's arms.
+    stop_at_arms: bool,
+    /// Accepted trie ranks, as sorted disjoint ranges.
+    accepted: Vec<(u32, u32)>,
+    /// How many ranks `accepted` holds.
+    count: usize,
+    /// Uncertain tokens (rejected ones are left out).
+    groups: Vec<Group>,
+    recording: Option<Recording>,
+}
+
+/// The outcome below one trie node being recorded for later walks.
+struct Recording {
+    config: u32,
+    node: usize,
+    /// Where the node's subtree ends in the trie.
+    end: usize,
+    /// The places the rule could end above the node, left out of the
+    /// recorded groups (another walk may arrive with others).
+    above: u64,
+    /// Where the node's accepted ranges start in [`Found::accepted`].
+    first: usize,
+    /// The node's groups, rejected tokens included (ends 0 here may not be
+    /// 0 under another walk's `above`).
+    groups: Vec<Group>,
+}
+
+impl Found {
+    fn accept(&mut self, (start, end): (u32, u32)) {
+        if start == end {
+            return;
+        }
+        self.count += (end - start) as usize;
+        let first = self
+            .recording
+            .as_ref()
+            .map_or(0, |recording| recording.first);
+        let len = self.accepted.len();
+        match self.accepted.last_mut() {
+            Some(last) if last.1 == start && len > first => last.1 = end,
+            _ => self.accepted.push((start, end)),
+        }
+    }
+
+    /// Sorts ranks `start..end` as uncertain with `ends` (rejected if 0).
+    fn group(&mut self, start: u32, end: u32, ends: u64) {
+        if let Some(recording) = &mut self.recording {
+            push_group(
+                &mut recording.groups,
+                start,
+                end,
+                ends & !recording.above,
+                true,
+            );
+        }
+        push_group(&mut self.groups, start, end, ends, false);
+    }
+
+    /// What an earlier walk found below a node, under `above` here.
+    fn replay(&mut self, subtree: &Subtree, above: u64) {
+        for &range in &subtree.accepted {
+            self.accept(range);
+        }
+        for group in &subtree.groups {
+            self.group(group.start, group.end, group.ends | above);
+        }
+    }
+
+    /// Starts recording what is found below `node` (whose subtree ends at
+    /// `end`), reached in `config` with `above`, unless a recording is on.
+    fn record(&mut self, config: u32, node: usize, end: usize, above: u64) {
+        if self.recording.is_none() {
+            self.recording = Some(Recording {
+                config,
+                node,
+                end,
+                above,
+                first: self.accepted.len(),
+                groups: Vec::new(),
+            });
+        }
+    }
+
+    /// Hands the recording to `steps` once the walk is past its subtree
+    /// (at `node`).
+    fn end_recording(&mut self, node: usize, steps: &mut StepMemo) {
+        if self
+            .recording
+            .as_ref()
+            .is_none_or(|recording| node < recording.end)
+        {
+            return;
+        }
+        let recording = self.recording.take().expect("checked above");
+        let subtree = Subtree {
+            accepted: self.accepted[recording.first..].into(),
+            groups: recording.groups.into(),
+        };
+        steps.keep_subtree(recording.config, recording.node, self.stop_at_arms, subtree);
+    }
+}
+
+/// Adds the tokens of ranks `start..end`, uncertain with `ends`, to
+/// `groups`; with `ends` 0 they are rejected, and left out unless
+/// `keep_rejected`.
+fn push_group(groups: &mut Vec<Group>, start: u32, end: u32, ends: u64, keep_rejected: bool) {
+    if (ends == 0 && !keep_rejected) || start == end {
+        return;
+    }
+    match groups.last_mut() {
+        Some(last) if last.end == start && last.ends == ends => last.end = end,
+        _ => groups.push(Group { start, end, ends }),
+    }
+}
