@@ -747,3 +747,52 @@ fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
         );
     }
 }
+
+/// Inside a string of bounded length every character steps the count down,
+/// so no configuration leads back to itself; but all plain characters lead
+/// to the same next one, so a subtree no deeper than the characters left is
+/// accepted without visiting it. Far from the bound an entry visits little
+/// more than the trie's first level; near it, more — and the masks are
+/// exact all the way.
+#[test]
+fn bounded_strings_take_subtrees_that_fit_at_once() {
+    let grammar = runtime_grammar(r#"root ::= "\"" [a-z\x80-\x10FFFF]{0,12} "\"""#);
+    let letters = ["a", "b", "c", "d", "e", "é"];
+    let mut tokens: Vec<String> = vec!["\"".to_owned(), "\"\"".to_owned()];
+    for a in letters {
+        tokens.push(a.to_owned());
+        for b in letters {
+            tokens.push(format!("{a}{b}"));
+            for c in letters {
+                tokens.push(format!("{a}{b}{c}"));
+            }
+        }
+    }
+    tokens.push("</s>".to_owned());
+    let stop = token(tokens.len() - 1);
+    let vocabulary = Arc::new(
+        Vocabulary::from_byte_strings(&tokens, &[stop])
+            .unwrap()
+            .with_stop_tokens(&[stop])
+            .unwrap(),
+    );
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
+    let mut walked = Vec::new();
+    for piece in ["\"", "abc", "dé", "eab", "cd", "é", "a", "\""] {
+        check_mask(&mut matcher, &ids).unwrap();
+        walked.push(matcher.last_mask_stats().nodes_walked);
+        let id = tokens.iter().position(|t| t == piece).unwrap();
+        matcher.accept_token(token(id)).unwrap();
+    }
+    check_mask(&mut matcher, &ids).unwrap();
+    assert!(matcher.can_terminate());
+    // After the opening quote, 12 characters are left: every subtree fits
+    // (the trie's nodes inside "é" are visited: a character is taken whole).
+    let first_level = letters.len() + 1;
+    assert!(
+        walked[1] < 3 * first_level as u64,
+        "{} trie nodes walked with 12 characters left: {walked:?}",
+        walked[1]
+    );
+}

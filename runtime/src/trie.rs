@@ -37,6 +37,8 @@ pub(crate) struct TokenTrie {
     /// Per node: what the bytes below it are, in its subtree (see
     /// [`TokenTrie::classes_below`]).
     classes_below: Vec<u64>,
+    /// Per node: the most bytes a token goes on below it.
+    heights: Vec<u32>,
 }
 
 /// The number of byte classes.
@@ -159,6 +161,7 @@ impl TokenTrie {
             universe: vec![0; vocabulary.mask_words()],
             max_depth: 0,
             classes_below: Vec::new(),
+            heights: Vec::new(),
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -206,6 +209,16 @@ impl TokenTrie {
             open.push(node);
         }
         trie.classes_below = trie.classes();
+        // In reverse depth-first order a node's children come before it.
+        trie.heights = vec![0; count];
+        for node in (0..count).rev() {
+            let end = trie.ends[node] as usize;
+            let mut child = node + 1;
+            while child < end {
+                trie.heights[node] = trie.heights[node].max(trie.heights[child] + 1);
+                child = trie.ends[child] as usize;
+            }
+        }
         trie
     }
 
@@ -288,6 +301,11 @@ impl TokenTrie {
     /// leads back to accepts every token below.
     pub(crate) fn classes_below(&self, node: usize) -> u64 {
         self.classes_below[node]
+    }
+
+    /// The most bytes a token goes on below `node` (0 for a leaf).
+    pub(crate) fn height(&self, node: usize) -> usize {
+        self.heights[node] as usize
     }
 
     /// The ranks of the tokens whose bytes end at `node`.

@@ -106,8 +106,10 @@ pub(super) fn classify(
                 };
                 ends.push(above | here);
                 let below = trie.classes_below(node);
-                if below != 0 && steps.loops(&mut matcher, depth, below) {
-                    // Every byte below leads back here: the whole subtree is
+                if below != 0
+                    && steps.all_viable_below(&mut matcher, depth, below, trie.height(node))
+                {
+                    // Every token below is viable: the whole subtree is
                     // accepted (the inside of a string, free text).
                     found.accept(trie.ranks_below(node));
                     node = trie.end(node);

@@ -126,10 +126,13 @@ pub(super) struct StepMemo {
     shapes: Vec<Box<[Item]>>,
     /// Per configuration: whether the output may end there.
     can_end: Vec<bool>,
-    /// Per configuration: the byte classes known to lead back to it, and
-    /// those known either way (see [`StepMemo::loops`]).
+    /// Per configuration and byte class (non-ASCII characters as
+    /// [`TEXT_CHARS`]): the configuration that every byte of the class
+    /// leads to, [`DEAD`] if they do not all lead to one, or [`UNKNOWN`]
+    /// (see [`StepMemo::all_viable_below`]).
+    targets: Vec<[u32; TEXT_CHARS as usize + 1]>,
+    /// Per configuration: the byte classes known to lead back to it.
     loops: Vec<u64>,
-    known_loops: Vec<u64>,
     /// Per configuration: whether a dispatch's trigger has just completed
     /// (the row holds an item about to match its arm).
     at_arm: Vec<bool>,
@@ -173,8 +176,8 @@ impl StepMemo {
                 shapes: Vec::new(),
                 can_end: Vec::new(),
                 at_arm: Vec::new(),
+                targets: Vec::new(),
                 loops: Vec::new(),
-                known_loops: Vec::new(),
                 next: Vec::new(),
                 path: Vec::new(),
                 lead: Vec::new(),
@@ -196,7 +199,8 @@ impl StepMemo {
 
     /// About the bytes the memo holds.
     fn bytes(&self) -> usize {
-        self.shapes.len() * (size_of::<[u32; 256]>() + 64)
+        self.shapes.len()
+            * (size_of::<[u32; 256]>() + size_of::<[u32; TEXT_CHARS as usize + 1]>() + 64)
             + 2 * self.items * size_of::<Item>()
             + self.subtree_bytes
     }
@@ -287,56 +291,118 @@ impl StepMemo {
         }
     }
 
-    /// Whether what `classes` (a trie node's
-    /// [`crate::trie::TokenTrie::classes_below`]) stands for leads from the
-    /// configuration at `depth` of the current path back to itself: every
-    /// byte of its byte classes and, for [`TEXT_CHARS`], every non-ASCII
-    /// character, each byte of which is viable. Then every token below a
-    /// trie node there is viable, and a walk can take the whole subtree at
-    /// once (free text, the inside of a string). Steps it needs are
-    /// computed and memoized as [`StepMemo::step`] does; the path past
-    /// `depth` is dropped.
-    pub(super) fn loops(&mut self, matcher: &mut Matcher, depth: usize, classes: u64) -> bool {
+    /// Whether every token below a trie node at `depth` of the current
+    /// path is viable, given what is below the node: `classes` (its
+    /// [`crate::trie::TokenTrie::classes_below`]) and `height` (the most
+    /// bytes a token goes on below it). So it is when the bytes of every
+    /// class — and, for [`TEXT_CHARS`], every non-ASCII character, each of
+    /// its bytes viable — lead from the configuration there to one and the
+    /// same configuration, and from that one on to one same configuration,
+    /// and so on for `height` steps or until the chain comes back to a
+    /// configuration on it. The inside of a string leads back to itself;
+    /// a string of bounded length steps its count down. A walk then takes
+    /// the whole subtree at once. Steps it needs are computed and memoized
+    /// as [`StepMemo::step`] does; the path past `depth` is dropped.
+    pub(super) fn all_viable_below(
+        &mut self,
+        matcher: &mut Matcher,
+        depth: usize,
+        classes: u64,
+        height: usize,
+    ) -> bool {
         let config = self.path[depth];
-        if config == NONE {
+        if config == NONE || classes >> (TEXT_CHARS + 1) != 0 {
             return false;
         }
-        let at = config as usize;
-        let mut unknown = classes & !self.known_loops[at];
-        let mut all = true;
-        while unknown != 0 && all {
-            let class = u8::try_from(unknown.trailing_zeros()).expect("a class below 64");
-            unknown &= unknown - 1;
-            all = match class {
-                TEXT_CHARS => self.chars_return(matcher, depth, 1, Utf8::Boundary, &mut Vec::new()),
-                class if class < TEXT_CHARS => class_bytes(class).all(|byte| {
-                    self.step(matcher, depth + 1, byte) && self.path[depth + 1] == config
-                }),
-                _ => false,
+        if classes & !self.loops[config as usize] == 0 {
+            return true;
+        }
+        let mut level = depth;
+        let viable = loop {
+            let Some(next) = self.common_target(matcher, level, classes) else {
+                break false;
             };
-            self.known_loops[at] |= 1 << class;
-            if all {
-                self.loops[at] |= 1 << class;
+            if self.path[depth..=level].contains(&next) {
+                break true;
+            }
+            if self.at_arm[next as usize] {
+                break false;
+            }
+            if level + 1 - depth >= height {
+                break true;
+            }
+            // On along the chain: `next` stands at the next depth.
+            self.path.truncate(level + 1);
+            self.path.push(next);
+            self.built = self.built.min(level);
+            level += 1;
+        };
+        self.path.truncate(depth + 1);
+        viable
+    }
+
+    /// The configuration that every byte of every class of `classes` leads
+    /// to from the configuration at `depth` of the current path, if one.
+    fn common_target(&mut self, matcher: &mut Matcher, depth: usize, classes: u64) -> Option<u32> {
+        let mut common = None;
+        let mut rest = classes;
+        while rest != 0 {
+            let class = u8::try_from(rest.trailing_zeros()).expect("a class below 64");
+            rest &= rest - 1;
+            let target = self.target(matcher, depth, class)?;
+            if *common.get_or_insert(target) != target {
+                return None;
             }
         }
-        self.path.truncate(depth + 1);
-        classes & !self.loops[at] == 0
+        common
+    }
+
+    /// The configuration that every byte of `class` (every non-ASCII
+    /// character for [`TEXT_CHARS`]) leads to from the configuration at
+    /// `depth` of the current path, if one; memoized per configuration.
+    fn target(&mut self, matcher: &mut Matcher, depth: usize, class: u8) -> Option<u32> {
+        let config = self.path[depth] as usize;
+        let mut known = self.targets[config][usize::from(class)];
+        if known == UNKNOWN {
+            let mut target = None;
+            let all = if class == TEXT_CHARS {
+                self.chars_lead(
+                    matcher,
+                    depth,
+                    1,
+                    Utf8::Boundary,
+                    &mut Vec::new(),
+                    &mut target,
+                )
+            } else {
+                class_bytes(class).all(|byte| {
+                    self.step(matcher, depth + 1, byte) && same(&mut target, self.path[depth + 1])
+                })
+            };
+            self.path.truncate(depth + 1);
+            known = target.filter(|_| all).unwrap_or(DEAD);
+            self.targets[config][usize::from(class)] = known;
+            if known as usize == config {
+                self.loops[config] |= 1 << class;
+            }
+        }
+        (known != DEAD).then_some(known)
     }
 
     /// Whether every way to go on the non-ASCII character begun `level - 1`
     /// bytes below `depth` (where UTF-8 stands at `utf8`) is viable byte
-    /// by byte and ends in the configuration at `depth`. Configurations
-    /// inside a character already checked (with the same UTF-8 state) are
-    /// in `seen`: what follows them was checked then.
-    fn chars_return(
+    /// by byte and ends in one configuration, `target` (the first one
+    /// found). Configurations inside a character already checked (with the
+    /// same UTF-8 state) are in `seen`: what follows them was checked then.
+    fn chars_lead(
         &mut self,
         matcher: &mut Matcher,
         depth: usize,
         level: usize,
         utf8: Utf8,
         seen: &mut Vec<(u32, Utf8)>,
+        target: &mut Option<u32>,
     ) -> bool {
-        let home = self.path[depth];
         for byte in utf8.next_bytes() {
             let Some(next) = utf8.advance(byte) else {
                 continue;
@@ -345,16 +411,16 @@ impl StepMemo {
                 return false;
             }
             let config = self.path[depth + level];
-            let returned = match next {
-                Utf8::Boundary => config == home,
+            let led = match next {
+                Utf8::Boundary => same(target, config),
                 Utf8::Inside { .. } if config == NONE => false,
                 Utf8::Inside { .. } if seen.contains(&(config, next)) => true,
                 Utf8::Inside { .. } => {
                     seen.push((config, next));
-                    self.chars_return(matcher, depth, level + 1, next, seen)
+                    self.chars_lead(matcher, depth, level + 1, next, seen, target)
                 }
             };
-            if !returned {
+            if !led {
                 return false;
             }
         }
@@ -445,8 +511,8 @@ impl StepMemo {
         self.can_end
             .push(matcher.history.flags(row) & CAN_TERMINATE != 0);
         self.at_arm.push(enters_arm(items));
+        self.targets.push([UNKNOWN; TEXT_CHARS as usize + 1]);
         self.loops.push(0);
-        self.known_loops.push(0);
         self.next.push(first_steps(&matcher.grammar, items));
         id
     }
@@ -488,6 +554,12 @@ pub(super) fn inert(grammar: &Grammar, item: Item) -> bool {
         Kind::Ended => true,
         _ => false,
     }
+}
+
+/// Whether `config` is the one `target` holds, or the first: a step that
+/// leads to a configuration (not past [`MAX_CONFIGS`]) the others led to.
+fn same(target: &mut Option<u32>, config: u32) -> bool {
+    config != NONE && *target.get_or_insert(config) == config
 }
 
 fn enters_arm(row: &[Item]) -> bool {
