@@ -613,13 +613,7 @@ item ::= "\"" [a-z]* "\"" | "{" "\"k\":" item "}""#,
         "{\"k\":\"",
         "</s>",
     ];
-    let stop = token(tokens.len() - 1);
-    let vocabulary = Arc::new(
-        Vocabulary::from_byte_strings(&tokens, &[stop])
-            .unwrap()
-            .with_stop_tokens(&[stop])
-            .unwrap(),
-    );
+    let vocabulary = with_stop_last(&tokens);
     let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
     let text = [
         "[",
@@ -692,6 +686,53 @@ item ::= "\"" [a-z]* "\"" | "{" "\"k\":" item "}""#,
     assert!(other.can_terminate());
 }
 
+/// A vocabulary of `tokens`, the last of which is the stop token.
+fn with_stop_last<B: AsRef<[u8]>>(tokens: &[B]) -> Arc<Vocabulary> {
+    let stop = token(tokens.len() - 1);
+    Arc::new(
+        Vocabulary::from_byte_strings(tokens, &[stop])
+            .unwrap()
+            .with_stop_tokens(&[stop])
+            .unwrap(),
+    )
+}
+
+/// `extra`, then every string of one to three pieces of `alphabet`, then a
+/// stop token.
+fn up_to_triples(extra: &[&str], alphabet: &[&str]) -> Vec<String> {
+    let mut tokens: Vec<String> = extra.iter().map(|&t| t.to_owned()).collect();
+    for a in alphabet {
+        tokens.push((*a).to_owned());
+        for b in alphabet {
+            tokens.push(format!("{a}{b}"));
+            for c in alphabet {
+                tokens.push(format!("{a}{b}{c}"));
+            }
+        }
+    }
+    tokens.push("</s>".to_owned());
+    tokens
+}
+
+/// Feeds `pieces` (tokens of `tokens`, the last one the stop token) to a
+/// matcher of `grammar`, checking every mask against the reference, and
+/// returns the trie nodes each mask walked building entries.
+fn nodes_walked_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<u64> {
+    let vocabulary = with_stop_last(tokens);
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), vocabulary);
+    let mut walked = Vec::new();
+    for piece in pieces {
+        check_mask(&mut matcher, &ids).unwrap();
+        walked.push(matcher.last_mask_stats().nodes_walked);
+        let id = tokens.iter().position(|t| t == piece).unwrap();
+        matcher.accept_token(token(id)).unwrap();
+    }
+    check_mask(&mut matcher, &ids).unwrap();
+    assert!(matcher.can_terminate());
+    walked
+}
+
 /// Property names: each prefix of a name is a new automaton state, so each
 /// step inside a name builds entries — but a character that leaves every
 /// known name leads, whatever the prefix, into the same "any other name"
@@ -708,35 +749,9 @@ fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
     // it (not the ones that go on with "alp…": the trie below them is the
     // part each prefix walks anew).
     let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
-    let mut tokens: Vec<String> = ["{", "p", "i", "n", "e"].map(String::from).to_vec();
-    for a in alphabet {
-        tokens.push(a.to_owned());
-        for b in alphabet {
-            tokens.push(format!("{a}{b}"));
-            for c in alphabet {
-                tokens.push(format!("{a}{b}{c}"));
-            }
-        }
-    }
-    tokens.push("</s>".to_owned());
-    let stop = token(tokens.len() - 1);
-    let vocabulary = Arc::new(
-        Vocabulary::from_byte_strings(&tokens, &[stop])
-            .unwrap()
-            .with_stop_tokens(&[stop])
-            .unwrap(),
-    );
-    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
-    let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
-    let mut walked = Vec::new();
-    for piece in ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"] {
-        check_mask(&mut matcher, &ids).unwrap();
-        walked.push(matcher.last_mask_stats().nodes_walked);
-        let id = tokens.iter().position(|t| t == piece).unwrap();
-        matcher.accept_token(token(id)).unwrap();
-    }
-    check_mask(&mut matcher, &ids).unwrap();
-    assert!(matcher.can_terminate());
+    let tokens = up_to_triples(&["{", "p", "i", "n", "e"], &alphabet);
+    let text = ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"];
+    let walked = nodes_walked_along(&grammar, &tokens, &text);
     // The walk after `{"` meets the other-name configuration first, the one
     // after `{"a` records what is below it, the later ones replay it.
     let first = walked[3];
@@ -758,35 +773,9 @@ fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
 fn bounded_strings_take_subtrees_that_fit_at_once() {
     let grammar = runtime_grammar(r#"root ::= "\"" [a-z\x80-\x10FFFF]{0,12} "\"""#);
     let letters = ["a", "b", "c", "d", "e", "é"];
-    let mut tokens: Vec<String> = vec!["\"".to_owned(), "\"\"".to_owned()];
-    for a in letters {
-        tokens.push(a.to_owned());
-        for b in letters {
-            tokens.push(format!("{a}{b}"));
-            for c in letters {
-                tokens.push(format!("{a}{b}{c}"));
-            }
-        }
-    }
-    tokens.push("</s>".to_owned());
-    let stop = token(tokens.len() - 1);
-    let vocabulary = Arc::new(
-        Vocabulary::from_byte_strings(&tokens, &[stop])
-            .unwrap()
-            .with_stop_tokens(&[stop])
-            .unwrap(),
-    );
-    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
-    let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
-    let mut walked = Vec::new();
-    for piece in ["\"", "abc", "dé", "eab", "cd", "é", "a", "\""] {
-        check_mask(&mut matcher, &ids).unwrap();
-        walked.push(matcher.last_mask_stats().nodes_walked);
-        let id = tokens.iter().position(|t| t == piece).unwrap();
-        matcher.accept_token(token(id)).unwrap();
-    }
-    check_mask(&mut matcher, &ids).unwrap();
-    assert!(matcher.can_terminate());
+    let tokens = up_to_triples(&["\"", "\"\""], &letters);
+    let text = ["\"", "abc", "dé", "eab", "cd", "é", "a", "\""];
+    let walked = nodes_walked_along(&grammar, &tokens, &text);
     // After the opening quote, 12 characters are left: every subtree fits
     // (the trie's nodes inside "é" are visited: a character is taken whole).
     let first_level = letters.len() + 1;
