@@ -461,14 +461,18 @@ fn equal_generated_rules_are_one_rule() {
         "required": ["x", "y"],
         "additionalProperties": false,
     });
+    // Equal rules from schemas that differ (here, in their descriptions;
+    // equal schemas share their rule from the start).
+    let mut to = point.clone();
+    to["description"] = "where it ends".into();
     let schema = serde_json::json!({
         "type": "object",
         "properties": {
             "first": {"type": "string", "minLength": 1},
-            "second": {"type": "string", "minLength": 1},
-            "third": {"type": "string", "minLength": 1},
+            "second": {"type": "string", "minLength": 1, "description": "2nd"},
+            "third": {"type": "string", "minLength": 1, "title": "3rd"},
             "from": point,
-            "to": point,
+            "to": to,
         },
         "required": ["first", "from"],
         "additionalProperties": {"type": "string", "minLength": 1},
@@ -493,4 +497,55 @@ fn equal_generated_rules_are_one_rule() {
     assert!(!accepts(r#"{"first":"a","from":{"x":1}}"#));
     assert!(!accepts(r#"{"first":"a","to":{"x":1,"y":2}}"#));
     assert!(!accepts(r#"{"first":"a","from":{"x":1,"y":2},"more":""}"#));
+}
+
+/// Schemas that inline their definitions repeat one subschema in many
+/// places. Every copy takes the rule of the first, so the rule count does
+/// not grow with the copies (50 copies fit in a budget of 40 rules), and
+/// the report still names each copy's keywords at the copy's place.
+#[test]
+fn copies_of_a_subschema_share_its_rules_and_its_report() {
+    let item = serde_json::json!({
+        "type": "object",
+        "properties": {
+            "name": {"type": "string", "minLength": 1},
+            "tags": {
+                "type": "object",
+                "properties": {"first": {"type": "integer"}, "second": {"type": "integer"}},
+                "dependentRequired": {"first": ["second"]},
+            },
+        },
+        "required": ["name"],
+        "additionalProperties": false,
+    });
+    let copies = 50;
+    let properties: serde_json::Map<String, Value> = (0..copies)
+        .map(|i| (format!("copy_{i}"), item.clone()))
+        .collect();
+    let schema = serde_json::json!({"type": "object", "properties": properties});
+    let options = maskbench_options();
+    let limits = Limits {
+        max_rules: 40,
+        ..Limits::default()
+    };
+    let generated = json_schema::generate(&schema, &options, &Budget::new(limits))
+        .expect("the copies share their rules");
+    for i in 0..copies {
+        let pointer = format!("#/properties/copy_{i}/properties/tags");
+        assert!(
+            generated
+                .report
+                .warnings()
+                .any(|n| n.pointer == pointer && n.keyword == "dependentRequired"),
+            "no note for {pointer}"
+        );
+    }
+
+    let grammar = compile(&schema, &options).unwrap();
+    let accepts = |text: &str| first_refused_byte(&grammar, text).is_none();
+    assert!(accepts(
+        r#"{"copy_7":{"name":"a","tags":{"first":1}},"copy_49":{"name":"b"}}"#
+    ));
+    assert!(!accepts(r#"{"copy_7":{"name":""}}"#));
+    assert!(!accepts(r#"{"copy_49":{"name":"b","other":1}}"#));
 }

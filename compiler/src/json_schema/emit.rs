@@ -9,6 +9,7 @@ use serde_json::Value;
 
 use crate::budget::Budget;
 
+use super::content::{self, Contents};
 use super::grammar::{G, Rules};
 use super::numbers::{self, Decimal};
 use super::schema::{self, ArrayPart, Node, Others, types};
@@ -16,6 +17,9 @@ use super::{
     EXACT_ANY_ORDER, Generated, MAX_INDENT, MAX_TRACKED, Note, Options, PRETTY_DEPTH,
     PropertyOrder, Report, SchemaError, Treatment, Whitespace, formats, strings,
 };
+
+/// The content hashes of a conjunction's schemas, and its level.
+type ContentKey = (Vec<u64>, u32);
 
 /// The shared building blocks, declared on first use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -54,8 +58,20 @@ pub(crate) struct Emitter<'a> {
     /// The rule of each conjunction at each nesting level (always level 0
     /// unless the layout is pretty).
     memo: HashMap<(Vec<String>, u32), usize>,
+    /// The conjunctions with rules, by the content of their schemas and
+    /// level: a copy of one takes its rule (see [`content`]).
+    by_content: HashMap<ContentKey, Vec<(Vec<String>, usize)>>,
+    contents: Contents,
+    /// `(original, copy)`: schemas that took the rule of an equal one; what
+    /// the report says under the original holds under the copy.
+    copies: Vec<(String, String)>,
     queue: VecDeque<(usize, Vec<String>, u32)>,
     blocks: HashMap<(Block, u32), usize>,
+    /// The body of a key that is none of a set of names (sorted), per
+    /// level: copies of one object type (schemas that inline their
+    /// definitions repeat them hundreds of times) build it once. (Inline,
+    /// not a rule of its own: the key's walk then sees the `:` after it.)
+    other_keys: HashMap<(Vec<String>, u32), G>,
     /// The nesting depth of the rule being built.
     depth: u32,
     report: Report,
@@ -83,8 +99,12 @@ impl<'a> Emitter<'a> {
             anchors: schema::anchors(doc),
             rules: Rules::default(),
             memo: HashMap::new(),
+            by_content: HashMap::new(),
+            contents: Contents::default(),
+            copies: Vec::new(),
             queue: VecDeque::new(),
             blocks: HashMap::new(),
+            other_keys: HashMap::new(),
             depth: 0,
             report: Report::default(),
             noted: HashMap::new(),
@@ -125,6 +145,7 @@ impl<'a> Emitter<'a> {
             let body = self.body(node, &key, &name);
             self.rules.define(rule, body);
         }
+        self.report_copies();
         if !self.errors.is_empty() {
             return Err(self.errors);
         }
@@ -223,11 +244,96 @@ impl<'a> Emitter<'a> {
         if let Some(&rule) = self.memo.get(&memo_key) {
             return rule;
         }
-        let rule = self.rules.declare(name);
         let (key, _) = memo_key.clone();
+        let content_key = self.content_key(&key).map(|hashes| (hashes, level));
+        if let Some(rule) = content_key.as_ref().and_then(|k| self.copy_of(k, &key)) {
+            self.memo.insert(memo_key, rule);
+            return rule;
+        }
+        let rule = self.rules.declare(name);
         self.memo.insert(memo_key, rule);
+        if let Some(content_key) = content_key {
+            let rules = self.by_content.entry(content_key).or_default();
+            rules.push((key.clone(), rule));
+        }
         self.queue.push_back((rule, key, level));
         rule
+    }
+
+    /// The content hashes of the schemas of `key` (`None` if one does not
+    /// exist: its error is reported where it is built).
+    fn content_key(&mut self, key: &[String]) -> Option<Vec<u64>> {
+        key.iter()
+            .map(|pointer| Some(self.contents.hash(self.lookup(pointer)?)))
+            .collect()
+    }
+
+    /// The rule of a conjunction with the same content as `key`'s, noting
+    /// which schemas are copies of which.
+    fn copy_of(&mut self, content_key: &ContentKey, key: &[String]) -> Option<usize> {
+        let candidates = self.by_content.get(content_key)?;
+        let (original, rule) = candidates.iter().find(|(original, _)| {
+            original.iter().zip(key).all(|(a, b)| {
+                let (a, b) = (self.lookup(a), self.lookup(b));
+                a.zip(b).is_some_and(|(a, b)| content::same(a, b))
+            })
+        })?;
+        let rule = *rule;
+        let pairs = original.iter().zip(key).filter(|(a, b)| a != b);
+        let pairs: Vec<(String, String)> = pairs.map(|(a, b)| (a.clone(), b.clone())).collect();
+        self.copies.extend(pairs);
+        Some(rule)
+    }
+
+    /// Repeats under each copy what the report and the errors say under
+    /// its original, until nothing changes (copies nest in copies).
+    fn report_copies(&mut self) {
+        if self.copies.is_empty() {
+            return;
+        }
+        let mut copies: HashMap<String, Vec<String>> = HashMap::new();
+        for (original, copy) in std::mem::take(&mut self.copies) {
+            copies.entry(original).or_default().push(copy);
+        }
+        // The same place under each copy whose original holds `pointer`.
+        let moved = |pointer: &str| -> Vec<String> {
+            let mut out = Vec::new();
+            let cuts = pointer.match_indices('/').map(|(i, _)| i);
+            for cut in cuts.chain([pointer.len()]) {
+                let (base, rest) = pointer.split_at(cut);
+                for copy in copies.get(base).into_iter().flatten() {
+                    out.push(format!("{copy}{rest}"));
+                }
+            }
+            out
+        };
+        let mut changed = true;
+        while changed {
+            changed = false;
+            let mut i = 0;
+            while i < self.report.notes.len() {
+                let note = self.report.notes[i].clone();
+                for pointer in moved(&note.pointer[1..]) {
+                    let before = self.noted.get(&(pointer.clone(), note.keyword.clone()));
+                    let before = before.map(|&n| self.report.notes[n].treatment);
+                    if before.is_none_or(|t| t < note.treatment) {
+                        self.note(&pointer, &note.keyword, note.treatment, &note.detail);
+                        changed = true;
+                    }
+                }
+                i += 1;
+            }
+            let mut i = 0;
+            while i < self.errors.len() {
+                let error = self.errors[i].clone();
+                for pointer in moved(&error.pointer[1..]) {
+                    let before = self.errors.len();
+                    self.error(&pointer, error.message.clone());
+                    changed |= self.errors.len() > before;
+                }
+                i += 1;
+            }
+        }
     }
 
     /// A value inside a container of the rule being built, valid under
@@ -1119,7 +1225,6 @@ impl<'a> Emitter<'a> {
         if forbidden {
             return None;
         }
-        let excluded: Vec<&str> = declared.iter().map(String::as_str).collect();
         let pattern_parts: Vec<&schema::ObjectPart> = node
             .objects
             .iter()
@@ -1155,7 +1260,7 @@ impl<'a> Emitter<'a> {
             .collect();
         let value = self.child(key, &format!("{name}_value"));
         let key_separator = self.key_separator(self.depth);
-        let key_body = if let Some(pointer) = node.property_names.first().cloned() {
+        if let Some(pointer) = node.property_names.first().cloned() {
             let names = self.collect(&node.property_names);
             let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
             if names.nothing || names.types & types::STRING == 0 {
@@ -1163,7 +1268,7 @@ impl<'a> Emitter<'a> {
                 self.enforced(parent, "propertyNames");
                 return (!alternatives.is_empty()).then(|| G::alt(alternatives));
             }
-            if excluded.is_empty() {
+            if declared.is_empty() {
                 self.enforced(parent, "propertyNames");
                 // A quoted string (or the shared string block).
                 let key = self.string(&names);
@@ -1175,16 +1280,26 @@ impl<'a> Emitter<'a> {
                 "propertyNames",
                 "only checked when no properties are declared",
             );
-            let any = self.block(Block::CanonicalChar, self.depth);
-            let not_plain = self.block(Block::NotPlainChar, self.depth);
-            strings::encoded_text_except(&excluded, &any, &not_plain)
-        } else {
-            let any = self.block(Block::CanonicalChar, self.depth);
-            let not_plain = self.block(Block::NotPlainChar, self.depth);
-            strings::encoded_text_except(&excluded, &any, &not_plain)
-        };
+        }
+        let key_body = self.other_key(declared);
         alternatives.push(G::seq([quoted(key_body), key_separator, value]));
         Some(G::alt(alternatives))
+    }
+
+    /// The body of a key that is none of `declared`.
+    fn other_key(&mut self, declared: &[String]) -> G {
+        let mut names = declared.to_vec();
+        names.sort();
+        let memo_key = (names, self.level(self.depth));
+        if let Some(body) = self.other_keys.get(&memo_key) {
+            return body.clone();
+        }
+        let any = self.block(Block::CanonicalChar, self.depth);
+        let not_plain = self.block(Block::NotPlainChar, self.depth);
+        let excluded: Vec<&str> = memo_key.0.iter().map(String::as_str).collect();
+        let body = strings::encoded_text_except(&excluded, &any, &not_plain);
+        self.other_keys.insert(memo_key, body.clone());
+        body
     }
 
     /// One member per pattern of `patternProperties`: a key the pattern

@@ -6,60 +6,102 @@
 //! already parsed, so it only needs to be right on well-formed JSON (and
 //! gives `None`, never a wrong place, when something does not fit).
 
+use std::collections::HashMap;
 use std::ops::Range;
 
 /// The byte range of the value at `pointer` (`#/properties/a`, `#` for the
 /// whole) in the JSON `text`.
 pub(crate) fn locate(text: &str, pointer: &str) -> Option<Range<usize>> {
-    let pointer = pointer.strip_prefix('#').unwrap_or(pointer);
-    let mut at = skip_space(text, 0);
-    for token in pointer.split('/').skip(1) {
-        let token = token.replace("~1", "/").replace("~0", "~");
-        at = match text.as_bytes().get(at)? {
-            b'{' => member(text, at, &token)?,
-            b'[' => element(text, at, token.parse().ok()?)?,
-            _ => return None,
-        };
-    }
-    Some(at..value_end(text, at)?)
+    locate_all(text, &[pointer]).pop().flatten()
 }
 
-/// The start of the value of `key` in the object at `at`.
-fn member(text: &str, at: usize, key: &str) -> Option<usize> {
-    let mut at = skip_space(text, at + 1);
-    while text.as_bytes().get(at)? == &b'"' {
-        let key_end = value_end(text, at)?;
-        let name: String = serde_json::from_str(&text[at..key_end]).ok()?;
-        at = skip_space(text, key_end);
-        if text.as_bytes().get(at)? != &b':' {
-            return None;
-        }
-        let value = skip_space(text, at + 1);
-        if name == key {
-            return Some(value);
-        }
-        at = skip_space(text, value_end(text, value)?);
-        if text.as_bytes().get(at) == Some(&b',') {
-            at = skip_space(text, at + 1);
-        }
-    }
-    None
+/// The byte range of the value at each of `pointers` in the JSON `text`, in
+/// one pass: each value is skipped at most once per level however many
+/// pointers there are (a large schema's hundreds of warnings would
+/// otherwise each rescan it).
+pub(crate) fn locate_all(text: &str, pointers: &[&str]) -> Vec<Option<Range<usize>>> {
+    let paths: Vec<Vec<String>> = pointers
+        .iter()
+        .map(|pointer| {
+            let pointer = pointer.strip_prefix('#').unwrap_or(pointer);
+            pointer
+                .split('/')
+                .skip(1)
+                .map(|token| token.replace("~1", "/").replace("~0", "~"))
+                .collect()
+        })
+        .collect();
+    let mut found = vec![None; pointers.len()];
+    let wanted: Vec<usize> = (0..pointers.len()).collect();
+    descend(text, skip_space(text, 0), &paths, 0, wanted, &mut found);
+    found
 }
 
-/// The start of element `index` of the array at `at`.
-fn element(text: &str, at: usize, index: usize) -> Option<usize> {
-    let mut at = skip_space(text, at + 1);
-    for _ in 0..index {
-        if text.as_bytes().get(at)? == &b']' {
-            return None;
+/// Finds, for each path in `wanted` (whose first `depth` tokens lead to the
+/// value at `at`), the range of the value the rest leads to.
+fn descend(
+    text: &str,
+    at: usize,
+    paths: &[Vec<String>],
+    depth: usize,
+    wanted: Vec<usize>,
+    found: &mut [Option<Range<usize>>],
+) -> Option<()> {
+    let (here, deeper): (Vec<usize>, Vec<usize>) =
+        wanted.into_iter().partition(|&p| paths[p].len() == depth);
+    if !here.is_empty() {
+        let end = value_end(text, at)?;
+        for p in here {
+            found[p] = Some(at..end);
         }
-        at = skip_space(text, value_end(text, at)?);
-        if text.as_bytes().get(at)? != &b',' {
-            return None;
-        }
-        at = skip_space(text, at + 1);
     }
-    (text.as_bytes().get(at)? != &b']').then_some(at)
+    if deeper.is_empty() {
+        return Some(());
+    }
+    // Pointers by the token they take next; a value is entered once, for
+    // all of them, and the first member of a name is the one meant.
+    let mut next: HashMap<&str, Vec<usize>> = HashMap::new();
+    for &p in &deeper {
+        next.entry(paths[p][depth].as_str()).or_default().push(p);
+    }
+    match text.as_bytes().get(at)? {
+        b'{' => {
+            let mut at = skip_space(text, at + 1);
+            while !next.is_empty() && text.as_bytes().get(at)? == &b'"' {
+                let key_end = value_end(text, at)?;
+                let name: String = serde_json::from_str(&text[at..key_end]).ok()?;
+                at = skip_space(text, key_end);
+                if text.as_bytes().get(at)? != &b':' {
+                    return None;
+                }
+                let value = skip_space(text, at + 1);
+                if let Some(wanted) = next.remove(name.as_str()) {
+                    descend(text, value, paths, depth + 1, wanted, found);
+                }
+                at = skip_space(text, value_end(text, value)?);
+                if text.as_bytes().get(at) == Some(&b',') {
+                    at = skip_space(text, at + 1);
+                }
+            }
+        }
+        b'[' => {
+            let mut at = skip_space(text, at + 1);
+            let mut index = 0usize;
+            while !next.is_empty() && text.as_bytes().get(at)? != &b']' {
+                if let Some(wanted) = next.remove(index.to_string().as_str()) {
+                    descend(text, at, paths, depth + 1, wanted, found);
+                }
+                at = skip_space(text, value_end(text, at)?);
+                if text.as_bytes().get(at)? != &b',' {
+                    break;
+                }
+                at = skip_space(text, at + 1);
+                index += 1;
+            }
+        }
+        _ => {}
+    }
+    Some(())
 }
 
 /// The end of the value that starts at `at`.
@@ -119,7 +161,7 @@ fn skip_space(text: &str, at: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::locate;
+    use super::{locate, locate_all};
 
     const SCHEMA: &str = r#" {
         "type": "object",
@@ -157,5 +199,24 @@ mod tests {
         assert_eq!(at("#/type/0"), None);
         assert_eq!(at("#/properties/tags/prefixItems/x"), None);
         assert_eq!(locate("{\"a\": ", "#/a"), None);
+    }
+
+    #[test]
+    fn many_pointers_at_once_are_found_as_each_alone() {
+        let pointers = [
+            "#/properties/tags/prefixItems/1/minimum",
+            "#",
+            "#/properties/a~1b/type",
+            "#/properties/tags/prefixItems/1/minimum",
+            "#/properties/tags/prefixItems/5",
+            "#/properties/tags",
+            "#/required",
+            "#/properties/tags/prefixItems/0",
+            "#/type/0",
+        ];
+        let together = locate_all(SCHEMA, &pointers);
+        let alone: Vec<_> = pointers.iter().map(|p| locate(SCHEMA, p)).collect();
+        assert_eq!(together, alone);
+        assert_eq!(together.iter().filter(|r| r.is_some()).count(), 6);
     }
 }

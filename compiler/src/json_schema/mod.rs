@@ -14,6 +14,7 @@
 //! as `.xg` text ([`Generated::to_xg`]) or handed to the rest of the pipeline
 //! as resolved rules.
 
+mod content;
 mod emit;
 mod formats;
 mod grammar;
@@ -290,32 +291,43 @@ impl Placement<'_> {
         Placement { whole, text: None }
     }
 
-    /// The span of the first of `pointers` found in the text, and the
-    /// label for it; the whole schema if none is.
-    fn place(&self, pointers: &[String]) -> (Span, &'static str) {
-        let found = self.text.and_then(|(text, start)| {
-            pointers.iter().find_map(|pointer| {
-                let range = locate::locate(text, pointer)?;
-                Some(Span::new(
-                    self.whole.file,
-                    start + range.start,
-                    start + range.end,
-                ))
+    /// Per list of `candidates`, the span of the first of its pointers
+    /// found in the text and the label for it; the whole schema if none
+    /// is. The text is read once for all of them.
+    fn place_each(&self, candidates: &[Vec<String>]) -> Vec<(Span, &'static str)> {
+        let whole = (self.whole, "in this JSON Schema");
+        let Some((text, start)) = self.text else {
+            return vec![whole; candidates.len()];
+        };
+        let pointers: Vec<&str> = candidates.iter().flatten().map(String::as_str).collect();
+        let ranges = locate::locate_all(text, &pointers);
+        let mut rest = ranges.as_slice();
+        candidates
+            .iter()
+            .map(|list| {
+                let (mine, others) = rest.split_at(list.len());
+                rest = others;
+                mine.iter().flatten().next().map_or(whole, |range| {
+                    let span = Span::new(self.whole.file, start + range.start, start + range.end);
+                    (span, "here")
+                })
             })
-        });
-        match found {
-            Some(span) => (span, "here"),
-            None => (self.whole, "in this JSON Schema"),
-        }
+            .collect()
     }
 }
 
 /// The report's warnings as diagnostics, at the keyword's value where the
 /// text is known.
 pub(crate) fn push_warnings(report: &Report, at: &Placement, diagnostics: &mut Diagnostics) {
-    for note in report.warnings() {
-        let keyword = format!("{}/{}", note.pointer, schema::escape(&note.keyword));
-        let (span, label) = at.place(&[keyword, note.pointer.clone()]);
+    let warnings: Vec<&Note> = report.warnings().collect();
+    let candidates: Vec<Vec<String>> = warnings
+        .iter()
+        .map(|note| {
+            let keyword = format!("{}/{}", note.pointer, schema::escape(&note.keyword));
+            vec![keyword, note.pointer.clone()]
+        })
+        .collect();
+    for (note, (span, label)) in warnings.iter().zip(at.place_each(&candidates)) {
         diagnostics.push(Diagnostic::warning(
             "json-schema-approximated",
             format!(
@@ -331,8 +343,8 @@ pub(crate) fn push_warnings(report: &Report, at: &Placement, diagnostics: &mut D
 /// Schema errors as diagnostics, at the offending part where the text is
 /// known.
 pub(crate) fn push_errors(errors: &[SchemaError], at: &Placement, diagnostics: &mut Diagnostics) {
-    for error in errors {
-        let (span, label) = at.place(std::slice::from_ref(&error.pointer));
+    let candidates: Vec<Vec<String>> = errors.iter().map(|e| vec![e.pointer.clone()]).collect();
+    for (error, (span, label)) in errors.iter().zip(at.place_each(&candidates)) {
         diagnostics.push(Diagnostic::error(
             "json-schema",
             format!("{}: {}", error.pointer, error.message),

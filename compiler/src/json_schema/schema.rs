@@ -317,9 +317,9 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
-impl Emitter<'_> {
+impl<'a> Emitter<'a> {
     /// The schema at `pointer`.
-    pub(crate) fn lookup(&self, pointer: &str) -> Option<&Value> {
+    pub(crate) fn lookup(&self, pointer: &str) -> Option<&'a Value> {
         let mut value = self.doc;
         for token in pointer.split('/').skip(1) {
             let token = token.replace("~1", "/").replace("~0", "~");
@@ -377,7 +377,7 @@ impl Emitter<'_> {
             if !seen.insert(pointer.clone()) {
                 continue;
             }
-            let Some(value) = self.lookup(&pointer).cloned() else {
+            let Some(value) = self.lookup(&pointer) else {
                 self.error(&pointer, "this schema does not exist".to_string());
                 node.nothing = true;
                 continue;
@@ -385,7 +385,7 @@ impl Emitter<'_> {
             match value {
                 Value::Bool(true) => {}
                 Value::Bool(false) => node.nothing = true,
-                Value::Object(map) => self.apply(&mut node, &pointer, &map, key, &mut work),
+                Value::Object(map) => self.apply(&mut node, &pointer, map, key, &mut work),
                 _ => {
                     self.error(
                         &pointer,
