@@ -549,3 +549,45 @@ fn copies_of_a_subschema_share_its_rules_and_its_report() {
     assert!(!accepts(r#"{"copy_7":{"name":""}}"#));
     assert!(!accepts(r#"{"copy_49":{"name":"b","other":1}}"#));
 }
+
+/// Names from a small alphabet with plain, escaped and non-ASCII
+/// characters, so that random keys often share prefixes with them.
+fn key_name() -> impl proptest::strategy::Strategy<Value = String> {
+    proptest::string::string_regex("[ab\"\\\\é\n]{0,3}").expect("a valid pattern")
+}
+
+proptest::proptest! {
+    #![proptest_config(common::cases(64))]
+
+    /// An object whose declared properties are booleans and whose extra
+    /// properties are integers: a key takes an integer exactly when it is
+    /// none of the declared names (prefixes and extensions of them
+    /// included), in either property order.
+    #[test]
+    fn extra_properties_are_exactly_the_undeclared_keys(
+        names in proptest::collection::vec(key_name(), 0..5),
+        keys in proptest::collection::vec(key_name(), 1..6),
+    ) {
+        let properties: serde_json::Map<String, Value> = names
+            .iter()
+            .map(|n| (n.clone(), serde_json::json!({"type": "boolean"})))
+            .collect();
+        let schema = serde_json::json!({
+            "type": "object",
+            "properties": properties,
+            "additionalProperties": {"type": "integer"},
+        });
+        for order in [PropertyOrder::Given, PropertyOrder::Any] {
+            let options = Options { property_order: order, ..maskbench_options() };
+            let grammar = compile(&schema, &options).unwrap();
+            for key in names.iter().chain(&keys) {
+                let declared = names.contains(key);
+                for (value, fits) in [("true", declared), ("1", !declared)] {
+                    let text = format!("{{{}:{value}}}", compact(&Value::from(key.as_str())));
+                    let accepted = first_refused_byte(&grammar, &text).is_none();
+                    proptest::prop_assert_eq!(accepted, fits, "{} ({:?})", text, order);
+                }
+            }
+        }
+    }
+}

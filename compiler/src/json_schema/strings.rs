@@ -146,67 +146,92 @@ pub(crate) fn encoded_text(value: &str) -> G {
 }
 
 /// A string body (between the quotes) that is none of `excluded`, written
-/// canonically. Built from the trie of the excluded strings: a body leaves
-/// the trie by a character no excluded string has there, or ends at a node
-/// where no excluded string ends, or goes on past one that does.
+/// canonically. Built from the trie of the excluded strings: a body ends
+/// at a node where no excluded string ends, or leaves the trie by a
+/// character no excluded string has there and goes on with anything.
 /// `any` is one canonical character and `not_plain` one of the
-/// [`NOT_PLAIN`] characters (usually shared rules: a body leaves the trie
-/// through `not_plain` at every node where no excluded string goes on with
-/// such a character, so the trie's nodes share its automaton).
+/// [`NOT_PLAIN`] characters (usually shared rules).
+///
+/// The choice is written as three tries side by side — the bodies that
+/// end inside the trie, those that leave it by a plain character, and
+/// those that leave it by `not_plain` — each followed once by what comes
+/// after, not once per node: the automaton is built with one tail for all
+/// the nodes (a few nodes per character of the trie instead of a copy of
+/// the tail's per character), which is most of the compile time of
+/// schemas with many objects that allow extra properties.
 pub(crate) fn encoded_text_except(excluded: &[&str], any: &G, not_plain: &G) -> G {
     let mut set: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
     set.sort();
     set.dedup();
-    except_from(&set, 0, any, not_plain)
+    let tries = except_tries(&set, 0);
+    let rest = G::rep(any.clone(), 0, None);
+    G::alt([
+        tries.ends,
+        G::seq([tries.leaves, rest.clone()]),
+        G::seq([tries.leaves_not_plain, not_plain.clone(), rest]),
+    ])
 }
 
-/// Bodies that are none of `strings` (which share their first `depth`
+/// Below one node of the excluded strings' trie: the three ways a body
+/// that is none of them goes on from there.
+struct ExceptTries {
+    /// Ends inside the trie, where no excluded string ends.
+    ends: G,
+    /// Goes down the trie, then takes a character no excluded string has
+    /// next (a plain one where every excluded string goes on with a plain
+    /// one, then `not_plain` is in `leaves_not_plain`).
+    leaves: G,
+    /// Goes down the trie to a node where `not_plain` leaves it.
+    leaves_not_plain: G,
+}
+
+/// The [`ExceptTries`] of `strings` (sorted, sharing their first `depth`
 /// characters), after those characters.
-fn except_from(strings: &[Vec<char>], depth: usize, any: &G, not_plain: &G) -> G {
-    let ends_here = strings.iter().any(|s| s.len() == depth);
-    let mut alternatives = Vec::new();
-    if !ends_here {
-        alternatives.push(G::Empty);
+fn except_tries(strings: &[Vec<char>], depth: usize) -> ExceptTries {
+    // Sorted: the strings that end here come first, then one run per next
+    // character.
+    let ends_here = strings.iter().take_while(|s| s.len() == depth).count();
+    let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
+    let mut rest = &strings[ends_here..];
+    while let Some(first) = rest.first() {
+        let c = first[depth];
+        let len = rest.iter().take_while(|s| s[depth] == c).count();
+        runs.push((c, &rest[..len]));
+        rest = &rest[len..];
     }
-    let mut next_chars: Vec<char> = strings
+    let all_plain = runs
         .iter()
-        .filter(|s| s.len() > depth)
-        .map(|s| s[depth])
-        .collect();
-    next_chars.dedup();
-    // Leave the trie: a character no string has next, then anything.
-    let all_plain = next_chars
-        .iter()
-        .all(|&c| PLAIN.iter().any(|&(lo, hi)| lo <= c && c <= hi));
+        .all(|&(c, _)| PLAIN.iter().any(|&(lo, hi)| lo <= c && c <= hi));
     let mut other = if all_plain {
         PLAIN.to_vec()
     } else {
         vec![('\0', char::MAX)]
     };
-    for &c in &next_chars {
+    for &(c, _) in &runs {
         other = other
             .into_iter()
             .flat_map(|range| subtract(range, (c, c)))
             .collect();
     }
-    let leave = if all_plain {
-        G::alt([G::class(other), not_plain.clone()])
+    let mut ends = vec![if ends_here == 0 { G::Empty } else { G::Nothing }];
+    let mut leaves = vec![if all_plain {
+        G::class(other)
     } else {
         encoded_class(&other)
-    };
-    alternatives.push(G::seq([leave, G::rep(any.clone(), 0, None)]));
-    for c in next_chars {
-        let group: Vec<Vec<char>> = strings
-            .iter()
-            .filter(|s| s.len() > depth && s[depth] == c)
-            .cloned()
-            .collect();
-        alternatives.push(G::seq([
-            encoded_class(&[(c, c)]),
-            except_from(&group, depth + 1, any, not_plain),
-        ]));
+    }];
+    let mut leaves_not_plain = vec![if all_plain { G::Empty } else { G::Nothing }];
+    for (c, run) in runs {
+        let lead = encoded_class(&[(c, c)]);
+        let below = except_tries(run, depth + 1);
+        ends.push(G::seq([lead.clone(), below.ends]));
+        leaves.push(G::seq([lead.clone(), below.leaves]));
+        leaves_not_plain.push(G::seq([lead, below.leaves_not_plain]));
     }
-    G::alt(alternatives)
+    ExceptTries {
+        ends: G::alt(ends),
+        leaves: G::alt(leaves),
+        leaves_not_plain: G::alt(leaves_not_plain),
+    }
 }
 
 /// Why a pattern cannot be turned into a grammar exactly.
