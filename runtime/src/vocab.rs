@@ -374,6 +374,14 @@ impl Vocabulary {
         self.trie.get_or_init(|| TokenTrie::new(self))
     }
 
+    /// Builds the token trie masks walk now, if it is not built yet, instead
+    /// of in the first mask: a server calls it when it loads the model, so
+    /// the first request does not wait for it (tens of milliseconds for a
+    /// 128k-token vocabulary).
+    pub fn build_trie(&self) {
+        self.trie();
+    }
+
     /// How the tokenizer writes bytes.
     pub fn tokenizer_kind(&self) -> TokenizerKind {
         self.kind
