@@ -486,6 +486,10 @@ fn equal_generated_rules_are_one_rule() {
     assert_eq!(rules_with("json_char+"), 1, "{text}");
     assert_eq!(rules_with("\"\\\"x\\\":\""), 1, "{text}");
     assert!(text.contains("shared_"), "{text}");
+    // The key of an extra property is built once, as a rule, and written
+    // out where it is used: a key's automaton sees the `:` after it.
+    assert!(!text.contains("other_key"), "{text}");
+    assert_eq!(rules_with("canonical_char*"), 1, "{text}");
 
     let grammar = compile(&schema, &options).unwrap();
     let accepts = |text: &str| first_refused_byte(&grammar, text).is_none();

@@ -67,11 +67,12 @@ pub(crate) struct Emitter<'a> {
     copies: Vec<(String, String)>,
     queue: VecDeque<(usize, Vec<String>, u32)>,
     blocks: HashMap<(Block, u32), usize>,
-    /// The body of a key that is none of a set of names (sorted), per
-    /// level: copies of one object type (schemas that inline their
-    /// definitions repeat them hundreds of times) build it once. (Inline,
-    /// not a rule of its own: the key's walk then sees the `:` after it.)
-    other_keys: HashMap<(Vec<String>, u32), G>,
+    /// The rule of the body of a key that is none of a set of names
+    /// (sorted), per level: built once for copies of one object type
+    /// (schemas that inline their definitions repeat them hundreds of
+    /// times), and an inline rule (written out in the automaton, where the
+    /// key's walk then sees the `:` after it).
+    other_keys: HashMap<(Vec<String>, u32), usize>,
     /// The nesting depth of the rule being built.
     depth: u32,
     report: Report,
@@ -1281,25 +1282,28 @@ impl<'a> Emitter<'a> {
                 "only checked when no properties are declared",
             );
         }
-        let key_body = self.other_key(declared);
+        let key_body = self.other_key(declared, name);
         alternatives.push(G::seq([quoted(key_body), key_separator, value]));
         Some(G::alt(alternatives))
     }
 
-    /// The body of a key that is none of `declared`.
-    fn other_key(&mut self, declared: &[String]) -> G {
+    /// The body of a key that is none of `declared`: a reference to an
+    /// inline rule.
+    fn other_key(&mut self, declared: &[String], name: &str) -> G {
         let mut names = declared.to_vec();
         names.sort();
         let memo_key = (names, self.level(self.depth));
-        if let Some(body) = self.other_keys.get(&memo_key) {
-            return body.clone();
+        if let Some(&rule) = self.other_keys.get(&memo_key) {
+            return G::Ref(rule);
         }
         let any = self.block(Block::CanonicalChar, self.depth);
         let not_plain = self.block(Block::NotPlainChar, self.depth);
         let excluded: Vec<&str> = memo_key.0.iter().map(String::as_str).collect();
         let body = strings::encoded_text_except(&excluded, &any, &not_plain);
-        self.other_keys.insert(memo_key, body.clone());
-        body
+        let rule = self.rules.declare_inline(&format!("{name}_other_key"));
+        self.rules.define(rule, body);
+        self.other_keys.insert(memo_key, rule);
+        G::Ref(rule)
     }
 
     /// One member per pattern of `patternProperties`: a key the pattern

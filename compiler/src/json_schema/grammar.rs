@@ -3,15 +3,18 @@
 //! either printed as `.xg` text or turned into the resolved tree directly.
 
 use std::fmt::Write as _;
-use std::hash::BuildHasher as _;
+use std::hash::{BuildHasher as _, Hash, Hasher};
 
-use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet};
+use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 
 use xg_runtime::RuleId;
 
 use crate::source::Span;
 use crate::syntax::print;
 use crate::tree::{self, CharSet};
+
+/// How many levels of an item [`G::alt`] hashes to tell items apart.
+const SHAPE_DEPTH: u32 = 3;
 
 /// An expression of the generated grammar.
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
@@ -94,11 +97,15 @@ impl G {
     /// duplicates are kept once.
     pub(crate) fn alt(items: impl IntoIterator<Item = G>) -> G {
         let mut out: Vec<G> = Vec::new();
-        // Hashes of `out`'s items: a new hash is a new item; a known one is
-        // compared in full (a duplicate, or rarely a collision).
+        // Shape hashes of `out`'s items: a new one is a new item; a known
+        // one is compared in full (a duplicate, or items alike near the
+        // top). Not full hashes: a choice of nested choices (a trie) would
+        // hash each subtree once per level above it.
         let mut seen: FxHashSet<u64> = FxHashSet::default();
         let mut push = |g: G| {
-            if seen.insert(FxBuildHasher.hash_one(&g)) || !out.contains(&g) {
+            let mut hasher = FxHasher::default();
+            g.hash_shape(&mut hasher, SHAPE_DEPTH);
+            if seen.insert(hasher.finish()) || !out.contains(&g) {
                 out.push(g);
             }
         };
@@ -113,6 +120,33 @@ impl G {
             0 => G::Nothing,
             1 => out.pop().expect("one item"),
             _ => G::Alt(out),
+        }
+    }
+
+    /// Hashes what `self` is down to `depth` levels: the kind, literals,
+    /// classes and references, and of a sequence or choice its length and
+    /// its first and last items.
+    fn hash_shape(&self, hasher: &mut FxHasher, depth: u32) {
+        std::mem::discriminant(self).hash(hasher);
+        match self {
+            G::Nothing | G::Empty => {}
+            G::Lit(text) => text.hash(hasher),
+            G::Class(set) => set.hash(hasher),
+            G::Ref(rule) => rule.hash(hasher),
+            G::Seq(items) | G::Alt(items) => {
+                items.len().hash(hasher);
+                if depth > 0 {
+                    for item in items.first().into_iter().chain(items.last()) {
+                        item.hash_shape(hasher, depth - 1);
+                    }
+                }
+            }
+            G::Rep(inner, min, max) => {
+                (min, max).hash(hasher);
+                if depth > 0 {
+                    inner.hash_shape(hasher, depth - 1);
+                }
+            }
         }
     }
 
@@ -187,6 +221,11 @@ pub(crate) struct Rules {
     /// after it.)
     declared: FxHashSet<String>,
     suffixes: FxHashMap<String, usize>,
+    /// Rules written out where they are used once pruning is done: parts
+    /// shared while the grammar is built (a large body that would
+    /// otherwise be copied into, and walked in, every rule that uses it)
+    /// but better inline in the automaton (see [`Rules::declare_inline`]).
+    inline: FxHashSet<usize>,
 }
 
 impl Rules {
@@ -218,6 +257,18 @@ impl Rules {
         self.names.push(unique);
         self.bodies.push(G::Nothing);
         self.names.len() - 1
+    }
+
+    /// Declares a rule like [`Rules::declare`] whose body pruning writes
+    /// out in place of each reference to it: while the grammar is built and
+    /// merged, its users hold a reference, not a copy; the automaton of
+    /// each user has the body inline (an extra property's key, for one:
+    /// as a rule of its own its walk would not see the `:` after it, and
+    /// masks inside keys would cost more).
+    pub(crate) fn declare_inline(&mut self, name: &str) -> usize {
+        let rule = self.declare(name);
+        self.inline.insert(rule);
+        rule
     }
 
     /// Sets the body of rule `rule`.
@@ -252,6 +303,7 @@ impl Rules {
             })
             .collect();
         self.merge_equal();
+        self.write_out_inline();
         // Keep the rules the root reaches, in first-reached order.
         let mut order = vec![0];
         let mut new_index = vec![usize::MAX; self.bodies.len()];
@@ -358,6 +410,27 @@ impl Rules {
                         break;
                     }
                 }
+            }
+        }
+    }
+
+    /// Replaces every reference to an inline rule by its body (simplified
+    /// into its place as if written there); the inline rules are then
+    /// reached no more and dropped.
+    fn write_out_inline(&mut self) {
+        if self.inline.is_empty() {
+            return;
+        }
+        let inline = std::mem::take(&mut self.inline);
+        for rule in 0..self.bodies.len() {
+            if inline.contains(&rule) {
+                continue;
+            }
+            let mut uses = false;
+            self.bodies[rule].visit_refs(&mut |target| uses |= inline.contains(&target));
+            if uses {
+                let body = std::mem::replace(&mut self.bodies[rule], G::Nothing);
+                self.bodies[rule] = write_out(body, &self.bodies, &inline);
             }
         }
     }
@@ -492,6 +565,18 @@ fn redirect_refs(g: G, merged: &[usize]) -> G {
         G::Seq(items) => G::seq(items.into_iter().map(|g| redirect_refs(g, merged))),
         G::Alt(items) => G::alt(items.into_iter().map(|g| redirect_refs(g, merged))),
         G::Rep(g, min, max) => G::rep(redirect_refs(*g, merged), min, max),
+        g => g,
+    }
+}
+
+/// `g` with each reference to one of the `inline` rules replaced by the
+/// rule's body (itself written out).
+fn write_out(g: G, bodies: &[G], inline: &FxHashSet<usize>) -> G {
+    match g {
+        G::Ref(i) if inline.contains(&i) => write_out(bodies[i].clone(), bodies, inline),
+        G::Seq(items) => G::seq(items.into_iter().map(|g| write_out(g, bodies, inline))),
+        G::Alt(items) => G::alt(items.into_iter().map(|g| write_out(g, bodies, inline))),
+        G::Rep(g, min, max) => G::rep(write_out(*g, bodies, inline), min, max),
         g => g,
     }
 }
