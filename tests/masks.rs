@@ -776,12 +776,55 @@ fn bounded_strings_take_subtrees_that_fit_at_once() {
     let tokens = up_to_triples(&["\"", "\"\""], &letters);
     let text = ["\"", "abc", "dé", "eab", "cd", "é", "a", "\""];
     let walked = nodes_walked_along(&grammar, &tokens, &text);
-    // After the opening quote, 12 characters are left: every subtree fits
-    // (the trie's nodes inside "é" are visited: a character is taken whole).
+    // After the opening quote, 12 characters are left: every subtree fits.
     let first_level = letters.len() + 1;
     assert!(
         walked[1] < 3 * first_level as u64,
         "{} trie nodes walked with 12 characters left: {walked:?}",
         walked[1]
+    );
+}
+
+/// A trie node inside a character (after a lead byte of CJK text, say) is
+/// taken at once when every way to finish the character leads to one
+/// configuration from which all below is viable — instead of a walk
+/// through every continuation byte of every character below it. The masks
+/// stay exact.
+#[test]
+fn characters_begun_above_a_trie_node_are_finished_at_once() {
+    let grammar = runtime_grammar(r#"root ::= "\"" [^"\\]* "\"""#);
+    // The CJK characters share their lead byte, and two or three of them
+    // their second one too.
+    let pieces = ["中", "丮", "乀", "乁", "乂", "a", "é"];
+    let tokens = up_to_triples(&["\""], &pieces);
+    let text = ["\"", "中a", "é", "\""];
+    let walked = nodes_walked_along(&grammar, &tokens, &text);
+    // The trie's first level: the quote, `a`, and the lead bytes of é and
+    // of the CJK characters; nothing below it.
+    let first_level = 4;
+    assert!(
+        walked[1] <= first_level,
+        "{} trie nodes walked inside a string: {walked:?}",
+        walked[1]
+    );
+}
+
+/// The Earley step from a configuration over a byte stands for every byte
+/// its items scan alike (the same automaton edges take them): building the
+/// entry inside a string steps once for all letters, not once per letter.
+#[test]
+fn one_step_stands_for_the_bytes_a_configuration_scans_alike() {
+    let grammar = runtime_grammar(r#"root ::= "\"" [a-z]* "\"""#);
+    let mut tokens: Vec<String> = ('a'..='z').map(String::from).collect();
+    tokens.extend(["\"".to_owned(), "</s>".to_owned()]);
+    let vocabulary = with_stop_last(&tokens);
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
+    matcher.accept_str("\"").unwrap();
+    check_mask(&mut matcher, &ids).unwrap();
+    let items = matcher.last_mask_stats().items;
+    assert!(
+        items < 26,
+        "{items} Earley items to build the entry of a string over 26 letters"
     );
 }

@@ -5,6 +5,11 @@
 pub(crate) struct ByteSet([u64; 4]);
 
 impl ByteSet {
+    /// Every byte.
+    pub(crate) const fn full() -> Self {
+        Self([u64::MAX; 4])
+    }
+
     pub(crate) fn insert(&mut self, byte: u8) {
         self.0[usize::from(byte) / 64] |= 1 << (byte % 64);
     }

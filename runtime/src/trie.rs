@@ -39,6 +39,10 @@ pub(crate) struct TokenTrie {
     classes_below: Vec<u64>,
     /// Per node: the most bytes a token goes on below it.
     heights: Vec<u32>,
+    /// Per node: where its bytes stand in UTF-8 ([`Utf8::Boundary`] too
+    /// where they break it: such a node's subtree is never taken at once,
+    /// see [`MALFORMED`]).
+    utf8: Vec<Utf8>,
 }
 
 /// The number of byte classes.
@@ -85,11 +89,6 @@ pub(crate) const TEXT_CHARS: u8 = CLASSES;
 /// follow a break); never taken at once.
 pub(crate) const MALFORMED: u8 = CLASSES + 1;
 
-/// The bit of [`TokenTrie::classes_below`] for a node inside a character:
-/// the bytes below it finish a sequence begun above it, so what they are
-/// depends on more than the node's subtree; never taken at once.
-pub(crate) const MID_CHAR: u8 = CLASSES + 2;
-
 /// Where a byte string stands in UTF-8 (RFC 3629: no overlong forms, no
 /// surrogates, nothing past U+10FFFF).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -128,6 +127,54 @@ impl Utf8 {
         }
     }
 
+    /// Inside a character, which of the [`Utf8::INSIDE`] states this is:
+    /// how many bytes remain and which may come next.
+    pub(crate) fn inside_index(self) -> Option<usize> {
+        match self {
+            Utf8::Boundary => None,
+            inside @ Utf8::Inside { .. } => Self::INSIDE.iter().position(|&state| state == inside),
+        }
+    }
+
+    /// Every state inside a character that [`Utf8::advance`] leads to.
+    pub(crate) const INSIDE: [Utf8; 7] = [
+        Utf8::Inside {
+            remaining: 1,
+            lo: 0x80,
+            hi: 0xBF,
+        },
+        Utf8::Inside {
+            remaining: 2,
+            lo: 0x80,
+            hi: 0xBF,
+        },
+        Utf8::Inside {
+            remaining: 2,
+            lo: 0xA0,
+            hi: 0xBF,
+        },
+        Utf8::Inside {
+            remaining: 2,
+            lo: 0x80,
+            hi: 0x9F,
+        },
+        Utf8::Inside {
+            remaining: 3,
+            lo: 0x80,
+            hi: 0xBF,
+        },
+        Utf8::Inside {
+            remaining: 3,
+            lo: 0x90,
+            hi: 0xBF,
+        },
+        Utf8::Inside {
+            remaining: 3,
+            lo: 0x80,
+            hi: 0x8F,
+        },
+    ];
+
     /// The bytes that go on a non-ASCII character from here: lead bytes
     /// between characters, else the continuation bytes allowed next.
     pub(crate) fn next_bytes(self) -> std::ops::RangeInclusive<u8> {
@@ -162,6 +209,7 @@ impl TokenTrie {
             max_depth: 0,
             classes_below: Vec::new(),
             heights: Vec::new(),
+            utf8: Vec::new(),
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -208,7 +256,12 @@ impl TokenTrie {
             }
             open.push(node);
         }
-        trie.classes_below = trie.classes();
+        let utf8 = trie.utf8_states();
+        trie.classes_below = trie.classes(&utf8);
+        trie.utf8 = utf8
+            .into_iter()
+            .map(|state| state.unwrap_or(Utf8::Boundary))
+            .collect();
         // In reverse depth-first order a node's children come before it.
         trie.heights = vec![0; count];
         for node in (0..count).rev() {
@@ -222,10 +275,9 @@ impl TokenTrie {
         trie
     }
 
-    /// [`TokenTrie::classes_below`] of every node.
-    fn classes(&self) -> Vec<u64> {
+    /// Per node: where its path stands in UTF-8 (`None`: broken).
+    fn utf8_states(&self) -> Vec<Option<Utf8>> {
         let count = self.bytes.len();
-        // Per node: where its path stands in UTF-8 (`None`: broken).
         let mut utf8: Vec<Option<Utf8>> = Vec::with_capacity(count);
         let mut open: Vec<usize> = Vec::new();
         for node in 0..count {
@@ -236,6 +288,13 @@ impl TokenTrie {
             utf8.push(above.and_then(|state| state.advance(self.bytes[node])));
             open.push(node);
         }
+        utf8
+    }
+
+    /// [`TokenTrie::classes_below`] of every node, given where each stands
+    /// in UTF-8.
+    fn classes(&self, utf8: &[Option<Utf8>]) -> Vec<u64> {
+        let count = self.bytes.len();
         // In reverse depth-first order a node's children come before it.
         let mut classes = vec![0u64; count];
         for node in (0..count).rev() {
@@ -250,12 +309,6 @@ impl TokenTrie {
                 };
                 classes[node] |= classes[child] | 1 << kind;
                 child = self.ends[child] as usize;
-            }
-        }
-        // Not passed up: a character may well go on below a node.
-        for (node, state) in utf8.iter().enumerate() {
-            if matches!(state, Some(Utf8::Inside { .. })) && classes[node] != 0 {
-                classes[node] |= 1 << MID_CHAR;
             }
         }
         classes
@@ -295,8 +348,9 @@ impl TokenTrie {
 
     /// What the bytes below `node` are, one bit each (0 for a leaf): the
     /// class ([`byte_class`]) of each ASCII byte, [`TEXT_CHARS`] for
-    /// non-ASCII characters, [`MALFORMED`] for bytes that break UTF-8, and
-    /// [`MID_CHAR`] if `node` is inside a character. A matcher state that
+    /// non-ASCII characters (and for the bytes that finish a character
+    /// `node` is inside of, see [`TokenTrie::utf8`]), [`MALFORMED`] for
+    /// bytes that break UTF-8. A matcher state between characters that
     /// every ASCII byte of those classes and every non-ASCII character
     /// leads back to accepts every token below.
     pub(crate) fn classes_below(&self, node: usize) -> u64 {
@@ -306,6 +360,12 @@ impl TokenTrie {
     /// The most bytes a token goes on below `node` (0 for a leaf).
     pub(crate) fn height(&self, node: usize) -> usize {
         self.heights[node] as usize
+    }
+
+    /// Where the bytes up to `node` stand in UTF-8: inside a character
+    /// (whose end is below it), or between characters.
+    pub(crate) fn utf8(&self, node: usize) -> Utf8 {
+        self.utf8[node]
     }
 
     /// The ranks of the tokens whose bytes end at `node`.
@@ -344,7 +404,28 @@ impl TokenTrie {
 
 #[cfg(test)]
 mod tests {
-    use super::{CLASSES, byte_class};
+    use super::{CLASSES, Utf8, byte_class};
+
+    #[test]
+    fn every_state_inside_a_character_has_an_index() {
+        let mut states = vec![Utf8::Boundary];
+        let mut seen = Vec::new();
+        while let Some(state) = states.pop() {
+            for byte in 0..=255u8 {
+                if let Some(next @ Utf8::Inside { .. }) = state.advance(byte)
+                    && !seen.contains(&next)
+                {
+                    seen.push(next);
+                    states.push(next);
+                }
+            }
+        }
+        assert_eq!(seen.len(), Utf8::INSIDE.len());
+        for state in seen {
+            assert_eq!(Utf8::INSIDE[state.inside_index().unwrap()], state);
+        }
+        assert_eq!(Utf8::Boundary.inside_index(), None);
+    }
 
     #[test]
     fn byte_classes_partition_the_bytes() {

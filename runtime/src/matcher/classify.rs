@@ -107,7 +107,13 @@ pub(super) fn classify(
                 ends.push(above | here);
                 let below = trie.classes_below(node);
                 if below != 0
-                    && steps.all_viable_below(&mut matcher, depth, below, trie.height(node))
+                    && steps.all_viable_below(
+                        &mut matcher,
+                        depth,
+                        below,
+                        trie.height(node),
+                        trie.utf8(node),
+                    )
                 {
                     // Every token below is viable: the whole subtree is
                     // accepted (the inside of a string, free text).

@@ -41,7 +41,7 @@ use crate::byteset::ByteSet;
 use crate::cache::Group;
 use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
-use crate::trie::{TEXT_CHARS, Utf8, class_bytes};
+use crate::trie::{MALFORMED, TEXT_CHARS, Utf8, class_bytes};
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -61,6 +61,11 @@ const FIXED: usize = 1;
 const STORE_BYTES: usize = 32 << 20;
 /// The most bytes of recorded subtrees one memo keeps.
 const SUBTREE_BYTES: usize = 8 << 20;
+/// The first slot of [`StepMemo::targets`] past the byte classes: one per
+/// state of [`Utf8::INSIDE`], for finishing a character begun there.
+const FINISH: usize = TEXT_CHARS as usize + 1;
+/// The slots of [`StepMemo::targets`].
+const TARGETS: usize = FINISH + Utf8::INSIDE.len();
 
 /// Memoized steps a grammar keeps between walks, per seed rule (whose
 /// sentinel is row 0 of a walk) and number of covered items (rows before
@@ -127,10 +132,11 @@ pub(super) struct StepMemo {
     /// Per configuration: whether the output may end there.
     can_end: Vec<bool>,
     /// Per configuration and byte class (non-ASCII characters as
-    /// [`TEXT_CHARS`]): the configuration that every byte of the class
-    /// leads to, [`DEAD`] if they do not all lead to one, or [`UNKNOWN`]
-    /// (see [`StepMemo::all_viable_below`]).
-    targets: Vec<[u32; TEXT_CHARS as usize + 1]>,
+    /// [`TEXT_CHARS`], then the ways to finish a character from each state
+    /// inside one, from [`FINISH`] on): the configuration that every byte
+    /// of the class leads to, [`DEAD`] if they do not all lead to one, or
+    /// [`UNKNOWN`] (see [`StepMemo::all_viable_below`]).
+    targets: Vec<[u32; TARGETS]>,
     /// Per configuration: the byte classes known to lead back to it.
     loops: Vec<u64>,
     /// Per configuration: whether a dispatch's trigger has just completed
@@ -139,6 +145,10 @@ pub(super) struct StepMemo {
     /// Per configuration and byte: the configuration after it, [`DEAD`] or
     /// [`UNKNOWN`].
     next: Vec<[u32; 256]>,
+    /// Per configuration: the first byte of each run of bytes its items
+    /// scan alike (the same automaton edges take every byte of a run), so
+    /// one step computed stands for its whole run.
+    runs: Vec<ByteSet>,
     /// Per depth of the current path: its configuration.
     path: Vec<u32>,
     /// The configurations of the rows between row 0 and the seed's (the
@@ -179,6 +189,7 @@ impl StepMemo {
                 targets: Vec::new(),
                 loops: Vec::new(),
                 next: Vec::new(),
+                runs: Vec::new(),
                 path: Vec::new(),
                 lead: Vec::new(),
                 built: 0,
@@ -199,8 +210,7 @@ impl StepMemo {
 
     /// About the bytes the memo holds.
     fn bytes(&self) -> usize {
-        self.shapes.len()
-            * (size_of::<[u32; 256]>() + size_of::<[u32; TEXT_CHARS as usize + 1]>() + 64)
+        self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 64)
             + 2 * self.items * size_of::<Item>()
             + self.subtree_bytes
     }
@@ -267,7 +277,12 @@ impl StepMemo {
         if let Some(next) = self.next.get_mut(from as usize)
             && to != NONE
         {
-            next[usize::from(byte)] = to;
+            let starts = self.runs[from as usize];
+            let first = (0..=byte).rev().find(|&b| starts.contains(b)).unwrap_or(0);
+            let end = (usize::from(byte) + 1..256)
+                .find(|&b| starts.contains(u8::try_from(b).expect("a byte")))
+                .unwrap_or(256);
+            next[usize::from(first)..end].fill(to);
         }
         if viable {
             self.path.push(to);
@@ -293,43 +308,71 @@ impl StepMemo {
 
     /// Whether every token below a trie node at `depth` of the current
     /// path is viable, given what is below the node: `classes` (its
-    /// [`crate::trie::TokenTrie::classes_below`]) and `height` (the most
-    /// bytes a token goes on below it). So it is when the bytes of every
-    /// class — and, for [`TEXT_CHARS`], every non-ASCII character, each of
-    /// its bytes viable — lead from the configuration there to one and the
-    /// same configuration, and from that one on to one same configuration,
-    /// and so on for `height` steps or until the chain comes back to a
-    /// configuration on it. The inside of a string leads back to itself;
-    /// a string of bounded length steps its count down. A walk then takes
-    /// the whole subtree at once. Steps it needs are computed and memoized
-    /// as [`StepMemo::step`] does; the path past `depth` is dropped.
+    /// [`crate::trie::TokenTrie::classes_below`]), `height` (the most bytes
+    /// a token goes on below it) and `utf8` (where the node stands in
+    /// UTF-8). So it is when the bytes of every class — and, for
+    /// [`TEXT_CHARS`], every non-ASCII character, each of its bytes viable
+    /// — lead from the configuration there to one and the same
+    /// configuration, and from that one on to one same configuration, and
+    /// so on for `height` steps or until the chain comes back to a
+    /// configuration on it. Inside a character, every way to finish it
+    /// must lead to one configuration first, where the chain starts. The
+    /// inside of a string leads back to itself; a string of bounded length
+    /// steps its count down. A walk then takes the whole subtree at once.
+    /// Steps it needs are computed and memoized as [`StepMemo::step`] does;
+    /// the path past `depth` is dropped.
     pub(super) fn all_viable_below(
         &mut self,
         matcher: &mut Matcher,
         depth: usize,
         classes: u64,
         height: usize,
+        utf8: Utf8,
     ) -> bool {
         let config = self.path[depth];
-        if config == NONE || classes >> (TEXT_CHARS + 1) != 0 {
+        if config == NONE || classes & 1 << MALFORMED != 0 {
             return false;
         }
-        if classes & !self.loops[config as usize] == 0 {
-            return true;
-        }
-        let mut level = depth;
+        // The chain starts at `start` and goes on `height` more levels.
+        let (start, height) = match utf8 {
+            Utf8::Boundary if classes & !self.loops[config as usize] == 0 => return true,
+            Utf8::Boundary => (depth, height),
+            Utf8::Inside { remaining, .. } => {
+                let Some(finished) = utf8
+                    .inside_index()
+                    .and_then(|index| self.target(matcher, depth, FINISH + index))
+                else {
+                    return false;
+                };
+                let remaining = usize::from(remaining);
+                if self.at_arm[finished as usize] || !self.stands_on_path(finished, depth) {
+                    return false;
+                }
+                if height <= remaining {
+                    return true;
+                }
+                self.path.truncate(depth + 1);
+                self.path.push(finished);
+                self.built = self.built.min(depth);
+                (depth + 1, height - remaining)
+            }
+        };
+        let mut level = start;
         let viable = loop {
             let Some(next) = self.common_target(matcher, level, classes) else {
                 break false;
             };
-            if self.path[depth..=level].contains(&next) {
+            if self.path[start..=level].contains(&next) {
                 break true;
             }
             if self.at_arm[next as usize] {
                 break false;
             }
-            if level + 1 - depth >= height {
+            if level + 1 - start >= height {
                 break true;
+            }
+            if !self.stands_on_path(next, level) {
+                break false;
             }
             // On along the chain: `next` stands at the next depth.
             self.path.truncate(level + 1);
@@ -341,6 +384,21 @@ impl StepMemo {
         viable
     }
 
+    /// Whether the rows the items of configuration `config` start at are
+    /// all on the current path up to `depth` (or before the walk): a chain
+    /// of targets leaves out the rows inside characters, so a configuration
+    /// with an item begun inside one cannot stand on it.
+    fn stands_on_path(&self, config: u32, depth: usize) -> bool {
+        self.shapes[config as usize].iter().all(|item| {
+            let origin = item.origin;
+            origin == SELF
+                || (origin as usize) < FIXED
+                || (origin.checked_sub(self.base_code())).is_some_and(|wanted| {
+                    self.path[..=depth].contains(&wanted) || self.lead.contains(&wanted)
+                })
+        })
+    }
+
     /// The configuration that every byte of every class of `classes` leads
     /// to from the configuration at `depth` of the current path, if one.
     fn common_target(&mut self, matcher: &mut Matcher, depth: usize, classes: u64) -> Option<u32> {
@@ -349,7 +407,7 @@ impl StepMemo {
         while rest != 0 {
             let class = u8::try_from(rest.trailing_zeros()).expect("a class below 64");
             rest &= rest - 1;
-            let target = self.target(matcher, depth, class)?;
+            let target = self.target(matcher, depth, usize::from(class))?;
             if *common.get_or_insert(target) != target {
                 return None;
             }
@@ -357,33 +415,32 @@ impl StepMemo {
         common
     }
 
-    /// The configuration that every byte of `class` (every non-ASCII
-    /// character for [`TEXT_CHARS`]) leads to from the configuration at
-    /// `depth` of the current path, if one; memoized per configuration.
-    fn target(&mut self, matcher: &mut Matcher, depth: usize, class: u8) -> Option<u32> {
+    /// The configuration that every byte of byte class `slot` leads to
+    /// from the configuration at `depth` of the current path, if one:
+    /// every non-ASCII character for [`TEXT_CHARS`], every way to finish
+    /// the character from state [`Utf8::INSIDE`]`[slot - FINISH]` past
+    /// it. Memoized per configuration.
+    fn target(&mut self, matcher: &mut Matcher, depth: usize, slot: usize) -> Option<u32> {
         let config = self.path[depth] as usize;
-        let mut known = self.targets[config][usize::from(class)];
+        let mut known = self.targets[config][slot];
         if known == UNKNOWN {
             let mut target = None;
-            let all = if class == TEXT_CHARS {
-                self.chars_lead(
-                    matcher,
-                    depth,
-                    1,
-                    Utf8::Boundary,
-                    &mut Vec::new(),
-                    &mut target,
-                )
-            } else {
-                class_bytes(class).all(|byte| {
+            let all = match slot.checked_sub(TEXT_CHARS as usize) {
+                None => class_bytes(u8::try_from(slot).expect("a byte class")).all(|byte| {
                     self.step(matcher, depth + 1, byte) && same(&mut target, self.path[depth + 1])
-                })
+                }),
+                Some(chars) => {
+                    let utf8 = chars
+                        .checked_sub(1)
+                        .map_or(Utf8::Boundary, |inside| Utf8::INSIDE[inside]);
+                    self.chars_lead(matcher, depth, 1, utf8, &mut Vec::new(), &mut target)
+                }
             };
             self.path.truncate(depth + 1);
             known = target.filter(|_| all).unwrap_or(DEAD);
-            self.targets[config][usize::from(class)] = known;
-            if known as usize == config {
-                self.loops[config] |= 1 << class;
+            self.targets[config][slot] = known;
+            if known as usize == config && slot < FINISH {
+                self.loops[config] |= 1 << slot;
             }
         }
         (known != DEAD).then_some(known)
@@ -511,9 +568,11 @@ impl StepMemo {
         self.can_end
             .push(matcher.history.flags(row) & CAN_TERMINATE != 0);
         self.at_arm.push(enters_arm(items));
-        self.targets.push([UNKNOWN; TEXT_CHARS as usize + 1]);
+        self.targets.push([UNKNOWN; TARGETS]);
         self.loops.push(0);
-        self.next.push(first_steps(&matcher.grammar, items));
+        let (next, runs) = first_steps(&matcher.grammar, items);
+        self.next.push(next);
+        self.runs.push(runs);
         id
     }
 
@@ -566,35 +625,45 @@ fn enters_arm(row: &[Item]) -> bool {
     row.iter().any(|item| item.kind == Kind::Arm)
 }
 
-/// The steps from `row`, as known before any is computed:
-/// bytes that no item of the row scans are [`DEAD`], the rest
-/// [`UNKNOWN`]. Only automaton nodes and free text scan bytes, so without
-/// free text a row takes the bytes of its nodes' edges and nothing else —
-/// a walk then rejects most of a trie level by a lookup instead of an
-/// Earley step.
-fn first_steps(grammar: &Grammar, row: &[Item]) -> [u32; 256] {
+/// The steps from `row`, as known before any is computed, and the runs
+/// of bytes its items scan alike (see [`StepMemo::runs`]): bytes that no
+/// item of the row scans are [`DEAD`], the rest [`UNKNOWN`]. Only
+/// automaton nodes and free text scan bytes, so without free text a row
+/// takes the bytes of its nodes' edges and nothing else — a walk then
+/// rejects most of a trie level by a lookup instead of an Earley step.
+/// A dispatch's free text scans each byte its own way: its bytes are runs
+/// of one.
+fn first_steps(grammar: &Grammar, row: &[Item]) -> ([u32; 256], ByteSet) {
     let mut scanned = ByteSet::default();
+    let mut starts = ByteSet::default();
+    starts.insert(0);
+    let mut any_byte = false;
     for item in row {
         match item.kind {
             Kind::Node => {
                 for edge in grammar.edges(item.a) {
                     if edge.kind == EdgeRecord::BYTES {
-                        scanned.insert_range(
-                            u8::try_from(edge.a).expect("validated byte"),
-                            u8::try_from(edge.b).expect("validated byte"),
-                        );
+                        let lo = u8::try_from(edge.a).expect("validated byte");
+                        let hi = u8::try_from(edge.b).expect("validated byte");
+                        scanned.insert_range(lo, hi);
+                        starts.insert(lo);
+                        if let Some(after) = hi.checked_add(1) {
+                            starts.insert(after);
+                        }
                     }
                 }
             }
-            Kind::Free | Kind::TokenFree | Kind::Any => return [UNKNOWN; 256],
+            Kind::Free => return ([UNKNOWN; 256], ByteSet::full()),
+            Kind::TokenFree | Kind::Any => any_byte = true,
             _ => {}
         }
     }
-    std::array::from_fn(|byte| {
-        if scanned.contains(u8::try_from(byte).expect("a byte")) {
+    let next = std::array::from_fn(|byte| {
+        if any_byte || scanned.contains(u8::try_from(byte).expect("a byte")) {
             UNKNOWN
         } else {
             DEAD
         }
-    })
+    });
+    (next, starts)
 }
