@@ -187,9 +187,45 @@ impl Utf8 {
 
 /// The bytes of class `class`.
 pub(crate) fn class_bytes(class: u8) -> impl Iterator<Item = u8> {
-    debug_assert!(class < CLASSES);
-    (0..=255u8).filter(move |&byte| byte_class(byte) == class)
+    let (bytes, starts) = &BY_CLASS;
+    let class = usize::from(class);
+    bytes[usize::from(starts[class])..usize::from(starts[class + 1])]
+        .iter()
+        .copied()
 }
+
+/// The bytes sorted by class, and where each class starts among them
+/// (computed once, at compile time: a walk asks for a class's bytes for
+/// each configuration it checks a subtree in).
+const BY_CLASS: ([u8; 256], [u16; CLASSES as usize + 1]) = {
+    let mut starts = [0u16; CLASSES as usize + 1];
+    let mut byte = 0u8;
+    loop {
+        starts[byte_class(byte) as usize + 1] += 1;
+        if byte == u8::MAX {
+            break;
+        }
+        byte += 1;
+    }
+    let mut class = 0;
+    while class < CLASSES as usize {
+        starts[class + 1] += starts[class];
+        class += 1;
+    }
+    let mut bytes = [0u8; 256];
+    let mut next = starts;
+    byte = 0;
+    loop {
+        let class = byte_class(byte) as usize;
+        bytes[next[class] as usize] = byte;
+        next[class] += 1;
+        if byte == u8::MAX {
+            break;
+        }
+        byte += 1;
+    }
+    (bytes, starts)
+};
 
 impl TokenTrie {
     pub(crate) fn new(vocabulary: &Vocabulary) -> Self {
@@ -404,7 +440,7 @@ impl TokenTrie {
 
 #[cfg(test)]
 mod tests {
-    use super::{CLASSES, Utf8, byte_class};
+    use super::{CLASSES, Utf8, byte_class, class_bytes};
 
     #[test]
     fn every_state_inside_a_character_has_an_index() {
@@ -436,6 +472,11 @@ mod tests {
             seen[class as usize] = true;
         }
         assert!(seen.iter().all(|&s| s));
+        for class in 0..CLASSES {
+            let bytes: Vec<u8> = class_bytes(class).collect();
+            let expected: Vec<u8> = (0..=255).filter(|&b| byte_class(b) == class).collect();
+            assert_eq!(bytes, expected, "class {class}");
+        }
         for (byte, alone) in [
             (b'"', true),
             (b'\\', true),

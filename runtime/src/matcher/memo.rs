@@ -161,9 +161,35 @@ pub(super) struct StepMemo {
     /// Per configuration, trie node and whether arms stop the walk: what
     /// was found below the node.
     subtrees: FxHashMap<(u32, u32, bool), Subtree>,
-    /// The items of all configurations, and the bytes of `subtrees`.
+    /// Per configuration and set of byte classes: the chain of common
+    /// targets from it, as far as it was followed.
+    chains: FxHashMap<(u32, u64), Chain>,
+    /// The items of all configurations, and the bytes of `subtrees` and
+    /// `chains`.
     items: usize,
     subtree_bytes: usize,
+    chain_bytes: usize,
+}
+
+/// A chain of common targets (see [`StepMemo::all_viable_below`]).
+#[derive(Default)]
+struct Chain {
+    /// The configurations along it, after the one it starts from.
+    configs: Vec<u32>,
+    end: ChainEnd,
+}
+
+/// How a chain ends.
+#[derive(Clone, Copy, Default, PartialEq, Eq)]
+enum ChainEnd {
+    /// Followed only as far as it was needed.
+    #[default]
+    Open,
+    /// It comes back to a configuration on it: it goes on for ever.
+    Cycle,
+    /// The classes lead to different configurations, or into a
+    /// dispatch's arm, after its last configuration.
+    Broken,
 }
 
 impl StepMemo {
@@ -197,6 +223,8 @@ impl StepMemo {
                 subtrees: FxHashMap::default(),
                 items: 0,
                 subtree_bytes: 0,
+                chains: FxHashMap::default(),
+                chain_bytes: 0,
             },
         };
         for row in 1..base - 1 {
@@ -213,6 +241,7 @@ impl StepMemo {
         self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 64)
             + 2 * self.items * size_of::<Item>()
             + self.subtree_bytes
+            + self.chain_bytes
     }
 
     /// The configuration at `depth` of the current path if an earlier walk
@@ -357,30 +386,67 @@ impl StepMemo {
                 (depth + 1, height - remaining)
             }
         };
-        let mut level = start;
+        let viable = self.chain_reaches(matcher, start, classes, height);
+        self.path.truncate(depth + 1);
+        viable
+    }
+
+    /// Whether the chain of common targets of `classes` (see
+    /// [`StepMemo::all_viable_below`]) from the configuration at `start` of
+    /// the current path goes on for `height` levels or comes back into
+    /// itself. A chain depends only on the configuration it starts from and
+    /// the classes, so it is kept per both and followed further only when
+    /// a deeper subtree needs it.
+    fn chain_reaches(
+        &mut self,
+        matcher: &mut Matcher,
+        start: usize,
+        classes: u64,
+        height: usize,
+    ) -> bool {
+        let key = (self.path[start], classes);
+        if let Some(chain) = self.chains.get(&key) {
+            match chain.end {
+                ChainEnd::Cycle => return true,
+                _ if chain.configs.len() >= height => return true,
+                ChainEnd::Broken => return false,
+                ChainEnd::Open => {}
+            }
+        }
+        let mut chain = self.chains.remove(&key).unwrap_or_else(|| {
+            self.chain_bytes += size_of::<((u32, u64), Chain)>();
+            Chain::default()
+        });
+        // Stand at the end of the chain as far as it is known.
+        self.path.truncate(start + 1);
+        self.path.extend_from_slice(&chain.configs);
+        self.built = self.built.min(start);
+        let mut level = start + chain.configs.len();
         let viable = loop {
+            if chain.configs.len() >= height {
+                break true;
+            }
             let Some(next) = self.common_target(matcher, level, classes) else {
+                chain.end = ChainEnd::Broken;
                 break false;
             };
             if self.path[start..=level].contains(&next) {
+                chain.end = ChainEnd::Cycle;
                 break true;
             }
-            if self.at_arm[next as usize] {
-                break false;
-            }
-            if level + 1 - start >= height {
-                break true;
-            }
-            if !self.stands_on_path(next, level) {
+            if self.at_arm[next as usize] || !self.stands_on_path(next, level) {
+                chain.end = ChainEnd::Broken;
                 break false;
             }
             // On along the chain: `next` stands at the next depth.
+            chain.configs.push(next);
+            self.chain_bytes += size_of::<u32>();
             self.path.truncate(level + 1);
             self.path.push(next);
             self.built = self.built.min(level);
             level += 1;
         };
-        self.path.truncate(depth + 1);
+        self.chains.insert(key, chain);
         viable
     }
 
