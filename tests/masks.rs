@@ -828,3 +828,22 @@ fn one_step_stands_for_the_bytes_a_configuration_scans_alike() {
         "{items} Earley items to build the entry of a string over 26 letters"
     );
 }
+
+/// One grammar used with two vocabularies (a grammar compiled once, two
+/// models): what walks memoized for one vocabulary's trie is never
+/// replayed on the other's, and every mask of both stays exact.
+#[test]
+fn a_grammar_used_with_two_vocabularies_keeps_their_walks_apart() {
+    let grammar = runtime_grammar(
+        r#"root ::= %json {"type": "object", "properties": {"alpha": {"type": "integer"}, "alpine": {"type": "integer"}, "alps": {"type": "integer"}, "beta": {"type": "integer"}}}"#,
+    );
+    let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
+    let first = up_to_triples(&["{", "p", "i", "n", "e"], &alphabet);
+    // Other tokens, so the same trie node numbers stand for other bytes.
+    let fewer = ["a", "b", "l", "\"", "\\", ":", "1", ",", "é", "}"];
+    let second = up_to_triples(&["{", "p", "i", "n", "e", "ab", "zz"], &fewer);
+    let text = ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"];
+    for tokens in [&first, &second, &first, &second] {
+        nodes_walked_along(&grammar, tokens, &text);
+    }
+}

@@ -59,7 +59,7 @@ pub(super) fn classify(
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
     let kept = grammar.step_store().take(seed.rule, parents.len());
-    let mut steps = StepMemo::new(&matcher, kept);
+    let mut steps = StepMemo::new(&matcher, vocabulary.fingerprint(), kept);
     let mut found = Found {
         stop_at_arms: seed.key.kind == Key::FREE,
         ..Found::default()

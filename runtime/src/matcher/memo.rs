@@ -161,6 +161,9 @@ pub(super) struct StepMemo {
     /// Per configuration, trie node and whether arms stop the walk: what
     /// was found below the node.
     subtrees: FxHashMap<(u32, u32, bool), Subtree>,
+    /// The fingerprint of the vocabulary whose trie `subtrees` numbers
+    /// (a grammar may serve several).
+    vocabulary: u64,
     /// Per configuration and set of byte classes: the chain of common
     /// targets from it, as far as it was followed.
     chains: FxHashMap<(u32, u64), Chain>,
@@ -193,9 +196,11 @@ enum ChainEnd {
 }
 
 impl StepMemo {
-    /// A walk from the last row of `matcher` (depth 0), with the steps of
-    /// `kept`: an earlier walk's from the same rows before its seed.
-    pub(super) fn new(matcher: &Matcher, kept: Option<StepMemo>) -> Self {
+    /// A walk from the last row of `matcher` (depth 0) over the trie of
+    /// the vocabulary with fingerprint `vocabulary`, with the steps of
+    /// `kept`: an earlier walk's from the same rows before its seed (what
+    /// it found below trie nodes only if it walked the same trie).
+    pub(super) fn new(matcher: &Matcher, vocabulary: u64, kept: Option<StepMemo>) -> Self {
         debug_assert!(!matcher.grammar.has_lookahead());
         let base = matcher.history.rows();
         let mut memo = match kept {
@@ -204,6 +209,11 @@ impl StepMemo {
                 kept.lead.clear();
                 kept.built = 0;
                 kept.met = kept.shapes.len();
+                if kept.vocabulary != vocabulary {
+                    kept.subtrees.clear();
+                    kept.subtree_bytes = 0;
+                    kept.vocabulary = vocabulary;
+                }
                 kept
             }
             _ => Self {
@@ -221,6 +231,7 @@ impl StepMemo {
                 built: 0,
                 met: 0,
                 subtrees: FxHashMap::default(),
+                vocabulary,
                 items: 0,
                 subtree_bytes: 0,
                 chains: FxHashMap::default(),
