@@ -847,3 +847,46 @@ fn a_grammar_used_with_two_vocabularies_keeps_their_walks_apart() {
         nodes_walked_along(&grammar, tokens, &text);
     }
 }
+
+/// What can follow a rule is a property of the grammar, and so is whether
+/// it takes the rest of an uncertain token: the verdicts are kept, and
+/// later rows with the rule (each count of a bounded number here, every
+/// prefix of a property name in JSON) look them up instead of building the
+/// rule's context again — a row of hundreds of items for a rule used in
+/// hundreds of places. The masks stay exact.
+#[test]
+fn what_follows_a_rule_is_checked_once_per_token() {
+    let places: Vec<String> = (0..300)
+        .map(|place| format!("\"k{place}:\" number \",{place}\""))
+        .collect();
+    let mut source = format!("root ::= {}", places.join(" | "));
+    // Recursive, so that it stays a rule of its own.
+    source.push_str("\nnumber ::= [1-9] [0-9]{0,5} | \"(\" number \")\"");
+    let grammar = runtime_grammar(&source);
+    let mut tokens: Vec<String> = ["k", "7", ":", "1", "2", "3", "4", ",", ",7", "3,", "3,7"]
+        .map(String::from)
+        .to_vec();
+    tokens.push("</s>".to_owned());
+    let text = ["k", "7", ":", "1", "2", "3", "4", ",7"];
+    let vocabulary = with_stop_last(&tokens);
+    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
+    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
+    let mut items = Vec::new();
+    for piece in text {
+        check_mask(&mut matcher, &ids).unwrap();
+        items.push(matcher.last_mask_stats().items);
+        let id = tokens.iter().position(|t| t == piece).unwrap();
+        matcher.accept_token(token(id)).unwrap();
+    }
+    check_mask(&mut matcher, &ids).unwrap();
+    assert!(matcher.can_terminate());
+    // The context of `number` is built once, where the number starts
+    // (mask 3); the masks inside it (4 to 7) look its verdicts up.
+    let (first, later) = (items[3], &items[4..]);
+    for &count in later {
+        assert!(
+            count * 4 < first,
+            "{count} Earley items inside the number, {first} where it starts: {items:?}"
+        );
+    }
+}

@@ -11,7 +11,7 @@ use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
 use crate::fnv::Fnv;
-use crate::matcher::{StateNames, StepStore};
+use crate::matcher::{ContextVerdicts, StateNames, StepStore};
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
 
@@ -67,6 +67,9 @@ pub struct Grammar {
     /// The names of the parse states its matchers met, so that the mask
     /// cache can keep what a state's uncertain tokens did.
     states: Arc<Mutex<StateNames>>,
+    /// What the contexts of its rules did with the rests of uncertain
+    /// tokens (see [`Matcher::fill_next_token_bitmask`]).
+    contexts: Arc<Mutex<ContextVerdicts>>,
 }
 
 impl fmt::Debug for Grammar {
@@ -167,6 +170,7 @@ impl Grammar {
             precomputed: None,
             steps: Arc::default(),
             states: Arc::default(),
+            contexts: Arc::default(),
         })
     }
 
@@ -250,6 +254,13 @@ impl Grammar {
     pub(crate) fn state_names(&self) -> MutexGuard<'_, StateNames> {
         // Every update leaves the names consistent.
         self.states.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// What the contexts of its rules did with the rests of uncertain
+    /// tokens.
+    pub(crate) fn context_verdicts(&self) -> MutexGuard<'_, ContextVerdicts> {
+        // Every update leaves the verdicts consistent.
+        self.contexts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// The entry rule.

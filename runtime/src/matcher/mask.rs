@@ -28,13 +28,14 @@ use std::sync::Arc;
 
 use super::Matcher;
 use super::classify::{Cost, classify};
+use super::context::{Rest, expand};
 use super::earley::{Start, Symbol};
 use super::history::History;
-use super::item::{Item, Kind, WILD};
+use super::item::{Item, Kind};
 use crate::TokenId;
 use crate::cache::{Combined, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
-use crate::grammar::{Caller, Grammar};
-use crate::tables::{EdgeRecord, RuleRecord};
+use crate::grammar::Grammar;
+use crate::tables::EdgeRecord;
 use crate::vocab::{TokenKind, Vocabulary};
 
 /// The default bound on the Earley items one mask may build (see
@@ -540,7 +541,7 @@ pub(super) fn link(
 /// Byte strings fed to a matcher in sorted order, each pushed after the
 /// longest prefix it shares with the one before, and popped as needed.
 #[derive(Default)]
-struct PrefixWalk {
+pub(super) struct PrefixWalk {
     /// The bytes pushed past the base row.
     path: Vec<u8>,
     /// A byte refused right after `path`.
@@ -550,7 +551,12 @@ struct PrefixWalk {
 impl PrefixWalk {
     /// Whether `matcher` (at row `base` plus the path) takes `bytes` from
     /// `base`, and how many bytes that pushed.
-    fn accepts(&mut self, matcher: &mut Matcher, base: usize, bytes: &[u8]) -> (bool, u64) {
+    pub(super) fn accepts(
+        &mut self,
+        matcher: &mut Matcher,
+        base: usize,
+        bytes: &[u8],
+    ) -> (bool, u64) {
         let shared = self
             .path
             .iter()
@@ -581,18 +587,18 @@ impl PrefixWalk {
 }
 
 /// A set of trie ranks as a bitset.
-struct RankSet(Vec<u64>);
+pub(super) struct RankSet(Vec<u64>);
 
 impl RankSet {
     fn new(ranks: usize) -> Self {
         Self(vec![0; ranks.div_ceil(64)])
     }
 
-    fn contains(&self, rank: u32) -> bool {
+    pub(super) fn contains(&self, rank: u32) -> bool {
         self.0[rank as usize / 64] & (1 << (rank % 64)) != 0
     }
 
-    fn insert(&mut self, rank: u32) {
+    pub(super) fn insert(&mut self, rank: u32) {
         self.0[rank as usize / 64] |= 1 << (rank % 64);
     }
 
@@ -659,7 +665,7 @@ fn combine(
     // A bitset of ranks: cleared and read back in words, not per token.
     let mut uncertain = RankSet::new(ranked.len());
     for &(rule, ref entry) in &entries {
-        let mut rests: Vec<(&[u8], u32)> = Vec::new();
+        let mut rests: Vec<Rest<'_>> = Vec::new();
         for group in &entry.groups {
             for rank in group.start..group.end {
                 let id = ranked[rank as usize];
@@ -676,31 +682,27 @@ fn combine(
                         // to the full check.
                         uncertain.insert(rank);
                     } else {
-                        rests.push((&bytes[end..], rank));
+                        rests.push(Rest {
+                            bytes: &bytes[end..],
+                            rank,
+                            end: u8::try_from(end).expect("ends are below 63"),
+                        });
                     }
                 }
             }
         }
-        if rests.is_empty() {
-            continue;
+        if !rests.is_empty() {
+            let fingerprint = vocabulary.fingerprint();
+            expand(
+                grammar,
+                fingerprint,
+                rule,
+                rests,
+                &mut uncertain,
+                budget,
+                cost,
+            )?;
         }
-        rests.sort_unstable();
-        let waiting = waiting_items(grammar, rule);
-        let Some(mut context) = Matcher::context(Arc::clone(grammar), &waiting, rule) else {
-            continue;
-        };
-        let base = context.history.rows();
-        let mut walk = PrefixWalk::default();
-        for (rest, rank) in rests {
-            if !uncertain.contains(rank) && walk.accepts(&mut context, base, rest).0 {
-                uncertain.insert(rank);
-            }
-            if cost.items + context.work > budget {
-                cost.items += context.work;
-                return Err(MaskError::BudgetExceeded { budget });
-            }
-        }
-        cost.items += context.work;
     }
     let uncertain = uncertain.ranks();
     let reused = *built == 0;
@@ -709,56 +711,4 @@ fn combine(
         uncertain,
     };
     Ok((combined, reused))
-}
-
-/// Every item that waits for `rule`, or for a rule that can end with it,
-/// anywhere in the grammar: row 0 of the context matcher of `rule`.
-fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
-    let tables = grammar.tables();
-    let item = |kind, a, aux| Item {
-        kind,
-        a,
-        aux,
-        origin: 0,
-        pred: 0,
-        ctx: 0,
-    };
-    let mut row = Vec::new();
-    let mut in_row = rustc_hash::FxHashSet::default();
-    let mut seen = vec![false; tables.rules.len()];
-    let mut work = vec![rule];
-    seen[rule as usize] = true;
-    while let Some(r) = work.pop() {
-        if r == grammar.root() {
-            row.push(item(Kind::Top, r, 0));
-        }
-        for &caller in grammar.callers(r) {
-            let waiter = match caller {
-                Caller::Node(node) => item(Kind::Node, node, 0),
-                Caller::Repeat { .. } => item(Kind::Top, r, WILD),
-                Caller::Arm { rule, pattern } => {
-                    let kind = if grammar.rule(rule).kind == RuleRecord::DISPATCH {
-                        Kind::Arm
-                    } else {
-                        Kind::TokenArm
-                    };
-                    item(kind, rule, pattern)
-                }
-            };
-            if in_row.insert(waiter) {
-                row.push(waiter);
-            }
-            // The waiter's own rule can end after `r`: its callers wait too.
-            let owner = match waiter.kind {
-                Kind::Node => grammar.node_rule(waiter.a),
-                Kind::Arm | Kind::TokenArm => waiter.a,
-                _ => continue,
-            };
-            if !seen[owner as usize] {
-                seen[owner as usize] = true;
-                work.push(owner);
-            }
-        }
-    }
-    row
 }

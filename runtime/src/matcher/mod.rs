@@ -7,6 +7,7 @@
 //! runtime for the full picture.
 
 mod classify;
+mod context;
 mod earley;
 mod expected;
 mod history;
@@ -29,6 +30,7 @@ use crate::TokenId;
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
 
+pub(crate) use self::context::ContextVerdicts;
 pub use self::expected::Expected;
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 pub(crate) use self::memo::StepStore;

@@ -1,0 +1,162 @@
+//! Context expansion: the rest of an uncertain token, after a place where
+//! the item's rule can end in it, checked against what can follow the rule
+//! anywhere in the grammar — most uncertain tokens die there, before the
+//! full state is asked.
+//!
+//! What follows a rule is a property of the grammar, so the verdict on a
+//! rest is too: the grammar keeps them ([`ContextVerdicts`]), and the next
+//! combination with the rule — the next prefix of a property name, the
+//! same string elsewhere — looks them up instead of building the rule's
+//! context matcher again (for a rule used in thousands of places, a row of
+//! a hundred thousand items).
+
+use std::sync::Arc;
+
+use rustc_hash::FxHashMap;
+
+use super::Matcher;
+use super::classify::Cost;
+use super::item::{Item, Kind, WILD};
+use super::mask::{MaskError, PrefixWalk, RankSet};
+use crate::grammar::{Caller, Grammar};
+use crate::tables::RuleRecord;
+
+/// The most bytes of verdicts a grammar keeps; past it, they start over.
+const VERDICTS_BYTES: usize = 16 << 20;
+
+/// About the bytes one verdict takes in the map.
+const VERDICT_BYTES: usize = 32;
+
+/// The rest of an uncertain token after a place its item's rule can end.
+pub(super) struct Rest<'a> {
+    pub bytes: &'a [u8],
+    /// The token's trie rank.
+    pub rank: u32,
+    /// Where in the token the rest starts.
+    pub end: u8,
+}
+
+/// Per vocabulary (fingerprint), rule, token (trie rank) and place in the
+/// token: whether what can follow the rule takes the token's rest there.
+#[derive(Default)]
+pub(crate) struct ContextVerdicts {
+    verdicts: FxHashMap<(u64, u32, u32, u8), bool>,
+}
+
+/// Adds to `uncertain` the tokens of `rests` whose rest what can follow
+/// `rule` takes (the others are rejected), with the verdicts `grammar`
+/// keeps for the vocabulary with fingerprint `vocabulary`; those missing
+/// are checked with the rule's context matcher and kept. Adds the Earley
+/// items built to `cost`, and stops past `budget`.
+pub(super) fn expand(
+    grammar: &Arc<Grammar>,
+    vocabulary: u64,
+    rule: u32,
+    mut rests: Vec<Rest<'_>>,
+    uncertain: &mut RankSet,
+    budget: u64,
+    cost: &mut Cost,
+) -> Result<(), MaskError> {
+    {
+        let known = grammar.context_verdicts();
+        rests.retain(
+            |rest| match known.verdicts.get(&(vocabulary, rule, rest.rank, rest.end)) {
+                Some(&taken) => {
+                    if taken {
+                        uncertain.insert(rest.rank);
+                    }
+                    false
+                }
+                None => true,
+            },
+        );
+    }
+    if rests.is_empty() {
+        return Ok(());
+    }
+    rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
+    let mut found = Vec::with_capacity(rests.len());
+    let waiting = waiting_items(grammar, rule);
+    if let Some(mut context) = Matcher::context(Arc::clone(grammar), &waiting, rule) {
+        let base = context.history.rows();
+        let mut walk = PrefixWalk::default();
+        for rest in &rests {
+            if uncertain.contains(rest.rank) {
+                continue;
+            }
+            let taken = walk.accepts(&mut context, base, rest.bytes).0;
+            if taken {
+                uncertain.insert(rest.rank);
+            }
+            found.push((rest.rank, rest.end, taken));
+            if cost.items + context.work > budget {
+                cost.items += context.work;
+                return Err(MaskError::BudgetExceeded { budget });
+            }
+        }
+        cost.items += context.work;
+    } else {
+        // Nothing can follow the rule: every rest is rejected.
+        found.extend(rests.iter().map(|rest| (rest.rank, rest.end, false)));
+    }
+    let mut known = grammar.context_verdicts();
+    if (known.verdicts.len() + found.len()) * VERDICT_BYTES > VERDICTS_BYTES {
+        known.verdicts.clear();
+    }
+    for (rank, end, taken) in found {
+        known.verdicts.insert((vocabulary, rule, rank, end), taken);
+    }
+    Ok(())
+}
+
+/// Every item that waits for `rule`, or for a rule that can end with it,
+/// anywhere in the grammar: row 0 of the context matcher of `rule`.
+fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
+    let tables = grammar.tables();
+    let item = |kind, a, aux| Item {
+        kind,
+        a,
+        aux,
+        origin: 0,
+        pred: 0,
+        ctx: 0,
+    };
+    let mut row = Vec::new();
+    let mut in_row = rustc_hash::FxHashSet::default();
+    let mut seen = vec![false; tables.rules.len()];
+    let mut work = vec![rule];
+    seen[rule as usize] = true;
+    while let Some(r) = work.pop() {
+        if r == grammar.root() {
+            row.push(item(Kind::Top, r, 0));
+        }
+        for &caller in grammar.callers(r) {
+            let waiter = match caller {
+                Caller::Node(node) => item(Kind::Node, node, 0),
+                Caller::Repeat { .. } => item(Kind::Top, r, WILD),
+                Caller::Arm { rule, pattern } => {
+                    let kind = if grammar.rule(rule).kind == RuleRecord::DISPATCH {
+                        Kind::Arm
+                    } else {
+                        Kind::TokenArm
+                    };
+                    item(kind, rule, pattern)
+                }
+            };
+            if in_row.insert(waiter) {
+                row.push(waiter);
+            }
+            // The waiter's own rule can end after `r`: its callers wait too.
+            let owner = match waiter.kind {
+                Kind::Node => grammar.node_rule(waiter.a),
+                Kind::Arm | Kind::TokenArm => waiter.a,
+                _ => continue,
+            };
+            if !seen[owner as usize] {
+                seen[owner as usize] = true;
+                work.push(owner);
+            }
+        }
+    }
+    row
+}
