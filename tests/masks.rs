@@ -10,7 +10,7 @@ use common::{
     CORPUS, LIBRARY, REAL_TOKENIZERS, Rng, library, random_grammar, real_tokenizer, runtime_grammar,
 };
 use proptest::prelude::*;
-use xg_runtime::{Grammar, MaskError, Matcher, TokenId, Vocabulary};
+use xg_runtime::{Grammar, MaskError, MaskStats, Matcher, TokenId, Vocabulary};
 
 fn token(id: usize) -> TokenId {
     TokenId::new(id).unwrap()
@@ -716,21 +716,27 @@ fn up_to_triples(extra: &[&str], alphabet: &[&str]) -> Vec<String> {
 
 /// Feeds `pieces` (tokens of `tokens`, the last one the stop token) to a
 /// matcher of `grammar`, checking every mask against the reference, and
-/// returns the trie nodes each mask walked building entries.
-fn nodes_walked_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<u64> {
+/// returns what each mask cost.
+fn mask_stats_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<MaskStats> {
     let vocabulary = with_stop_last(tokens);
     let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
     let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), vocabulary);
-    let mut walked = Vec::new();
+    let mut stats = Vec::new();
     for piece in pieces {
         check_mask(&mut matcher, &ids).unwrap();
-        walked.push(matcher.last_mask_stats().nodes_walked);
+        stats.push(matcher.last_mask_stats());
         let id = tokens.iter().position(|t| t == piece).unwrap();
         matcher.accept_token(token(id)).unwrap();
     }
     check_mask(&mut matcher, &ids).unwrap();
     assert!(matcher.can_terminate());
-    walked
+    stats
+}
+
+/// [`mask_stats_along`]: the trie nodes each mask walked building entries.
+fn nodes_walked_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<u64> {
+    let stats = mask_stats_along(grammar, tokens, pieces);
+    stats.iter().map(|stats| stats.nodes_walked).collect()
 }
 
 /// Property names: each prefix of a name is a new automaton state, so each
@@ -868,18 +874,8 @@ fn what_follows_a_rule_is_checked_once_per_token() {
         .to_vec();
     tokens.push("</s>".to_owned());
     let text = ["k", "7", ":", "1", "2", "3", "4", ",7"];
-    let vocabulary = with_stop_last(&tokens);
-    let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
-    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
-    let mut items = Vec::new();
-    for piece in text {
-        check_mask(&mut matcher, &ids).unwrap();
-        items.push(matcher.last_mask_stats().items);
-        let id = tokens.iter().position(|t| t == piece).unwrap();
-        matcher.accept_token(token(id)).unwrap();
-    }
-    check_mask(&mut matcher, &ids).unwrap();
-    assert!(matcher.can_terminate());
+    let stats = mask_stats_along(&grammar, &tokens, &text);
+    let items: Vec<u64> = stats.iter().map(|stats| stats.items).collect();
     // The context of `number` is built once, where the number starts
     // (mask 3); the masks inside it (4 to 7) look its verdicts up.
     let (first, later) = (items[3], &items[4..]);
