@@ -255,7 +255,7 @@ fn foreign_and_mismatched_bundles_are_refused() {
         error,
         BundleError::Version {
             found: 99,
-            supported: 1
+            supported: xg_runtime::bundle::format::VERSION
         }
     ));
     assert!(error.to_string().contains("recompile"), "{error}");

@@ -557,7 +557,7 @@ fn compile_writes_a_bundle_that_inspect_describes_and_trace_uses() {
     let output = xg(&["inspect", &out]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("format version 1"), "{stdout}");
+    assert!(stdout.contains("format version 2"), "{stdout}");
     assert!(stdout.contains("mask index"), "{stdout}");
     assert!(!stdout.contains("DAMAGED"), "{stdout}");
     let output = xg(&[

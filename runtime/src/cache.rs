@@ -63,9 +63,12 @@ pub(crate) struct Key {
 pub(crate) struct Parent {
     /// The structural hash of the item's rule.
     pub rule_hash: u64,
-    /// The canonical index of its node within the rule.
+    /// The canonical index of its node within the rule; with
+    /// [`Parent::AFTER`], of the node the match of the rule it waits for
+    /// takes it to.
     pub node: u32,
-    /// A counted repetition: which edge of the node (else [`Parent::AT_NODE`]).
+    /// A counted repetition: which edge of the node (else
+    /// [`Parent::AT_NODE`] or [`Parent::AFTER`]).
     pub edge: u32,
     /// A counted repetition: the matches it still needs and the most it
     /// may still take, each capped where a token cannot tell them apart
@@ -76,6 +79,9 @@ pub(crate) struct Parent {
 impl Parent {
     /// [`Parent::edge`] of an item at a node rather than in a repetition.
     pub(crate) const AT_NODE: u32 = u32::MAX;
+    /// [`Parent::edge`] of an item known by the node the rule it waits
+    /// for takes it to (its node has one such edge, or all lead there).
+    pub(crate) const AFTER: u32 = u32::MAX - 1;
 }
 
 impl Key {

@@ -11,16 +11,20 @@
 //! there ([`StepMemo`]). Walks from seeds of one rule often reach the same
 //! configurations — a property name's next character leads, whatever the
 //! name so far, into the same "any other name" state — so the outcome
-//! below a node reached in a configuration an earlier walk met is recorded
-//! once and replayed by later walks: the node's subtree then costs its
-//! ranges instead of its nodes.
+//! below a node reached in a configuration that recurs (an earlier walk
+//! met it, or this one reached it at another subtree) is recorded once and
+//! replayed by later walks: the node's subtree then costs its ranges
+//! instead of its nodes. Most nodes a walk visits need no Earley step at
+//! all: a memoized step settles them (dead, or into a configuration that
+//! loops over everything below), and the walk moves on to the next
+//! sibling.
 
 use std::sync::Arc;
 
 use super::Matcher;
 use super::item::Item;
 use super::mask::{MaskError, Seed};
-use super::memo::{StepMemo, Subtree};
+use super::memo::{Settled, StepMemo, Subtree};
 use crate::cache::{Classified, Group, Key, TokenSet};
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
@@ -74,12 +78,28 @@ pub(super) fn classify(
         let depth = trie.depth(node);
         ends.truncate(depth);
         let above = ends[depth - 1];
-        let viable = steps.step(&mut matcher, depth, trie.byte(node));
-        let met_before = if viable && depth < 63 && trie.end(node) - node >= MIN_RECORDED_NODES {
-            steps.met_before(depth)
-        } else {
-            None
+        let settled = steps.settled(
+            depth,
+            trie.byte(node),
+            trie.classes_below(node),
+            trie.utf8(node),
+            found.stop_at_arms,
+        );
+        let viable = match settled {
+            Some(Settled::Whole) => {
+                found.accept(trie.subtree_ranks(node));
+                node = trie.end(node);
+                continue;
+            }
+            Some(Settled::Dead) => false,
+            None => steps.step(&mut matcher, depth, trie.byte(node)),
         };
+        let (met_before, recurring) =
+            if viable && depth < 63 && trie.end(node) - node >= MIN_RECORDED_NODES {
+                steps.recurring(depth)
+            } else {
+                (None, None)
+            };
         if !viable {
             let (start, end) = trie.subtree_ranks(node);
             found.group(start, end, above);
@@ -90,7 +110,7 @@ pub(super) fn classify(
             found.replay(subtree, above);
             node = trie.end(node);
         } else {
-            if let Some(config) = met_before {
+            if let Some(config) = recurring {
                 found.record(config, node, trie.end(node), above);
             }
             if found.stop_at_arms && steps.at_arm(depth, &matcher) {

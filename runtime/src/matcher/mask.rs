@@ -500,41 +500,57 @@ fn waiting_parents(
         found.push((
             parent,
             owner,
-            link(grammar, parent, node, edge, longest_token),
+            link(grammar, parent, node, edge, rule, longest_token),
         ));
     }
     (!found.is_empty()).then_some(found)
 }
 
 /// The place in a [`Key`] of `parent`, an item at `node` (in the counted
-/// repetition `edge` if any) that waits for a short rule. Counts of
-/// repetitions are kept up to what a token of `longest_token` bytes can
-/// tell apart.
+/// repetition `edge` if any) that waits for the short rule `rule`. An item
+/// at a node is known by where the match takes it: all a walk from the
+/// seed sees of it, so the items of a property name's every prefix that
+/// wait for one escaped character share the entry. Counts of repetitions
+/// are kept up to what a token of `longest_token` bytes can tell apart.
 pub(super) fn link(
     grammar: &Grammar,
     parent: Item,
     node: u32,
     edge: Option<EdgeRecord>,
+    rule: u32,
     longest_token: usize,
 ) -> Parent {
     let record = grammar.rule(grammar.node_rule(node));
-    let count = edge.map_or(0, |edge| {
-        // A token ends at most one match per byte, plus one: counts
-        // further from the bounds than that behave alike.
-        let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
-        let needed = edge.b.saturating_sub(parent.aux).min(cap);
-        let room = if edge.c == EdgeRecord::UNBOUNDED {
-            cap
-        } else {
-            edge.c.saturating_sub(parent.aux).min(cap)
+    let Some(edge) = edge else {
+        let mut targets = (grammar.edges(node).iter())
+            .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == rule)
+            .map(|edge| edge.target);
+        let first = targets.next();
+        let (place, edge) = match first {
+            Some(target) if targets.all(|other| other == target) => (target, Parent::AFTER),
+            _ => (node, Parent::AT_NODE),
         };
-        needed << 16 | room
-    });
+        return Parent {
+            rule_hash: record.hash,
+            node: place - record.body,
+            edge,
+            count: 0,
+        };
+    };
+    // A token ends at most one match per byte, plus one: counts further
+    // from the bounds than that behave alike.
+    let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
+    let needed = edge.b.saturating_sub(parent.aux).min(cap);
+    let room = if edge.c == EdgeRecord::UNBOUNDED {
+        cap
+    } else {
+        edge.c.saturating_sub(parent.aux).min(cap)
+    };
     Parent {
         rule_hash: record.hash,
         node: node - record.body,
-        edge: edge.map_or(Parent::AT_NODE, |_| parent.a - grammar.first_edge(node)),
-        count,
+        edge: parent.a - grammar.first_edge(node),
+        count: needed << 16 | room,
     }
 }
 

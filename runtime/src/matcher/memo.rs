@@ -139,6 +139,9 @@ pub(super) struct StepMemo {
     targets: Vec<[u32; TARGETS]>,
     /// Per configuration: the byte classes known to lead back to it.
     loops: Vec<u64>,
+    /// Per configuration: whether a walk reached it at the root of a
+    /// subtree worth recording.
+    reached: Vec<bool>,
     /// Per configuration: whether a dispatch's trigger has just completed
     /// (the row holds an item about to match its arm).
     at_arm: Vec<bool>,
@@ -172,6 +175,14 @@ pub(super) struct StepMemo {
     items: usize,
     subtree_bytes: usize,
     chain_bytes: usize,
+}
+
+/// A trie node settled by lookups (see [`StepMemo::settled`]).
+pub(super) enum Settled {
+    /// No token of the subtree is viable.
+    Dead,
+    /// Every token of the subtree is viable.
+    Whole,
 }
 
 /// A chain of common targets (see [`StepMemo::all_viable_below`]).
@@ -224,6 +235,7 @@ impl StepMemo {
                 at_arm: Vec::new(),
                 targets: Vec::new(),
                 loops: Vec::new(),
+                reached: Vec::new(),
                 next: Vec::new(),
                 runs: Vec::new(),
                 path: Vec::new(),
@@ -255,12 +267,20 @@ impl StepMemo {
             + self.chain_bytes
     }
 
-    /// The configuration at `depth` of the current path if an earlier walk
-    /// met it (only then may what is below have been recorded, or be worth
-    /// recording).
-    pub(super) fn met_before(&self, depth: usize) -> Option<u32> {
+    /// The configuration at `depth` of the current path (reached at the
+    /// root of a subtree worth recording) if an earlier walk met it, and
+    /// if it recurs: an earlier walk met it or this walk reached it at
+    /// another such subtree before. What is below is replayed in the first
+    /// case, recorded in the second (a configuration a walk reaches once
+    /// is seldom reached again).
+    pub(super) fn recurring(&mut self, depth: usize) -> (Option<u32>, Option<u32>) {
         let config = self.path[depth];
-        (config != NONE && (config as usize) < self.met).then_some(config)
+        if config == NONE {
+            return (None, None);
+        }
+        let met = (config as usize) < self.met;
+        let reached = std::mem::replace(&mut self.reached[config as usize], true);
+        (met.then_some(config), (met || reached).then_some(config))
     }
 
     /// What was found below trie node `node` reached in `config`.
@@ -285,6 +305,38 @@ impl StepMemo {
         if self.subtree_bytes + bytes <= SUBTREE_BYTES {
             self.subtree_bytes += bytes;
             self.subtrees.insert((config, node, stop_at_arms), subtree);
+        }
+    }
+
+    /// What a trie node at `depth` of the current path, over `byte`, with
+    /// `classes` below it (at `utf8`), comes to when lookups alone settle
+    /// it: its step known dead, or known to lead to a configuration whose
+    /// loops take every class below — the whole subtree viable (a dispatch's
+    /// arm about to match does not count when arms stop the walk). `None`
+    /// when it takes the walk. Most of the nodes a walk visits are settled
+    /// so: the siblings of a property name's path, each leading into "any
+    /// other name".
+    pub(super) fn settled(
+        &self,
+        depth: usize,
+        byte: u8,
+        classes: u64,
+        utf8: Utf8,
+        stop_at_arms: bool,
+    ) -> Option<Settled> {
+        let from = self.path[depth - 1];
+        let to = *self.next.get(from as usize)?.get(usize::from(byte))?;
+        match to {
+            DEAD => Some(Settled::Dead),
+            UNKNOWN => None,
+            to => {
+                let to = to as usize;
+                let whole = classes == 0
+                    || (utf8 == Utf8::Boundary
+                        && classes & 1 << MALFORMED == 0
+                        && classes & !self.loops[to] == 0);
+                (whole && !(stop_at_arms && self.at_arm[to])).then_some(Settled::Whole)
+            }
         }
     }
 
@@ -647,6 +699,7 @@ impl StepMemo {
         self.at_arm.push(enters_arm(items));
         self.targets.push([UNKNOWN; TARGETS]);
         self.loops.push(0);
+        self.reached.push(false);
         let (next, runs) = first_steps(&matcher.grammar, items);
         self.next.push(next);
         self.runs.push(runs);

@@ -204,7 +204,7 @@ impl Waiters {
                 match caller {
                     Caller::Node(node) => {
                         let parent = item(Kind::Node, node, 0);
-                        let place = link(grammar, parent, node, None, longest_token);
+                        let place = link(grammar, parent, node, None, rule, longest_token);
                         waiters.items[r].push((parent, node, place));
                     }
                     Caller::Repeat { node, edge } => {
@@ -212,7 +212,8 @@ impl Waiters {
                         let mut seen = Vec::new();
                         for aux in repeat_counts(&record, longest_token) {
                             let parent = item(Kind::Repeat, edge, aux);
-                            let place = link(grammar, parent, node, Some(record), longest_token);
+                            let place =
+                                link(grammar, parent, node, Some(record), rule, longest_token);
                             if !seen.contains(&place.count) {
                                 seen.push(place.count);
                                 waiters.items[r].push((parent, node, place));
