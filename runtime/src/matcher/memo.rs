@@ -683,10 +683,10 @@ impl StepMemo {
             };
             shape.push(Item { origin, ..item });
         }
-        let shape: Box<[Item]> = shape.into();
-        if let Some(&id) = self.ids.get(&shape) {
+        if let Some(&id) = self.ids.get(shape.as_slice()) {
             return id;
         }
+        let shape: Box<[Item]> = shape.into();
         if self.shapes.len() == MAX_CONFIGS {
             return NONE;
         }
