@@ -739,6 +739,26 @@ fn nodes_walked_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]
     stats.iter().map(|stats| stats.nodes_walked).collect()
 }
 
+/// An object with property names that share prefixes, and tokens for
+/// [`PROPERTY_NAME_TEXT`]: its characters, and every pair and triple over
+/// a small alphabet with the characters that end a name, escape in it or
+/// follow it (not the ones that go on with "alp…": the trie below them is
+/// the part each prefix walks anew).
+fn property_names() -> (Arc<Grammar>, Vec<String>) {
+    let grammar = runtime_grammar(
+        r#"root ::= %json {"type": "object", "properties": {"alpha": {"type": "integer"}, "alpine": {"type": "integer"}, "alps": {"type": "integer"}, "beta": {"type": "integer"}}}"#,
+    );
+    let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
+    (
+        grammar,
+        up_to_triples(&["{", "p", "i", "n", "e"], &alphabet),
+    )
+}
+
+/// An instance of [`property_names`]' object, one piece per token.
+const PROPERTY_NAME_TEXT: [&str; 12] =
+    ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"];
+
 /// Property names: each prefix of a name is a new automaton state, so each
 /// step inside a name builds entries — but a character that leaves every
 /// known name leads, whatever the prefix, into the same "any other name"
@@ -747,17 +767,8 @@ fn nodes_walked_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]
 /// fraction of the trie; the masks stay exact.
 #[test]
 fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
-    let grammar = runtime_grammar(
-        r#"root ::= %json {"type": "object", "properties": {"alpha": {"type": "integer"}, "alpine": {"type": "integer"}, "alps": {"type": "integer"}, "beta": {"type": "integer"}}}"#,
-    );
-    // The characters of the text, and every pair and triple over a small
-    // alphabet with the characters that end a name, escape in it or follow
-    // it (not the ones that go on with "alp…": the trie below them is the
-    // part each prefix walks anew).
-    let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
-    let tokens = up_to_triples(&["{", "p", "i", "n", "e"], &alphabet);
-    let text = ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"];
-    let walked = nodes_walked_along(&grammar, &tokens, &text);
+    let (grammar, tokens) = property_names();
+    let walked = nodes_walked_along(&grammar, &tokens, &PROPERTY_NAME_TEXT);
     // The walk after `{"` meets the other-name configuration below many
     // trie nodes and records what is below it from the second on; the
     // walks of later prefixes replay it.
@@ -841,17 +852,12 @@ fn one_step_stands_for_the_bytes_a_configuration_scans_alike() {
 /// replayed on the other's, and every mask of both stays exact.
 #[test]
 fn a_grammar_used_with_two_vocabularies_keeps_their_walks_apart() {
-    let grammar = runtime_grammar(
-        r#"root ::= %json {"type": "object", "properties": {"alpha": {"type": "integer"}, "alpine": {"type": "integer"}, "alps": {"type": "integer"}, "beta": {"type": "integer"}}}"#,
-    );
-    let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
-    let first = up_to_triples(&["{", "p", "i", "n", "e"], &alphabet);
+    let (grammar, first) = property_names();
     // Other tokens, so the same trie node numbers stand for other bytes.
     let fewer = ["a", "b", "l", "\"", "\\", ":", "1", ",", "é", "}"];
     let second = up_to_triples(&["{", "p", "i", "n", "e", "ab", "zz"], &fewer);
-    let text = ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"];
     for tokens in [&first, &second, &first, &second] {
-        nodes_walked_along(&grammar, tokens, &text);
+        nodes_walked_along(&grammar, tokens, &PROPERTY_NAME_TEXT);
     }
 }
 
@@ -896,13 +902,8 @@ fn what_follows_a_rule_is_checked_once_per_token() {
 /// exact.
 #[test]
 fn a_character_that_leaves_every_name_has_one_entry_for_all_prefixes() {
-    let grammar = runtime_grammar(
-        r#"root ::= %json {"type": "object", "properties": {"alpha": {"type": "integer"}, "alpine": {"type": "integer"}, "beta": {"type": "integer"}}}"#,
-    );
-    let alphabet = ["a", "b", "l", "x", "\"", "\\", ":", "1", ",", "é", "}"];
-    let tokens = up_to_triples(&["{", "p", "i", "n", "e"], &alphabet);
-    let text = ["{", "\"", "a", "l", "p", "i", "n", "e", "\"", ":", "1", "}"];
-    let stats = mask_stats_along(&grammar, &tokens, &text);
+    let (grammar, tokens) = property_names();
+    let stats = mask_stats_along(&grammar, &tokens, &PROPERTY_NAME_TEXT);
     let built: Vec<u32> = stats.iter().map(|stats| stats.built).collect();
     // After `{"` the name's entry, the character's and the closing brace's
     // are built; at each prefix after it only the name's own is new.
