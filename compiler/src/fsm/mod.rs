@@ -286,9 +286,15 @@ fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>, cache: &Compil
     let built = cache.automaton(key, |key| {
         let mut local_sets = Vec::new();
         let nfa = thompson::build(key, &mut local_sets);
-        let fsm = match determinize::determinize(&nfa) {
-            Some(dfa) => minimize::minimize(&dfa),
-            None => nfa,
+        // Most bodies are deterministic once their epsilon edges are gone:
+        // subset construction would only copy them.
+        let fsm = if nfa.is_deterministic() {
+            minimize::minimize(&nfa)
+        } else {
+            match determinize::determinize(&nfa) {
+                Some(dfa) => minimize::minimize(&dfa),
+                None => nfa,
+            }
         };
         Automaton {
             fsm,

@@ -194,10 +194,22 @@ fn remove_epsilons(fsm: &Fsm) -> Fsm {
 /// renumbered in order of first reach; node 0 stays the start.
 pub(super) fn trim(fsm: &Fsm) -> Fsm {
     let count = fsm.nodes.len();
-    let mut reverse: Vec<Vec<u32>> = vec![Vec::new(); count];
+    // The edges reversed, by target: `sources[starts[n]..starts[n + 1]]`
+    // lead into node n (one buffer, not one per node).
+    let mut starts = vec![0u32; count + 1];
+    for edge in fsm.nodes.iter().flat_map(|node| &node.edges) {
+        starts[edge.target as usize + 1] += 1;
+    }
+    for n in 0..count {
+        starts[n + 1] += starts[n];
+    }
+    let mut sources = vec![0u32; starts[count] as usize];
+    let mut fill = starts.clone();
     for (from, node) in fsm.nodes.iter().enumerate() {
         for edge in &node.edges {
-            reverse[edge.target as usize].push(node_id(from));
+            let at = &mut fill[edge.target as usize];
+            sources[*at as usize] = node_id(from);
+            *at += 1;
         }
     }
     let mut alive = vec![false; count];
@@ -209,7 +221,8 @@ pub(super) fn trim(fsm: &Fsm) -> Fsm {
         alive[n as usize] = true;
     }
     while let Some(node) = stack.pop() {
-        for &from in &reverse[node as usize] {
+        let into = starts[node as usize] as usize..starts[node as usize + 1] as usize;
+        for &from in &sources[into] {
             if !alive[from as usize] {
                 alive[from as usize] = true;
                 stack.push(from);
