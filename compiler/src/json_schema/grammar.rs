@@ -183,12 +183,46 @@ impl G {
     /// The expression with references to unproductive rules replaced by
     /// `Nothing`, simplified again.
     fn prune(self, rules: &[bool]) -> G {
+        self.replace_refs(&mut |i| (!rules[i]).then_some(G::Nothing))
+            .0
+    }
+
+    /// The expression with each reference `i` for which `replacement(i)`
+    /// is `Some` replaced by it, and whether any was. Only the parts above
+    /// a replaced reference are simplified again (the rest is moved as it
+    /// is: rule bodies of large schemas are large, and most references in
+    /// them stay).
+    fn replace_refs(self, replacement: &mut impl FnMut(usize) -> Option<G>) -> (G, bool) {
+        let mut replace_all = |items: Vec<G>| {
+            let mut replaced = false;
+            let items: Vec<G> = items
+                .into_iter()
+                .map(|g| {
+                    let (g, changed) = g.replace_refs(replacement);
+                    replaced |= changed;
+                    g
+                })
+                .collect();
+            (items, replaced)
+        };
         match self {
-            G::Ref(i) if !rules[i] => G::Nothing,
-            G::Seq(items) => G::seq(items.into_iter().map(|g| g.prune(rules))),
-            G::Alt(items) => G::alt(items.into_iter().map(|g| g.prune(rules))),
-            G::Rep(g, min, max) => G::rep(g.prune(rules), min, max),
-            g => g,
+            G::Ref(i) => match replacement(i) {
+                Some(g) => (g, true),
+                None => (G::Ref(i), false),
+            },
+            G::Seq(items) => match replace_all(items) {
+                (items, true) => (G::seq(items), true),
+                (items, false) => (G::Seq(items), false),
+            },
+            G::Alt(items) => match replace_all(items) {
+                (items, true) => (G::alt(items), true),
+                (items, false) => (G::Alt(items), false),
+            },
+            G::Rep(g, min, max) => match g.replace_refs(replacement) {
+                (g, true) => (G::rep(g, min, max), true),
+                (g, false) => (G::Rep(Box::new(g), min, max), false),
+            },
+            g @ (G::Nothing | G::Empty | G::Lit(_) | G::Class(_)) => (g, false),
         }
     }
 
@@ -197,6 +231,16 @@ impl G {
             G::Ref(i) => f(*i),
             G::Seq(items) | G::Alt(items) => items.iter().for_each(|g| g.visit_refs(f)),
             G::Rep(g, _, _) => g.visit_refs(f),
+            G::Nothing | G::Empty | G::Lit(_) | G::Class(_) => {}
+        }
+    }
+
+    /// Calls `f` on every reference, which it may change in place.
+    fn visit_refs_mut(&mut self, f: &mut impl FnMut(&mut usize)) {
+        match self {
+            G::Ref(i) => f(i),
+            G::Seq(items) | G::Alt(items) => items.iter_mut().for_each(|g| g.visit_refs_mut(f)),
+            G::Rep(g, _, _) => g.visit_refs_mut(f),
             G::Nothing | G::Empty | G::Lit(_) | G::Class(_) => {}
         }
     }
@@ -323,7 +367,11 @@ impl Rules {
         let mut names = std::mem::take(&mut self.names);
         self.bodies = order
             .iter()
-            .map(|&i| renumber(std::mem::replace(&mut bodies[i], G::Nothing), &new_index))
+            .map(|&i| {
+                let mut body = std::mem::replace(&mut bodies[i], G::Nothing);
+                body.visit_refs_mut(&mut |rule| *rule = new_index[*rule]);
+                body
+            })
             .collect();
         self.names = order
             .iter()
@@ -422,15 +470,27 @@ impl Rules {
             return;
         }
         let inline = std::mem::take(&mut self.inline);
-        for rule in 0..self.bodies.len() {
+        // An inline rule used once, by a rule that is not inline, is moved
+        // to its place rather than copied.
+        let mut uses = vec![0u32; self.bodies.len()];
+        for (rule, body) in self.bodies.iter().enumerate() {
+            let weight = if inline.contains(&rule) { 2 } else { 1 };
+            body.visit_refs(&mut |target| uses[target] += weight);
+        }
+        let mut bodies = Inliner {
+            bodies: &mut self.bodies,
+            inline: &inline,
+            moved: &uses.iter().map(|&n| n == 1).collect::<Vec<bool>>(),
+        };
+        for rule in 0..bodies.bodies.len() {
             if inline.contains(&rule) {
                 continue;
             }
             let mut uses = false;
-            self.bodies[rule].visit_refs(&mut |target| uses |= inline.contains(&target));
+            bodies.bodies[rule].visit_refs(&mut |target| uses |= inline.contains(&target));
             if uses {
-                let body = std::mem::replace(&mut self.bodies[rule], G::Nothing);
-                self.bodies[rule] = write_out(body, &self.bodies, &inline);
+                let body = std::mem::replace(&mut bodies.bodies[rule], G::Nothing);
+                bodies.bodies[rule] = bodies.write_out(body);
             }
         }
     }
@@ -444,13 +504,22 @@ impl Rules {
             body.visit_refs(&mut |target| referrers[target].push(i));
         }
         let mut productive = vec![false; self.bodies.len()];
+        // A rule waits in `work` at most once at a time: a choice of
+        // hundreds of rules is not checked again for each of them.
+        let mut queued = vec![true; self.bodies.len()];
         let mut work: Vec<usize> = (0..self.bodies.len()).rev().collect();
         while let Some(rule) = work.pop() {
+            queued[rule] = false;
             if productive[rule] || !self.bodies[rule].productive(&productive) {
                 continue;
             }
             productive[rule] = true;
-            work.extend(referrers[rule].iter().filter(|&&r| !productive[r]));
+            for &referrer in &referrers[rule] {
+                if !productive[referrer] && !queued[referrer] {
+                    queued[referrer] = true;
+                    work.push(referrer);
+                }
+            }
         }
         productive
     }
@@ -555,39 +624,42 @@ fn redirect(g: G, merged: &[usize]) -> G {
 }
 
 fn redirect_refs(g: G, merged: &[usize]) -> G {
-    match g {
-        G::Ref(mut i) => {
-            while merged[i] != i {
-                i = merged[i];
-            }
-            G::Ref(i)
+    g.replace_refs(&mut |mut i| {
+        if merged[i] == i {
+            return None;
         }
-        G::Seq(items) => G::seq(items.into_iter().map(|g| redirect_refs(g, merged))),
-        G::Alt(items) => G::alt(items.into_iter().map(|g| redirect_refs(g, merged))),
-        G::Rep(g, min, max) => G::rep(redirect_refs(*g, merged), min, max),
-        g => g,
-    }
+        while merged[i] != i {
+            i = merged[i];
+        }
+        Some(G::Ref(i))
+    })
+    .0
 }
 
-/// `g` with each reference to one of the `inline` rules replaced by the
-/// rule's body (itself written out).
-fn write_out(g: G, bodies: &[G], inline: &FxHashSet<usize>) -> G {
-    match g {
-        G::Ref(i) if inline.contains(&i) => write_out(bodies[i].clone(), bodies, inline),
-        G::Seq(items) => G::seq(items.into_iter().map(|g| write_out(g, bodies, inline))),
-        G::Alt(items) => G::alt(items.into_iter().map(|g| write_out(g, bodies, inline))),
-        G::Rep(g, min, max) => G::rep(write_out(*g, bodies, inline), min, max),
-        g => g,
-    }
+/// The rule bodies while inline rules are written out.
+struct Inliner<'a> {
+    bodies: &'a mut [G],
+    inline: &'a FxHashSet<usize>,
+    /// Per rule, whether its one use takes its body.
+    moved: &'a [bool],
 }
 
-fn renumber(g: G, new_index: &[usize]) -> G {
-    match g {
-        G::Ref(i) => G::Ref(new_index[i]),
-        G::Seq(items) => G::Seq(items.into_iter().map(|g| renumber(g, new_index)).collect()),
-        G::Alt(items) => G::Alt(items.into_iter().map(|g| renumber(g, new_index)).collect()),
-        G::Rep(g, min, max) => G::Rep(Box::new(renumber(*g, new_index)), min, max),
-        g => g,
+impl Inliner<'_> {
+    /// `g` with each reference to one of the `inline` rules replaced by the
+    /// rule's body (itself written out).
+    fn write_out(&mut self, g: G) -> G {
+        g.replace_refs(&mut |i| {
+            if !self.inline.contains(&i) {
+                return None;
+            }
+            let body = if self.moved[i] {
+                std::mem::replace(&mut self.bodies[i], G::Nothing)
+            } else {
+                self.bodies[i].clone()
+            };
+            Some(self.write_out(body))
+        })
+        .0
     }
 }
 
@@ -667,6 +739,32 @@ mod tests {
         assert_eq!(
             rules.to_xg(),
             "root ::= \"x\" r1_used*\nr1_used ::= [a-c]\n"
+        );
+    }
+
+    #[test]
+    fn inline_rules_are_written_out_where_used_moved_or_copied() {
+        let mut rules = Rules::default();
+        let root = rules.declare("root");
+        let user = rules.declare("user");
+        let once = rules.declare_inline("once");
+        let twice = rules.declare_inline("twice");
+        let inner = rules.declare_inline("inner");
+        // `once` is used once (moved), `twice` twice (copied), `inner`
+        // once but from an inline rule (copied with it).
+        rules.define(
+            root,
+            G::seq([G::Ref(once), G::Ref(twice), G::Ref(user), G::lit("!")]),
+        );
+        rules.define(user, G::alt([G::Ref(twice), G::lit("u")]));
+        rules.define(once, G::lit("o"));
+        rules.define(twice, G::seq([G::lit("t"), G::Ref(inner)]));
+        rules.define(inner, G::alt([G::lit("i"), G::lit("j")]));
+        assert!(rules.prune());
+        // Literals written out next to each other merge; the rest moves.
+        assert_eq!(
+            rules.to_xg(),
+            "root ::= \"ot\" (\"i\" | \"j\") user \"!\"\nuser ::= \"t\" (\"i\" | \"j\") | \"u\"\n"
         );
     }
 }
