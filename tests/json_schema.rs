@@ -9,16 +9,13 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use serde_json::Value;
-use xg_compiler::json_schema::{self, Options, PropertyOrder, Whitespace};
-use xg_compiler::{Budget, CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_compiler::json_schema::{self, Options, PropertyOrder};
+use xg_compiler::{Budget, CompileCache, Diagnostics, Limits, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
-use common::{REAL_TOKENIZERS, real_tokenizer};
-
-/// `(file name, MaskBench document)` for every file of the sample.
-fn maskbench() -> Vec<(String, Value)> {
-    common::vendored_json("maskbench/maskbench.tar.gz")
-}
+use common::{
+    REAL_TOKENIZERS, compact, maskbench, maskbench_options, real_tokenizer, schema_grammar,
+};
 
 /// One compile cache for every schema of a run, as a server keeps one: the
 /// rules schemas share are generated and built once, and the runs check
@@ -26,33 +23,7 @@ fn maskbench() -> Vec<(String, Value)> {
 static CACHE: std::sync::LazyLock<CompileCache> = std::sync::LazyLock::new(CompileCache::default);
 
 fn compile(schema: &Value, options: &Options) -> Result<Arc<Grammar>, String> {
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::json_schema(
-        schema,
-        options,
-        &Limits::default(),
-        &CACHE,
-        &sources,
-        file,
-        &mut diagnostics,
-    )
-    .map(Arc::new)
-    .ok_or_else(|| {
-        let messages: Vec<String> = diagnostics
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .map(|d| d.message.clone())
-            .collect();
-        messages.join("; ")
-    })
-}
-
-/// Compact JSON like Python's
-/// `json.dumps(data, ensure_ascii=False, separators=(",", ":"))`.
-fn compact(data: &Value) -> String {
-    serde_json::to_string(data).expect("serializable")
+    schema_grammar(schema, options, &CACHE)
 }
 
 /// The index of the first token the grammar refuses (its mask bit is clear),
@@ -206,16 +177,6 @@ fn report(label: &str, outcome: &Outcome) {
     }
     for r in outcome.refused_valid.iter().take(20) {
         eprintln!("  refused {r}");
-    }
-}
-
-/// The options MaskBench instances are written in: compact separators and
-/// properties in any order (instances do not follow the schema's order).
-fn maskbench_options() -> Options {
-    Options {
-        whitespace: Whitespace::Compact,
-        property_order: PropertyOrder::Any,
-        ..Options::default()
     }
 }
 

@@ -7,7 +7,9 @@ mod common;
 use std::sync::Arc;
 
 use common::{
-    CORPUS, LIBRARY, REAL_TOKENIZERS, Rng, library, random_grammar, real_tokenizer, runtime_grammar,
+    CORPUS, LIBRARY, MODEL_GRAMMARS, REAL_TOKENIZERS, RealTokenizer, Rng, compact, grammar_text,
+    library, maskbench, maskbench_options, random_grammar, real_tokenizer, runtime_grammar,
+    runtime_grammar_for, schema_grammar,
 };
 use proptest::prelude::*;
 use xg_runtime::{Grammar, MaskError, MaskStats, Matcher, TokenId, Vocabulary};
@@ -178,8 +180,10 @@ proptest! {
     }
 }
 
-/// Real vocabularies: a sample of ids per step in debug builds, all of them
-/// in release.
+/// Real vocabularies: every grammar under `grammars/` (the library on each
+/// real tokenizer, the grammars that name a model's tokens on that model's)
+/// and a few of the corpus; a sample of ids per step in debug builds, all
+/// of them in release.
 #[test]
 fn masks_are_exact_on_real_vocabularies() {
     let grammars: Vec<String> = library()
@@ -187,13 +191,28 @@ fn masks_are_exact_on_real_vocabularies() {
         .chain(CORPUS.iter().take(3).map(|s| (*s).to_owned()))
         .chain(COUNTED.iter().map(|s| (*s).to_owned()))
         .collect();
+    let counted = grammars.len() - COUNTED.len();
+    let mut runs: Vec<(&RealTokenizer, Vec<(String, usize)>)> = REAL_TOKENIZERS
+        .iter()
+        .map(|tokenizer| {
+            let walks = grammars
+                .iter()
+                .enumerate()
+                .map(|(k, source)| (source.clone(), if k >= counted { 40 } else { 10 }))
+                .collect();
+            (tokenizer, walks)
+        })
+        .collect();
+    for &(path, tokenizer) in MODEL_GRAMMARS {
+        runs.push((tokenizer, vec![(grammar_text(path), 20)]));
+    }
     let full = !cfg!(debug_assertions);
-    for tokenizer in REAL_TOKENIZERS {
+    for (tokenizer, walks) in runs {
         let (json, config) = real_tokenizer(tokenizer);
         let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
         let size = vocabulary.len();
-        for (k, source) in grammars.iter().enumerate() {
-            let grammar = runtime_grammar(source);
+        for (k, (source, steps)) in walks.iter().enumerate() {
+            let grammar = runtime_grammar_for(source, Some(&vocabulary));
             let sample = |rng: &mut Rng| -> Vec<TokenId> {
                 if full {
                     return (0..size).map(token).collect();
@@ -207,14 +226,89 @@ fn masks_are_exact_on_real_vocabularies() {
                 &vocabulary,
                 sample,
                 &mut Rng::new(k as u64 + 1),
-                if k >= grammars.len() - COUNTED.len() {
-                    40
-                } else {
-                    10
-                },
+                *steps,
             );
             if let Err(error) = result {
                 panic!("{} on grammar {k}: {error}", tokenizer.name);
+            }
+        }
+    }
+}
+
+/// The walks above cover every grammar the project ships.
+#[test]
+fn the_library_lists_every_grammar_under_grammars() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
+    let mut found = Vec::new();
+    for folder in std::fs::read_dir(&root).unwrap() {
+        let folder = folder.unwrap().path();
+        for file in std::fs::read_dir(&folder).unwrap() {
+            let path = file.unwrap().path();
+            if path.extension().is_some_and(|e| e == "xg") {
+                found.push(path.strip_prefix(&root).unwrap().display().to_string());
+            }
+        }
+    }
+    found.sort();
+    let mut listed: Vec<String> = LIBRARY
+        .iter()
+        .chain(MODEL_GRAMMARS.iter().map(|(path, _)| path))
+        .map(|p| (*p).to_owned())
+        .collect();
+    listed.sort();
+    assert_eq!(found, listed);
+}
+
+/// JSON Schema grammars on the real byte-level vocabularies (Llama 3.1,
+/// Qwen3, gpt-oss): along a valid instance of every 47th MaskBench file,
+/// tokenized by the model's own tokenizer, the mask equals the reference
+/// at each of the first 48 steps — on a sample of ids (with the next
+/// token and the stop tokens), and in release builds on every id at every
+/// eighth step.
+#[test]
+fn masks_are_exact_along_maskbench_instances_on_real_vocabularies() {
+    let cache = xg_compiler::CompileCache::default();
+    let instances: Vec<(String, Arc<Grammar>, String)> = maskbench()
+        .into_iter()
+        .step_by(47)
+        .filter_map(|(name, doc)| {
+            let grammar = schema_grammar(&doc["schema"], &maskbench_options(), &cache).ok()?;
+            let tests = doc["tests"].as_array()?;
+            let valid = tests.iter().find(|test| test["valid"] == true)?;
+            Some((name, grammar, compact(&valid["data"])))
+        })
+        .collect();
+    assert!(instances.len() >= 10, "{} instances", instances.len());
+    let full = !cfg!(debug_assertions);
+    for tokenizer in &REAL_TOKENIZERS[..3] {
+        let (json, config) = real_tokenizer(tokenizer);
+        let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+        let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+        let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+        let mut rng = Rng::new(47);
+        for (name, grammar, text) in &instances {
+            let encoding = model.encode(text.as_str(), false).unwrap();
+            let mut matcher =
+                Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(&vocabulary));
+            for (step, &id) in encoding.get_ids().iter().take(48).enumerate() {
+                let next = token(id as usize);
+                let ids = if full && step % 8 == 0 {
+                    all.clone()
+                } else {
+                    let mut ids: Vec<TokenId> =
+                        (0..600).map(|_| token(rng.below(all.len()))).collect();
+                    ids.extend(vocabulary.stop_tokens());
+                    ids.push(next);
+                    ids
+                };
+                let allowed = check_mask(&mut matcher, &ids)
+                    .unwrap_or_else(|error| panic!("{} on {name}: {error}", tokenizer.name));
+                assert!(
+                    allowed.contains(&next),
+                    "{} on {name}: step {step}",
+                    tokenizer.name
+                );
+                matcher.accept_token(next).unwrap();
             }
         }
     }
@@ -915,4 +1009,53 @@ fn a_character_that_leaves_every_name_has_one_entry_for_all_prefixes() {
             built[2]
         );
     }
+}
+
+/// Cross-grammar reuse: a hundred schemas, each with property names of its
+/// own, whose values are a string and a number. The entries of the string
+/// and number rules are built by the first grammar and found in the
+/// vocabulary's cache by the 99 others; inside the values, the one entry a
+/// later grammar builds is its object's own item after the number (which
+/// may end after any digit). The masks stay exact.
+#[test]
+fn a_hundred_schemas_build_their_shared_value_entries_once() {
+    let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+    for piece in [
+        "{\"", "\":", "\",\"", "hello", " wor", "ld", "12", ".5", "e3", "\"}", "}",
+    ] {
+        tokens.push(piece.as_bytes().to_vec());
+    }
+    tokens.push(b"</s>".to_vec());
+    let vocabulary = with_stop_last(&tokens);
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    let mut mask = vec![0; vocabulary.mask_words()];
+    let mut built_in_values = Vec::new();
+    for k in 0..100 {
+        let grammar = runtime_grammar(&format!(
+            r#"root ::= %json {{"type": "object", "properties": {{"name{k}": {{"type": "string"}}, "size{k}": {{"type": "number"}}}}, "required": ["name{k}", "size{k}"], "additionalProperties": false}}"#
+        ));
+        let text = format!(r#"{{"name{k}":"hello world","size{k}":12.5e3}}"#);
+        let string = text.find("hello").unwrap()..text.find("\",").unwrap();
+        let number = text.find(":12").unwrap() + 2..text.len() - 1;
+        let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
+        let mut built = 0;
+        for (at, byte) in text.bytes().enumerate() {
+            if k % 10 == 0 {
+                check_mask(&mut matcher, &all).unwrap();
+            } else {
+                matcher.fill_next_token_bitmask(&mut mask).unwrap();
+            }
+            if string.contains(&at) || number.contains(&at) {
+                built += matcher.last_mask_stats().built;
+            }
+            matcher.accept_token(token(usize::from(byte))).unwrap();
+        }
+        assert!(matcher.can_terminate());
+        built_in_values.push(built);
+    }
+    assert!(built_in_values[0] > 3, "{built_in_values:?}");
+    assert!(
+        built_in_values[1..].iter().all(|&b| b == 1),
+        "{built_in_values:?}"
+    );
 }

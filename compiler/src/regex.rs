@@ -77,6 +77,7 @@ pub fn check(
                 span,
             },
             lookahead: None,
+            keep: false,
         }],
         root: RuleId::new(0).expect("rule 0"),
     })

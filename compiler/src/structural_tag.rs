@@ -71,6 +71,7 @@ pub fn check(
             span,
             body: empty(span),
             lookahead: None,
+            keep: false,
         }],
         vocabulary,
         budget,

@@ -45,6 +45,11 @@ pub struct Rule {
     pub body: Expr,
     /// Text that must follow every match of the rule, if asserted.
     pub lookahead: Option<Expr>,
+    /// Whether the rule stays a rule of its own, however small: a
+    /// building block many grammars have (JSON Schema's numbers), whose
+    /// mask-cache entries then serve all of them instead of each grammar
+    /// building its own for every place the block was copied into.
+    pub keep: bool,
 }
 
 /// An expression with the span it came from.

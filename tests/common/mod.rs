@@ -197,6 +197,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     name: rule.name.clone(),
                     body: node_ref(starts[r] + 1, 0),
                     lookahead: None,
+                    keep: false,
                 }];
                 own.extend(node_rules(grammar, &entry, fsm, starts[r] + 1, &rule.name));
                 own
@@ -215,6 +216,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     exclude: dispatch.exclude.clone(),
                 }),
                 lookahead: None,
+                keep: false,
             }],
             fsm::Body::TokenDispatch(dispatch) => vec![ir::Rule {
                 name: rule.name.clone(),
@@ -228,6 +230,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     exclude: dispatch.exclude.clone(),
                 }),
                 lookahead: None,
+                keep: false,
             }],
         };
         if let Some(lookahead) = &rule.lookahead {
@@ -289,6 +292,7 @@ fn node_rules(
                 name: format!("{name}@{k}"),
                 body: Expr::Choice(alternatives),
                 lookahead: None,
+                keep: false,
             }
         })
         .collect()
@@ -341,20 +345,38 @@ pub const CORPUS: &[&str] = &[
 /// The grammars of `grammars/` (the standard library and the examples), in
 /// a fixed order: [`LIBRARY`] names them.
 pub fn library() -> Vec<String> {
-    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
-    LIBRARY
-        .iter()
-        .map(|path| std::fs::read_to_string(root.join(path)).expect("library grammar"))
-        .collect()
+    LIBRARY.iter().map(|path| grammar_text(path)).collect()
 }
 
-/// The paths of the grammars [`library`] returns.
+/// The paths of the grammars [`library`] returns: every grammar under
+/// `grammars/` but the [`MODEL_GRAMMARS`] (a test in `masks.rs` checks
+/// that none is missing).
 pub const LIBRARY: &[&str] = &[
     "std/json.xg",
     "examples/arithmetic.xg",
     "examples/xgrammar_compat.xg",
     "examples/tool_calling.xg",
+    "std/json_compact.xg",
+    "std/reasoning.xg",
+    "std/qwen.xg",
+    "std/llama3.xg",
+    "std/llama3_function.xg",
+    "std/deepseek.xg",
 ];
+
+/// The grammars under `grammars/` that name a model's special tokens by
+/// their text, so compile only with that model's vocabulary: each with its
+/// model.
+pub const MODEL_GRAMMARS: &[(&str, &RealTokenizer)] = &[
+    ("std/mistral.xg", &MISTRAL_NEMO),
+    ("std/harmony.xg", &REAL_TOKENIZERS[2]),
+];
+
+/// The text of a grammar under `grammars/`.
+pub fn grammar_text(path: &str) -> String {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../grammars");
+    std::fs::read_to_string(root.join(path)).expect("library grammar")
+}
 
 /// A random `.xg` expression over a small alphabet; `rule` may refer to rules
 /// numbered above it (and to itself, after an alternative that ends).
@@ -466,7 +488,19 @@ pub fn walk_in_lockstep(
 /// Compiles `.xg` text through every stage into a runtime grammar,
 /// panicking with the diagnostics on error.
 pub fn runtime_grammar(text: &str) -> Arc<xg_runtime::Grammar> {
+    runtime_grammar_for(text, None)
+}
+
+/// [`runtime_grammar`] with a vocabulary to find the tokens the grammar
+/// names by their text in.
+pub fn runtime_grammar_for(
+    text: &str,
+    vocabulary: Option<&Arc<xg_runtime::Vocabulary>>,
+) -> Arc<xg_runtime::Grammar> {
     let mut sources = Sources::new();
+    if let Some(vocabulary) = vocabulary {
+        sources.set_vocabulary(Arc::clone(vocabulary));
+    }
     let file = sources.add("test.xg", text, None);
     let mut diagnostics = Diagnostics::new();
     let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
@@ -607,4 +641,56 @@ pub fn vendored_json(archive: &str) -> Vec<(String, serde_json::Value)> {
     }
     out.sort_by(|a, b| a.0.cmp(&b.0));
     out
+}
+
+/// `(file name, MaskBench document)` for every file of the vendored
+/// MaskBench sample.
+pub fn maskbench() -> Vec<(String, serde_json::Value)> {
+    vendored_json("maskbench/maskbench.tar.gz")
+}
+
+/// The options MaskBench instances are written in: compact separators and
+/// properties in any order (instances do not follow the schema's order).
+pub fn maskbench_options() -> xg_compiler::json_schema::Options {
+    use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
+    Options {
+        whitespace: Whitespace::Compact,
+        property_order: PropertyOrder::Any,
+        ..Options::default()
+    }
+}
+
+/// The grammar of a JSON Schema, or its errors' messages.
+pub fn schema_grammar(
+    schema: &serde_json::Value,
+    options: &xg_compiler::json_schema::Options,
+    cache: &xg_compiler::CompileCache,
+) -> Result<Arc<xg_runtime::Grammar>, String> {
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", schema.to_string(), None);
+    let mut diagnostics = Diagnostics::new();
+    pipeline::json_schema(
+        schema,
+        options,
+        &xg_compiler::Limits::default(),
+        cache,
+        &sources,
+        file,
+        &mut diagnostics,
+    )
+    .map(Arc::new)
+    .ok_or_else(|| {
+        let messages: Vec<String> = diagnostics
+            .iter()
+            .filter(|d| d.severity == xg_compiler::Severity::Error)
+            .map(|d| d.message.clone())
+            .collect();
+        messages.join("; ")
+    })
+}
+
+/// Compact JSON like Python's
+/// `json.dumps(data, ensure_ascii=False, separators=(",", ":"))`.
+pub fn compact(data: &serde_json::Value) -> String {
+    serde_json::to_string(data).expect("serializable")
 }

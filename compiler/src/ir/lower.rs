@@ -12,6 +12,7 @@ pub fn lower(grammar: &tree::Grammar) -> Grammar {
             name: rule.name.clone(),
             body: expr(&rule.body),
             lookahead: rule.lookahead.as_ref().map(expr),
+            keep: rule.keep,
         })
         .collect();
     Grammar {

@@ -64,6 +64,8 @@ pub struct Rule {
     pub body: Expr,
     /// Text that must follow every match of the rule, if asserted.
     pub lookahead: Option<Expr>,
+    /// Never inlined (see [`crate::tree::Rule::keep`]).
+    pub keep: bool,
 }
 
 /// An expression over bytes.

@@ -393,7 +393,9 @@ impl<'a> Emitter<'a> {
             Block::Integer => "json_integer",
             Block::Whitespace => "ws",
         };
-        let rule = if level == 0 {
+        let rule = if matches!(block, Block::Number | Block::Integer) {
+            self.rules.declare_kept(name)
+        } else if level == 0 {
             self.rules.declare(name)
         } else {
             self.rules.declare(&format!("{name}_depth{level}"))

@@ -270,6 +270,9 @@ pub(crate) struct Rules {
     /// otherwise be copied into, and walked in, every rule that uses it)
     /// but better inline in the automaton (see [`Rules::declare_inline`]).
     inline: FxHashSet<usize>,
+    /// Per rule, whether it stays a rule of its own in the automata (see
+    /// [`tree::Rule::keep`]).
+    keep: Vec<bool>,
 }
 
 impl Rules {
@@ -300,6 +303,7 @@ impl Rules {
         self.declared.insert(unique.clone());
         self.names.push(unique);
         self.bodies.push(G::Nothing);
+        self.keep.push(false);
         self.names.len() - 1
     }
 
@@ -312,6 +316,15 @@ impl Rules {
     pub(crate) fn declare_inline(&mut self, name: &str) -> usize {
         let rule = self.declare(name);
         self.inline.insert(rule);
+        rule
+    }
+
+    /// Declares a building block many schemas have: a rule kept of its own
+    /// in the automata, however small, so that every grammar with it
+    /// shares its mask-cache entries (see [`tree::Rule::keep`]).
+    pub(crate) fn declare_kept(&mut self, name: &str) -> usize {
+        let rule = self.declare(name);
+        self.keep[rule] = true;
         rule
     }
 
@@ -377,6 +390,7 @@ impl Rules {
             .iter()
             .map(|&i| std::mem::take(&mut names[i]))
             .collect();
+        self.keep = order.iter().map(|&i| self.keep[i]).collect();
         true
     }
 
@@ -434,6 +448,7 @@ impl Rules {
                 filed[gone] = None;
                 merged[gone] = kept;
                 shared[kept] = true;
+                self.keep[kept] |= self.keep[gone];
                 self.bodies[gone] = G::Nothing;
                 let moved = std::mem::take(&mut referrers[gone]);
                 for &referrer in &moved {
@@ -541,11 +556,13 @@ impl Rules {
         self.names
             .iter()
             .zip(&self.bodies)
-            .map(|(name, body)| tree::Rule {
+            .zip(&self.keep)
+            .map(|((name, body), &keep)| tree::Rule {
                 name: format!("{prefix}{name}"),
                 span,
                 body: tree_expr(body, first, span),
                 lookahead: None,
+                keep,
             })
             .collect()
     }

@@ -1,7 +1,8 @@
 //! Inlining small fragment rules into the rules that use them.
 //!
 //! A fragment is a rule with no references, no builtins, no lookahead, that
-//! is not the entry rule and whose body has at most [`FRAGMENT_SIZE`] nodes.
+//! is not the entry rule nor kept ([`Rule::keep`](crate::ir::Rule::keep))
+//! and whose body has at most [`FRAGMENT_SIZE`] nodes.
 //! Each reference to a fragment is replaced by a copy of its body, unless that
 //! would make the using rule larger than [`RULE_SIZE`]. Rules that become
 //! reference-free this way are fragments in the next round. Counted
@@ -24,6 +25,7 @@ pub(super) fn inline(grammar: &mut Grammar) {
             .enumerate()
             .map(|(i, rule)| {
                 let is_fragment = i != grammar.root.as_usize()
+                    && !rule.keep
                     && rule.lookahead.is_none()
                     && is_reference_free(&rule.body)
                     && size(&rule.body) <= FRAGMENT_SIZE;

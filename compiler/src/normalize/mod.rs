@@ -41,6 +41,7 @@ fn add_rule(grammar: &mut Grammar, name: String, body: Expr) -> RuleId {
         name,
         body,
         lookahead: None,
+        keep: false,
     });
     id
 }

@@ -87,6 +87,7 @@ pub fn resolve(
             span: declared.ast.name.span,
             body,
             lookahead,
+            keep: false,
         });
     }
 
