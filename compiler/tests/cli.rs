@@ -255,6 +255,44 @@ fn trace_shows_each_token_and_its_mask() {
     assert!(String::from_utf8_lossy(&short.stdout).contains("cannot end here"));
 }
 
+/// A reader that stops early (`xg trace … | head`) ends the program
+/// quietly: no panic, exit code 0.
+#[test]
+fn output_into_a_closed_pipe_ends_quietly() {
+    use std::io::{BufRead, BufReader};
+    use std::process::Stdio;
+
+    let grammar = temp_grammar(
+        "pipe.xg",
+        "root ::= \"{\" pair (\",\" pair)* \"}\"\npair ::= [a-z]+ \":\" [0-9]+\n",
+    );
+    let tokenizer = temp_tokenizer();
+    // Thousands of steps: far more output than a pipe holds.
+    let text = format!("{{{}a:1}}", "a:1,".repeat(1500));
+    let mut child = Command::new(env!("CARGO_BIN_EXE_xg"))
+        .args([
+            "trace",
+            grammar.to_str().unwrap(),
+            "--tokenizer",
+            tokenizer.to_str().unwrap(),
+            "--text",
+            &text,
+        ])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .expect("xg runs");
+    let mut first = String::new();
+    BufReader::new(child.stdout.take().unwrap())
+        .read_line(&mut first)
+        .unwrap();
+    assert!(first.contains("tokens"), "{first}");
+    let output = child.wait_with_output().unwrap();
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(output.status.success(), "{:?}: {stderr}", output.status);
+    assert!(!stderr.contains("panicked"), "{stderr}");
+}
+
 /// A byte-level BPE tokenizer (as GPT-2 and Llama 3 write them) with one
 /// token per printable ASCII character and an end-of-sequence token.
 fn byte_level_tokenizer() -> PathBuf {

@@ -56,7 +56,7 @@ const TOOLS: &str = r#"[
 
 /// Runs the main job; true if the output was valid to its end.
 pub fn run(args: &DemoArgs, color: bool) -> Result<bool> {
-    println!(
+    outln!(
         "xg {} — constrained generation\n",
         env!("CARGO_PKG_VERSION")
     );
@@ -73,7 +73,7 @@ pub fn run(args: &DemoArgs, color: bool) -> Result<bool> {
         }
         None => embedded_qwen3()?,
     });
-    println!(
+    outln!(
         "vocabulary: {} ({} tokens, {:?} tokenizer), loaded in {:.0} ms",
         args.tokenizer
             .as_deref()
@@ -89,7 +89,7 @@ pub fn run(args: &DemoArgs, color: bool) -> Result<bool> {
         None => default_grammar(&vocabulary, color)?,
     };
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;
-    println!("grammar: compiled in {compile_ms:.2} ms\n");
+    outln!("grammar: compiled in {compile_ms:.2} ms\n");
 
     let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(&vocabulary));
     let mut mask = vec![0u32; vocabulary.mask_words()];
@@ -171,7 +171,7 @@ fn default_grammar(vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar>
         parallel_calls: false,
         ..Options::new(Format::Qwen)
     };
-    println!(
+    outln!(
         "request: 2 tools (get_weather, search_flights), format {}, a call required",
         options.format
     );
@@ -191,7 +191,7 @@ fn default_grammar(vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar>
 
 /// A grammar file (`.xg` or bundle) for `vocabulary`.
 fn load(path: &Path, rule: &str, vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar> {
-    println!("grammar: {} (rule `{rule}`)", path.display());
+    outln!("grammar: {} (rule `{rule}`)", path.display());
     if crate::load::is_bundle(path) {
         return Grammar::open(path, Some(vocabulary))
             .with_context(|| format!("`{}`", path.display()));

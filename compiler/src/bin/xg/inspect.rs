@@ -153,32 +153,37 @@ pub fn bundle(path: &Path) -> Result<bool> {
     let bytes = std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
     let info =
         xg_runtime::bundle::inspect(&bytes).with_context(|| format!("`{}`", path.display()))?;
-    println!(
+    outln!(
         "{}: xg bundle, format version {}, {} bytes",
         path.display(),
         info.version,
         info.len
     );
     match info.vocabulary {
-        Some(fingerprint) => println!("vocabulary: {fingerprint:016x}"),
-        None => println!("vocabulary: any (tables only)"),
+        Some(fingerprint) => outln!("vocabulary: {fingerprint:016x}"),
+        None => outln!("vocabulary: any (tables only)"),
     }
-    println!(
+    outln!(
         "grammar: {} rules, {} nodes, {} edges",
-        info.rules, info.nodes, info.edges
+        info.rules,
+        info.nodes,
+        info.edges
     );
-    println!(
+    outln!(
         "precomputed mask entries: {} ({} damaged)\n",
-        info.entries, info.damaged_entries
+        info.entries,
+        info.damaged_entries
     );
-    println!(
+    outln!(
         "{:<12} {:>10} {:>12}  checksum",
-        "section", "offset", "bytes"
+        "section",
+        "offset",
+        "bytes"
     );
     let mut ok = info.damaged_entries == 0;
     for section in &info.sections {
         ok &= section.checksum_ok;
-        println!(
+        outln!(
             "{:<12} {:>10} {:>12}  {}",
             section.name,
             section.offset,

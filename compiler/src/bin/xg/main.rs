@@ -24,6 +24,23 @@
 //! (`.json`), structural tags (`.json`), bundles (`.xgb`) or a regular
 //! expression (`--regex PATTERN`).
 
+/// `println!` for the tool's output (see [`write_out`]).
+macro_rules! outln {
+    () => {
+        $crate::write_out(format_args!("\n"))
+    };
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!("{}\n", format_args!($($arg)*)))
+    };
+}
+
+/// `print!` for the tool's output (see [`write_out`]).
+macro_rules! out {
+    ($($arg:tt)*) => {
+        $crate::write_out(format_args!($($arg)*))
+    };
+}
+
 mod bench;
 mod compile;
 mod demo;
@@ -183,6 +200,21 @@ enum Color {
     Never,
 }
 
+/// Writes to standard output. A reader that stops reading (`xg trace … |
+/// head`) ends the program quietly, as a closed pipe ends other
+/// command-line tools; any other failure to write is an error message and
+/// exit code 1, never a panic.
+fn write_out(text: std::fmt::Arguments<'_>) {
+    use std::io::Write;
+    if let Err(error) = std::io::stdout().lock().write_fmt(text) {
+        if error.kind() == std::io::ErrorKind::BrokenPipe {
+            std::process::exit(0);
+        }
+        eprintln!("error: cannot write the output: {error}");
+        std::process::exit(1);
+    }
+}
+
 fn main() -> ExitCode {
     let cli = Cli::parse();
     let color = match cli.color {
@@ -305,7 +337,7 @@ fn check(
                 "warnings": diagnostics.warning_count(),
                 "diagnostics": diagnostics.to_json(&sources),
             });
-            println!("{report:#}");
+            outln!("{report:#}");
         }
     }
     Ok(!diagnostics.has_errors())
@@ -330,10 +362,10 @@ fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bo
             eprintln!("error: no rule `{name}`; rules: {}", names.join(", "));
             return Ok(false);
         };
-        print!("{}", inspect::dot(grammar, rule));
+        out!("{}", inspect::dot(grammar, rule));
         return Ok(true);
     }
-    print!(
+    out!(
         "{}",
         inspect::summary(&path.display().to_string(), &compiled)
     );
@@ -420,7 +452,7 @@ fn fmt(files: &[PathBuf], write: bool, check: bool, color: bool) -> Result<bool>
                     .with_context(|| format!("cannot write `{}`", path.display()))?;
             }
         } else {
-            print!("{formatted}");
+            out!("{formatted}");
         }
     }
     Ok(all_ok)

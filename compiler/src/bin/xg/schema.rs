@@ -170,9 +170,9 @@ pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) 
         return Ok(false);
     };
     if report {
-        println!("{:<14} {:<24} pointer / detail", "treatment", "keyword");
+        outln!("{:<14} {:<24} pointer / detail", "treatment", "keyword");
         for note in &generated.report.notes {
-            println!(
+            outln!(
                 "{:<14} {:<24} {}{}",
                 note.treatment.to_string(),
                 note.keyword,
@@ -185,7 +185,7 @@ pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) 
             );
         }
     } else {
-        print!("{}", generated.to_xg());
+        out!("{}", generated.to_xg());
     }
     Ok(true)
 }

@@ -115,7 +115,7 @@ pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
             return Ok(false);
         }
     };
-    print!("{text}");
+    out!("{text}");
     let Some(tokenizer) = &args.tokenizer else {
         if matches!(options.format, Format::Mistral | Format::Harmony) {
             eprintln!(

@@ -74,14 +74,14 @@ pub(crate) fn trace(
     input: Input<'_>,
 ) -> Result<bool> {
     let ids = tokenize(json, tokenizer_path, input)?;
-    println!(
+    outln!(
         "{} tokens ({:?} tokenizer, {} ids, {} stop tokens)\n",
         ids.len(),
         vocabulary.tokenizer_kind(),
         vocabulary.len(),
         vocabulary.stop_tokens().len()
     );
-    println!(
+    outln!(
         "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}",
         "step",
         "id",
@@ -112,7 +112,7 @@ pub(crate) fn trace(
         let ok = id.map_or_else(|| matcher.can_terminate(), |id| is_set(&mask, id));
         let stats = matcher.last_mask_stats();
         let id_text = id.map_or_else(|| "end".to_owned(), |id| id.to_string());
-        println!(
+        outln!(
             "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}",
             times.len(),
             id_text,
@@ -141,12 +141,12 @@ pub(crate) fn trace(
         let label = shown(vocabulary.bytes(id));
         let allowed = step(&mut matcher, &label, Some(id))?;
         if let Err(rejection) = matcher.accept_token(id) {
-            println!("\nthe grammar refuses token {id} {label}: {rejection:#}");
+            outln!("\nthe grammar refuses token {id} {label}: {rejection:#}");
             all_ok = false;
             break;
         }
         if !allowed {
-            println!("\nbug: token {id} was accepted but not in the mask");
+            outln!("\nbug: token {id} was accepted but not in the mask");
             all_ok = false;
             break;
         }
@@ -154,7 +154,7 @@ pub(crate) fn trace(
     if all_ok {
         let can_end = step(&mut matcher, "(end of output)", None)?;
         if !can_end {
-            println!(
+            outln!(
                 "\nthe output cannot end here; expected {}",
                 matcher.expected()
             );
@@ -187,7 +187,7 @@ fn summary(times: &mut [f64], vocabulary: &Vocabulary) {
     let count = u32::try_from(times.len()).unwrap_or(u32::MAX).max(1);
     let mean = times.iter().sum::<f64>() / f64::from(count);
     let cache = vocabulary.mask_cache().stats();
-    println!(
+    outln!(
         "\nmasks: {} in all, mean {mean:.1} µs, max {:.1} µs; cache: {} row hits, {} entries built, {} loaded from the bundle, {} entries and {} rows held; {} steps at a parse state seen before",
         times.len(),
         times.last().copied().unwrap_or(0.0),

@@ -158,10 +158,10 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     }
     let outcomes = all;
     let names: Vec<&'static str> = engines.iter().map(|e| e.name()).collect();
-    print!("{}", summary::table(&outcomes, &names));
+    out!("{}", summary::table(&outcomes, &names));
     let svg = args.out.with_extension("svg");
     plot::svg(&outcomes, &names, &svg)?;
-    println!("\nresults: {}\nplot: {}", args.out.display(), svg.display());
+    outln!("\nresults: {}\nplot: {}", args.out.display(), svg.display());
     Ok(true)
 }
 

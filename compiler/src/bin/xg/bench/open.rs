@@ -79,13 +79,19 @@ pub(crate) fn run(args: &OpenArgs) -> Result<bool> {
     let grammar = compile(&grammar_text(rules))?;
     let dir = std::env::temp_dir().join(format!("xg-bench-open-{}", std::process::id()));
     std::fs::create_dir_all(&dir)?;
-    println!(
+    outln!(
         "{rules} string rules; tables of {} bytes\n",
         grammar.to_bundle().len()
     );
-    println!(
+    outln!(
         "{:>8} {:>8}  {:>9} {:>9} {:>9}  {:>12} {:>12}",
-        "MB", "entries", "open p50", "open p90", "open max", "first masks", "without"
+        "MB",
+        "entries",
+        "open p50",
+        "open p90",
+        "open max",
+        "first masks",
+        "without"
     );
     for &megabytes in &args.megabytes {
         let entries = (megabytes << 20) / per_entry.max(1);
@@ -122,7 +128,7 @@ pub(crate) fn run(args: &OpenArgs) -> Result<bool> {
             Ok(started.elapsed().as_secs_f64() * 1e3)
         };
         let (with, without) = (first_masks(true)?, first_masks(false)?);
-        println!(
+        outln!(
             "{:>8.1} {:>8}  {:>7.1}µs {:>7.1}µs {:>7.1}µs  {:>10.1}ms {:>10.1}ms",
             megabytes_of(bytes.len()),
             masks.len(),

@@ -87,13 +87,13 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
         File::create(&args.out)
             .with_context(|| format!("cannot write `{}`", args.out.display()))?,
     );
-    println!(
+    outln!(
         "{distinct} tools from the BFCL files among {} files (beyond that, copies under \
          other names); format {format}; {} requests per tool count\n",
         files.len(),
         args.requests
     );
-    println!(
+    outln!(
         "{:>10} {:>6} {:>11} {:>11} {:>10} {:>10} {:>10} {:>10}  {:>8} {:>9} {:>9}",
         "engine",
         "tools",
@@ -125,7 +125,7 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
                     match bench_request(engine.as_ref(), &offered, called, format, &tokenizer) {
                         Ok(request) => request,
                         Err(error) => {
-                            println!("{:>10} {count:>6}  {error:#}", engine.name());
+                            outln!("{:>10} {count:>6}  {error:#}", engine.name());
                             all_accepted = false;
                             break;
                         }
@@ -146,12 +146,12 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
                     .reuse()
                     .zip(before)
                     .map(|(after, before)| reuse_rates(&after, &before));
-                println!("{}", row(engine.name(), &requests, reused));
+                outln!("{}", row(engine.name(), &requests, reused));
             }
         }
     }
     out.flush()?;
-    println!(
+    outln!(
         "\ncompile: tool list to runtime grammar; TTFM: compile and the first mask; \
          tok: fill the mask, check and commit one token; automata: rule automata reused \
          from xg's compile cache (earlier requests, or equal rules of the same one); \
