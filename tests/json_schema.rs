@@ -302,6 +302,33 @@ fn profile_one() {
     eprintln!("tables {:?}", t.elapsed());
 }
 
+/// `pipeline::json_schema` lowers the generated rules to bytes directly;
+/// the result is what lowering their resolved tree gives (as an embedded
+/// `%json` is compiled), rule for rule.
+#[test]
+fn generated_rules_lower_directly_as_their_tree_does() {
+    let options = maskbench_options();
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", "", None);
+    for (name, doc) in maskbench().into_iter().step_by(10) {
+        let budget = || Budget::new(Limits::default());
+        let Ok(generated) = json_schema::generate(&doc["schema"], &options, &budget()) else {
+            continue;
+        };
+        let mut diagnostics = Diagnostics::new();
+        let tree = json_schema::check(
+            &doc["schema"],
+            &options,
+            &budget(),
+            &sources,
+            file,
+            &mut diagnostics,
+        )
+        .unwrap();
+        assert!(generated.to_ir() == xg_compiler::ir::lower(&tree), "{name}");
+    }
+}
+
 /// `xg json-schema` prints `.xg` text: it parses, compiles, and accepts
 /// and rejects the same instances as the grammar built directly.
 #[test]

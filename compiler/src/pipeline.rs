@@ -84,7 +84,20 @@ pub fn compile_tree(
     cache: &CompileCache,
     diagnostics: &mut Diagnostics,
 ) -> Option<Compiled> {
-    let grammar = ir::lower(tree);
+    let root = tree.rule(tree.root).span;
+    compile_ir(ir::lower(tree), root, budget, cache, diagnostics)
+}
+
+/// Runs the stages after lowering on a byte-level grammar (from
+/// [`compile_tree`], or straight from a front end that builds one, as
+/// [`json_schema`] does); running out of `budget` is an error at `root`.
+fn compile_ir(
+    grammar: ir::Grammar,
+    root: Span,
+    budget: &Budget,
+    cache: &CompileCache,
+    diagnostics: &mut Diagnostics,
+) -> Option<Compiled> {
     let grammar = normalize::normalize(grammar);
     let stages = || -> Result<Compiled, Exceeded> {
         let mut automata = fsm::build(&grammar, budget, cache)?;
@@ -99,11 +112,10 @@ pub fn compile_tree(
     match stages() {
         Ok(compiled) => Some(compiled),
         Err(exceeded) => {
-            let span = tree.rule(tree.root).span;
             diagnostics.push(Diagnostic::error(
                 "budget",
                 exceeded.to_string(),
-                span,
+                root,
                 "while compiling this grammar",
             ));
             None
@@ -159,12 +171,9 @@ pub fn json_schema(
             return None;
         }
     };
-    let tree = tree::Grammar {
-        rules: generated.to_tree(0, Span::new(file, 0, 0), ""),
-        root: xg_runtime::RuleId::new(0).expect("rule 0"),
-    };
-    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
-    runtime_grammar(compiled, Span::new(file, 0, 0), diagnostics)
+    let whole = Span::new(file, 0, 0);
+    let compiled = compile_ir(generated.to_ir(), whole, &budget, cache, diagnostics)?;
+    runtime_grammar(compiled, whole, diagnostics)
 }
 
 /// Compiles a regular expression, the whole text of `file`, into a runtime

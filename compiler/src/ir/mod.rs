@@ -38,6 +38,7 @@ use std::fmt;
 use xg_runtime::{RuleId, TokenId};
 
 pub use self::lower::lower;
+pub(crate) use self::utf8::char_set;
 
 /// A grammar over bytes: rules indexed by [`RuleId`] and the entry rule.
 #[derive(Clone, Debug, PartialEq, Eq)]

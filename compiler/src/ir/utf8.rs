@@ -11,7 +11,7 @@ use super::{ByteSet, Expr};
 use crate::tree::CharSet;
 
 /// The expression matching exactly the UTF-8 encodings of the characters in `set`.
-pub(super) fn char_set(set: &CharSet) -> Expr {
+pub(crate) fn char_set(set: &CharSet) -> Expr {
     let mut ascii = ByteSet::empty();
     let mut longer = Vec::new();
     for &(lo, hi) in set.ranges() {

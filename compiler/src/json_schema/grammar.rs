@@ -9,6 +9,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 
 use xg_runtime::RuleId;
 
+use crate::ir;
 use crate::source::Span;
 use crate::syntax::print;
 use crate::tree::{self, CharSet};
@@ -567,6 +568,24 @@ impl Rules {
             .collect()
     }
 
+    /// The grammar as byte-level rules (root first), what [`Rules::to_tree`]
+    /// and [`crate::ir::lower`] make of it without the tree in between: a
+    /// schema of thousands of rules compiles without building, lowering
+    /// and dropping a tree of spans.
+    pub(crate) fn to_ir(&self) -> Vec<ir::Rule> {
+        self.names
+            .iter()
+            .zip(&self.bodies)
+            .zip(&self.keep)
+            .map(|((name, body), &keep)| ir::Rule {
+                name: name.clone(),
+                body: ir_expr(body),
+                lookahead: None,
+                keep,
+            })
+            .collect()
+    }
+
     /// `items` joined by `separator`, each printed at `item_level`, in
     /// parentheses if `paren`.
     fn print_list(
@@ -677,6 +696,23 @@ impl Inliner<'_> {
             Some(self.write_out(body))
         })
         .0
+    }
+}
+
+fn ir_expr(g: &G) -> ir::Expr {
+    match g {
+        G::Nothing => unreachable!("pruned before lowering"),
+        G::Empty => ir::Expr::Empty,
+        G::Lit(text) => ir::Expr::Bytes(text.as_bytes().to_vec()),
+        G::Class(set) => ir::char_set(set),
+        G::Ref(i) => ir::Expr::Ref(RuleId::new(*i).expect("rule count fits")),
+        G::Seq(items) => ir::Expr::Sequence(items.iter().map(ir_expr).collect()),
+        G::Alt(items) => ir::Expr::Choice(items.iter().map(ir_expr).collect()),
+        G::Rep(inner, min, max) => ir::Expr::Repeat {
+            expr: Box::new(ir_expr(inner)),
+            min: *min,
+            max: *max,
+        },
     }
 }
 

@@ -224,6 +224,16 @@ impl Generated {
     pub(crate) fn to_tree(&self, first: usize, span: Span, prefix: &str) -> Vec<tree::Rule> {
         self.rules.to_tree(first, span, prefix)
     }
+
+    /// The rules lowered to bytes, the first the root: what
+    /// [`crate::ir::lower`] makes of the resolved tree of an embedded
+    /// schema's rules, built without the tree.
+    pub fn to_ir(&self) -> crate::ir::Grammar {
+        crate::ir::Grammar {
+            rules: self.rules.to_ir(),
+            root: xg_runtime::RuleId::new(0).expect("rule 0"),
+        }
+    }
 }
 
 /// Compiles `schema` into a grammar within `budget` (its rule limit, time
