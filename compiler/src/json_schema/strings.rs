@@ -252,7 +252,12 @@ pub(crate) fn pattern_body(pattern: &str) -> Result<G, PatternError> {
         _ => vec![&hir],
     };
     let any = || G::rep(encoded_class(&[('\0', char::MAX)]), 0, None);
-    let mut out = Vec::new();
+    // The alternatives grouped by their anchors, each group one choice
+    // between its `any*` ends: `any* (A | B) any*`, not `any* A any* |
+    // any* B any*`, whose automaton would remember which alternatives have
+    // matched so far (2^n subsets where determinization gives up) instead
+    // of only whether one has.
+    let mut groups: [Vec<G>; 4] = Default::default();
     for alternative in alternatives {
         let mut items: Vec<&Hir> = match strip_captures(alternative).kind() {
             HirKind::Concat(items) => items.iter().collect(),
@@ -272,13 +277,23 @@ pub(crate) fn pattern_body(pattern: &str) -> Result<G, PatternError> {
         if anchored_end {
             items.pop();
         }
+        let core = items
+            .into_iter()
+            .map(translate)
+            .collect::<Result<Vec<G>, PatternError>>()?;
+        groups[usize::from(anchored_start) * 2 + usize::from(anchored_end)].push(G::seq(core));
+    }
+    let mut out = Vec::new();
+    for (anchors, group) in groups.into_iter().enumerate() {
+        if group.is_empty() {
+            continue;
+        }
+        let (anchored_start, anchored_end) = (anchors >= 2, anchors % 2 == 1);
         let mut parts = Vec::new();
         if !anchored_start {
             parts.push(any());
         }
-        for item in items {
-            parts.push(translate(item)?);
-        }
+        parts.push(G::alt(group));
         if !anchored_end {
             parts.push(any());
         }
