@@ -955,15 +955,11 @@ fn a_grammar_used_with_two_vocabularies_keeps_their_walks_apart() {
     }
 }
 
-/// What can follow a rule is a property of the grammar, and so is whether
-/// it takes the rest of an uncertain token: the verdicts are kept, and
-/// later rows with the rule (each count of a bounded number here, every
-/// prefix of a property name in JSON) look them up instead of building the
-/// rule's context again — a row of hundreds of items for a rule used in
-/// hundreds of places. The masks stay exact.
-#[test]
-fn what_follows_a_rule_is_checked_once_per_token() {
-    let places: Vec<String> = (0..300)
+/// A grammar of `number` waited for in `places` places, and what each mask
+/// along `k7:1234,7` cost in Earley items (the masks checked against the
+/// reference).
+fn number_in_places(places: usize) -> Vec<u64> {
+    let places: Vec<String> = (0..places)
         .map(|place| format!("\"k{place}:\" number \",{place}\""))
         .collect();
     let mut source = format!("root ::= {}", places.join(" | "));
@@ -976,7 +972,18 @@ fn what_follows_a_rule_is_checked_once_per_token() {
     tokens.push("</s>".to_owned());
     let text = ["k", "7", ":", "1", "2", "3", "4", ",7"];
     let stats = mask_stats_along(&grammar, &tokens, &text);
-    let items: Vec<u64> = stats.iter().map(|stats| stats.items).collect();
+    stats.iter().map(|stats| stats.items).collect()
+}
+
+/// What can follow a rule is a property of the grammar, and so is whether
+/// it takes the rest of an uncertain token: the verdicts are kept, and
+/// later rows with the rule (each count of a bounded number here, every
+/// prefix of a property name in JSON) look them up instead of building the
+/// rule's context again — a row of a hundred items for a rule used in a
+/// hundred places. The masks stay exact.
+#[test]
+fn what_follows_a_rule_is_checked_once_per_token() {
+    let items = number_in_places(200);
     // The context of `number` is built once, where the number starts
     // (mask 3); the masks inside it (4 to 7) look its verdicts up.
     let (first, later) = (items[3], &items[4..]);
@@ -986,6 +993,20 @@ fn what_follows_a_rule_is_checked_once_per_token() {
             "{count} Earley items inside the number, {first} where it starts: {items:?}"
         );
     }
+}
+
+/// A rule waited for in more places than a context is built for (here
+/// 300): its uncertain tokens are checked against the full state, whose
+/// row holds only the place the parse is at, and no context row of
+/// hundreds of items is built. The masks stay exact.
+#[test]
+fn a_rule_used_everywhere_leaves_its_tokens_to_the_full_state() {
+    let contexts = number_in_places(200);
+    let everywhere = number_in_places(300);
+    assert!(
+        everywhere[3] * 4 < contexts[3],
+        "{everywhere:?} with 300 places, {contexts:?} with 200"
+    );
 }
 
 /// Inside a property name, every prefix is its own automaton state, and at
