@@ -212,12 +212,12 @@ fn temp_tokenizer() -> PathBuf {
     path
 }
 
+/// Pairs in braces, for [`temp_tokenizer`]'s vocabulary: `{ab:1,a:1}`.
+const PAIRS: &str = "root ::= \"{\" pair (\",\" pair)* \"}\"\npair ::= [a-z]+ \":\" [0-9]+\n";
+
 #[test]
 fn trace_shows_each_token_and_its_mask() {
-    let grammar = temp_grammar(
-        "trace.xg",
-        "root ::= \"{\" pair (\",\" pair)* \"}\"\npair ::= [a-z]+ \":\" [0-9]+\n",
-    );
+    let grammar = temp_grammar("trace.xg", PAIRS);
     let tokenizer = temp_tokenizer();
     let args = |text: &'static str| {
         vec![
@@ -262,10 +262,7 @@ fn output_into_a_closed_pipe_ends_quietly() {
     use std::io::{BufRead, BufReader};
     use std::process::Stdio;
 
-    let grammar = temp_grammar(
-        "pipe.xg",
-        "root ::= \"{\" pair (\",\" pair)* \"}\"\npair ::= [a-z]+ \":\" [0-9]+\n",
-    );
+    let grammar = temp_grammar("pipe.xg", PAIRS);
     let tokenizer = temp_tokenizer();
     // Thousands of steps: far more output than a pipe holds.
     let text = format!("{{{}a:1}}", "a:1,".repeat(1500));

@@ -84,15 +84,14 @@ pub(super) fn expand(
     if rests.is_empty() {
         return Ok(());
     }
-    rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
-    let mut found = Vec::with_capacity(rests.len());
-    let waiting = waiting_items(grammar, rule);
-    if waiting.len() > CONTEXT_ITEMS {
+    let Some(waiting) = waiting_items(grammar, rule, CONTEXT_ITEMS) else {
         for rest in &rests {
             uncertain.insert(rest.rank);
         }
         return Ok(());
-    }
+    };
+    rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
+    let mut found = Vec::with_capacity(rests.len());
     if let Some(mut context) = Matcher::context(Arc::clone(grammar), &waiting, rule) {
         let base = context.history.rows();
         let mut walk = PrefixWalk::default();
@@ -126,8 +125,9 @@ pub(super) fn expand(
 }
 
 /// Every item that waits for `rule`, or for a rule that can end with it,
-/// anywhere in the grammar: row 0 of the context matcher of `rule`.
-fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
+/// anywhere in the grammar: row 0 of the context matcher of `rule`; `None`
+/// as soon as there are more than `limit` (the walk stops there).
+fn waiting_items(grammar: &Grammar, rule: u32, limit: usize) -> Option<Vec<Item>> {
     let tables = grammar.tables();
     let item = |kind, a, aux| Item {
         kind,
@@ -161,6 +161,9 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
             };
             if in_row.insert(waiter) {
                 row.push(waiter);
+                if row.len() > limit {
+                    return None;
+                }
             }
             // The waiter's own rule can end after `r`: its callers wait too.
             let owner = match waiter.kind {
@@ -174,5 +177,5 @@ fn waiting_items(grammar: &Grammar, rule: u32) -> Vec<Item> {
             }
         }
     }
-    row
+    (row.len() <= limit).then_some(row)
 }
