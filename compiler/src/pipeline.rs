@@ -154,9 +154,16 @@ pub fn json_schema(
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
-    let generated = cache.schema(schema.to_string(), options, || {
-        json_schema::generate(schema, options, &budget)
-    });
+    // Checked before the value is printed as the cache's key.
+    let generated = match json_schema::too_deep(schema) {
+        Some(pointer) => Err(vec![json_schema::SchemaError {
+            pointer,
+            message: json_schema::too_deep_message(),
+        }]),
+        None => cache.schema(schema.to_string(), options, || {
+            json_schema::generate(schema, options, &budget)
+        }),
+    };
     let placement = json_schema::Placement {
         whole: Span::new(file, 0, 0),
         text: Some((sources.text(file), 0)),

@@ -10,7 +10,8 @@
 //! its invalid bytes replaced (so the rest of it can still be checked) and an
 //! error pointing at the first bad byte.
 
-use std::path::{Path, PathBuf};
+use std::io::Read as _;
+use std::path::{Component, Path, PathBuf};
 use std::sync::{Arc, Mutex, PoisonError};
 
 use codespan_reporting::files::{self, SimpleFiles};
@@ -51,6 +52,10 @@ impl Span {
     }
 }
 
+/// Largest file an import or a `%json` file may name: a grammar or
+/// schema file of this size already takes a compilation of seconds.
+pub const MAX_FILE_BYTES: u64 = 8 << 20;
+
 /// Where a text came from; decides how its imports are found.
 #[derive(Clone, Debug)]
 enum Origin {
@@ -58,8 +63,12 @@ enum Origin {
     Path(PathBuf),
     /// A grammar of the embedded standard library (`std/…`).
     Std,
-    /// Text handed over directly; relative imports are relative to `base`, if any.
-    Memory { base: Option<PathBuf> },
+    /// Text handed over directly; relative imports are relative to `base`,
+    /// if any. Unless `trusted`, only to files inside `base`.
+    Memory {
+        base: Option<PathBuf>,
+        trusted: bool,
+    },
 }
 
 /// What an import path refers to, in a form that identifies a module uniquely.
@@ -73,6 +82,14 @@ pub enum ImportTarget {
 
 /// Every source text of a compilation, and the model vocabulary the
 /// grammar is compiled for, if any.
+///
+/// Text handed over in memory ([`Sources::add`]) is treated as arriving
+/// with a request: it imports the standard library, and files inside its
+/// base folder if it has one — never an absolute path nor a path with
+/// `..`, and the error says nothing of a refused target. Files on disk and
+/// text the program's author wrote ([`Sources::add_trusted`]) may import
+/// any path relative to their folder. Every file read is at most
+/// [`MAX_FILE_BYTES`], checked before and while reading.
 #[derive(Default)]
 pub struct Sources {
     files: SimpleFiles<String, String>,
@@ -102,15 +119,37 @@ impl Sources {
         self.vocabulary.as_deref()
     }
 
-    /// Adds a text that did not come from disk. `base` is the folder its
-    /// relative imports are resolved against (none: relative imports are errors).
+    /// Adds a text that did not come from disk, such as a grammar that
+    /// arrived with a request. It imports the standard library and, if
+    /// `base` is a folder, files inside it (relative paths without `..`);
+    /// nothing else on disk (see [`Sources`]).
     pub fn add(
         &mut self,
         name: impl Into<String>,
         text: impl Into<String>,
         base: Option<PathBuf>,
     ) -> FileId {
-        self.push(name.into(), text.into(), Origin::Memory { base })
+        let origin = Origin::Memory {
+            base,
+            trusted: false,
+        };
+        self.push(name.into(), text.into(), origin)
+    }
+
+    /// Adds a text the program's author wrote (a `grammar!` in Rust
+    /// code): like a file in folder `base`, it may import any path
+    /// relative to it, `..` included.
+    pub fn add_trusted(
+        &mut self,
+        name: impl Into<String>,
+        text: impl Into<String>,
+        base: PathBuf,
+    ) -> FileId {
+        let origin = Origin::Memory {
+            base: Some(base),
+            trusted: true,
+        };
+        self.push(name.into(), text.into(), origin)
     }
 
     /// Adds a text given as raw bytes. Invalid UTF-8 is replaced and reported.
@@ -122,7 +161,11 @@ impl Sources {
         diagnostics: &mut Diagnostics,
     ) -> FileId {
         let (text, bad) = decode_utf8(bytes);
-        let id = self.push(name.into(), text, Origin::Memory { base });
+        let origin = Origin::Memory {
+            base,
+            trusted: false,
+        };
+        let id = self.push(name.into(), text, origin);
         if let Some(at) = bad {
             diagnostics.push(invalid_utf8(id, at));
         }
@@ -134,14 +177,15 @@ impl Sources {
         self.load_as(path, path.display().to_string(), diagnostics)
     }
 
-    /// Reads a grammar file from disk; diagnostics name it `name`.
+    /// Reads a grammar file from disk (at most [`MAX_FILE_BYTES`]);
+    /// diagnostics name it `name`.
     pub fn load_as(
         &mut self,
         path: &Path,
         name: String,
         diagnostics: &mut Diagnostics,
     ) -> std::io::Result<FileId> {
-        let bytes = std::fs::read(path)?;
+        let bytes = read_limited(path)?;
         let (text, bad) = decode_utf8(&bytes);
         let id = self.push(name, text, Origin::Path(path.to_path_buf()));
         if let Some(at) = bad {
@@ -163,10 +207,12 @@ impl Sources {
     }
 
     /// Reads a file the compilation depends on without it being a source
-    /// text (a `%json` schema file), and remembers it among
+    /// text (a `%json` schema file, found by [`Sources::data_file`]; at
+    /// most [`MAX_FILE_BYTES`]), and remembers it among
     /// [`Sources::files_read`].
     pub fn read_data_file(&self, path: &Path) -> std::io::Result<String> {
-        let text = std::fs::read_to_string(path)?;
+        let text = String::from_utf8(read_limited(path)?)
+            .map_err(|err| std::io::Error::new(std::io::ErrorKind::InvalidData, err))?;
         self.data_files
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
@@ -228,41 +274,76 @@ impl Sources {
                 .map(ImportTarget::Std)
                 .ok_or_else(|| format!("the standard library has no grammar `{path}`"));
         }
-        let relative = Path::new(path);
-        let full = if relative.is_absolute() {
-            relative.to_path_buf()
-        } else {
-            match &self.origins[importer.0] {
-                Origin::Path(p) => p.parent().unwrap_or(Path::new("")).join(relative),
-                Origin::Memory { base: Some(base) } => base.join(relative),
-                Origin::Memory { base: None } => {
-                    return Err(
-                        "this grammar has no folder to resolve a relative import against".into(),
-                    );
-                }
-                Origin::Std => {
-                    return Err("standard-library grammars import only `std/…` paths".into());
-                }
-            }
-        };
-        match full.canonicalize() {
-            Ok(canonical) if canonical.is_file() => Ok(ImportTarget::Path(canonical)),
-            Ok(_) => Err(format!(
-                "`{}` is not a file",
-                self.relative_name(importer, path)
-            )),
-            Err(err) => Err(format!(
-                "cannot open `{}`: {err}",
-                self.relative_name(importer, path)
-            )),
+        if let Origin::Std = self.origins[importer.0] {
+            return Err("standard-library grammars import only `std/…` paths".into());
         }
+        self.data_file(importer, path).map(ImportTarget::Path)
     }
 
-    /// The folder a file's relative paths (imports, `%json` files) resolve against.
+    /// The file on disk that `path`, written in `file` (an import or a
+    /// `%json` file), names — canonical, and allowed to be read from that
+    /// text (see [`Sources`]) — or why it cannot be read.
+    pub fn data_file(&self, file: FileId, path: &str) -> Result<PathBuf, String> {
+        let relative = Path::new(path);
+        let (full, confined_to) = match &self.origins[file.0] {
+            Origin::Path(p) => (p.parent().unwrap_or(Path::new("")).join(relative), None),
+            Origin::Memory {
+                base: Some(base),
+                trusted: true,
+            } => (base.join(relative), None),
+            Origin::Memory {
+                base: Some(base),
+                trusted: false,
+            } => {
+                let inside = relative
+                    .components()
+                    .all(|c| matches!(c, Component::Normal(_) | Component::CurDir));
+                if !inside {
+                    return Err(format!(
+                        "a grammar given as text reads only files inside its folder; `{path}` \
+                         is absolute or leaves it"
+                    ));
+                }
+                (base.join(relative), Some(base))
+            }
+            Origin::Memory { base: None, .. } => {
+                return Err(format!(
+                    "a grammar given as text with no folder reads no files, only the \
+                     standard library (`std/…`); `{path}` is not one"
+                ));
+            }
+            Origin::Std => {
+                return Err("standard-library grammars read no files".into());
+            }
+        };
+        let shown = self.relative_name(file, path);
+        let canonical = full
+            .canonicalize()
+            .map_err(|err| format!("cannot open `{shown}`: {err}"))?;
+        if let Some(base) = confined_to {
+            // A link inside the folder may still point out of it.
+            let base = base
+                .canonicalize()
+                .map_err(|err| format!("cannot open the grammar's folder: {err}"))?;
+            if !canonical.starts_with(&base) {
+                return Err(format!(
+                    "a grammar given as text reads only files inside its folder; `{path}` \
+                     leads out of it"
+                ));
+            }
+        }
+        if !canonical.is_file() {
+            return Err(format!("`{shown}` is not a file"));
+        }
+        Ok(canonical)
+    }
+
+    /// The folder a file's relative paths (imports, `%json` files) resolve
+    /// against, if it has one.
     pub fn base_dir(&self, file: FileId) -> Option<PathBuf> {
         match &self.origins[file.0] {
             Origin::Path(p) => Some(p.parent().unwrap_or(Path::new("")).to_path_buf()),
-            Origin::Memory { base } => base.clone(),
+            Origin::Memory { base, .. } => base.clone(),
             Origin::Std => None,
         }
     }
@@ -313,6 +394,35 @@ impl<'a> files::Files<'a> for Sources {
     ) -> Result<std::ops::Range<usize>, files::Error> {
         self.files.line_range(id.0, line_index)
     }
+}
+
+/// The bytes of the file at `path`, if it is a regular file of at most
+/// [`MAX_FILE_BYTES`] (checked before reading, and while reading: files
+/// under `/proc` say they are empty).
+fn read_limited(path: &Path) -> std::io::Result<Vec<u8>> {
+    let too_large = || {
+        std::io::Error::new(
+            std::io::ErrorKind::FileTooLarge,
+            format!("larger than {MAX_FILE_BYTES} bytes (the limit for a grammar or schema file)"),
+        )
+    };
+    let file = std::fs::File::open(path)?;
+    let metadata = file.metadata()?;
+    if !metadata.is_file() {
+        return Err(std::io::Error::new(
+            std::io::ErrorKind::InvalidInput,
+            "not a regular file",
+        ));
+    }
+    if metadata.len() > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    let mut bytes = Vec::with_capacity(usize::try_from(metadata.len()).unwrap_or(0));
+    file.take(MAX_FILE_BYTES + 1).read_to_end(&mut bytes)?;
+    if bytes.len() as u64 > MAX_FILE_BYTES {
+        return Err(too_large());
+    }
+    Ok(bytes)
 }
 
 /// Decodes bytes as UTF-8, replacing invalid sequences; also returns the

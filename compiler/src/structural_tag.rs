@@ -82,7 +82,10 @@ pub fn check(
         errors: Vec::new(),
         failed: false,
     };
-    let body = builder.top(tag);
+    let body = match crate::json_schema::too_deep(tag) {
+        Some(pointer) => builder.error(&pointer, crate::json_schema::too_deep_message()),
+        None => builder.top(tag),
+    };
     builder.rules[0].body = body;
     let Builder {
         rules,

@@ -171,6 +171,12 @@ pub fn diagnose(error: &ToolError, sources: &Sources, file: FileId, diagnostics:
 /// "parameters"}`) or bare `{"name", "parameters"}` objects. A tool without
 /// `parameters` takes none (`{}`). Every problem is reported at once.
 pub fn parse(tools: &Value) -> Result<Vec<Tool>, Vec<ToolError>> {
+    if let Some(pointer) = crate::json_schema::too_deep(tools) {
+        return Err(vec![error(
+            &pointer,
+            crate::json_schema::too_deep_message(),
+        )]);
+    }
     let (list, base) = match tools {
         Value::Array(list) => (list, String::from("#")),
         Value::Object(object) => match object.get("tools") {

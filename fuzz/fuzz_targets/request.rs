@@ -1,8 +1,15 @@
 //! Fuzz target: request-time grammars from untrusted input. The first byte
 //! picks the front end — JSON Schema (in one of its layouts), structural
-//! tag or regex — and the rest is its text. Compiling within tight limits must not panic or hang,
-//! diagnostics must lie inside their files, and a grammar that compiles
-//! must run in the matcher on the input's own bytes.
+//! tag, regex, `.xg` text or a tool list — and the rest is its text.
+//! Compiling within tight limits must not panic, hang or overflow the
+//! stack of a 2 MiB thread (a server's worker); diagnostics must lie inside
+//! their files; no file is read from disk; and a grammar that compiles must
+//! run in the matcher on the input's own bytes.
+//!
+//! With the first byte's high bit set, the text is grown before use: split
+//! at `\x01` into `a b c d e`, it becomes `a + b×n + c + d×n + e` (up to
+//! about 200 KB), so that a short input makes a long name, a huge literal
+//! or nesting thousands deep (`b` = `[`, `d` = `]`).
 #![no_main]
 
 use libfuzzer_sys::fuzz_target;
@@ -10,8 +17,14 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use xg_compiler::json_schema::{Options, Whitespace};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline, regex};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline, regex, tools};
 use xg_runtime::Matcher;
+
+/// The stack of the thread each input is compiled on.
+const STACK: usize = 2 << 20;
+
+/// Most bytes the repeated parts of a grown text add.
+const GROWN: usize = 200_000;
 
 fuzz_target!(|bytes: &[u8]| {
     let Some((&selector, rest)) = bytes.split_first() else {
@@ -20,6 +33,31 @@ fuzz_target!(|bytes: &[u8]| {
     let Ok(text) = std::str::from_utf8(rest) else {
         return;
     };
+    let text = if selector & 0x80 == 0 {
+        text.to_string()
+    } else {
+        grow(text)
+    };
+    let kind = selector & 0x7f;
+    std::thread::Builder::new()
+        .stack_size(STACK)
+        .spawn(move || compile_and_run(kind, &text))
+        .expect("a thread")
+        .join()
+        .expect("no panic");
+});
+
+/// `a + b×n + c + d×n + e` for `text` split at `\x01` into five parts.
+fn grow(text: &str) -> String {
+    let parts: Vec<&str> = text.splitn(5, '\u{1}').collect();
+    let [a, b, c, d, e] = parts[..] else {
+        return text.to_string();
+    };
+    let n = GROWN / (b.len() + d.len()).max(1);
+    [a, &b.repeat(n), c, &d.repeat(n), e].concat()
+}
+
+fn compile_and_run(kind: u8, text: &str) {
     let limits = Limits {
         time: Some(Duration::from_millis(500)),
         ..Limits::default()
@@ -28,43 +66,46 @@ fuzz_target!(|bytes: &[u8]| {
     let file = sources.add("input", text, None);
     let mut diagnostics = Diagnostics::new();
     let cache = CompileCache::default();
-    let grammar = match selector % 3 {
-        0 | 1 => {
-            let Ok(value) = serde_json::from_str::<serde_json::Value>(text) else {
+    let json = || serde_json::from_str::<serde_json::Value>(text).ok();
+    let grammar = match kind % 5 {
+        0 => {
+            let Some(value) = json() else {
                 return;
             };
-            if selector % 3 == 0 {
-                let whitespace = match selector / 3 % 3 {
-                    0 => Whitespace::Flexible { max: Some(3) },
-                    1 => Whitespace::Compact,
-                    _ => Whitespace::Pretty { indent: 2 },
-                };
-                let options = Options {
-                    whitespace,
-                    ..Options::default()
-                };
-                pipeline::json_schema(
-                    &value,
-                    &options,
-                    &limits,
-                    &cache,
-                    &sources,
-                    file,
-                    &mut diagnostics,
-                )
-            } else {
-                pipeline::structural_tag(
-                    &value,
-                    None,
-                    &limits,
-                    &cache,
-                    &mut sources,
-                    file,
-                    &mut diagnostics,
-                )
-            }
+            let whitespace = match kind / 5 % 3 {
+                0 => Whitespace::Flexible { max: Some(3) },
+                1 => Whitespace::Compact,
+                _ => Whitespace::Pretty { indent: 2 },
+            };
+            let options = Options {
+                whitespace,
+                ..Options::default()
+            };
+            pipeline::json_schema(
+                &value,
+                &options,
+                &limits,
+                &cache,
+                &sources,
+                file,
+                &mut diagnostics,
+            )
         }
-        _ => pipeline::regex(
+        1 => {
+            let Some(value) = json() else {
+                return;
+            };
+            pipeline::structural_tag(
+                &value,
+                None,
+                &limits,
+                &cache,
+                &mut sources,
+                file,
+                &mut diagnostics,
+            )
+        }
+        2 => pipeline::regex(
             text,
             regex::Options::default(),
             &limits,
@@ -72,10 +113,31 @@ fuzz_target!(|bytes: &[u8]| {
             file,
             &mut diagnostics,
         ),
+        3 => pipeline::grammar(&mut sources, file, "root", &mut diagnostics),
+        _ => {
+            let Some(value) = json() else {
+                return;
+            };
+            let options = tools::Options::new(tools::Format::Qwen);
+            pipeline::tools(
+                &value,
+                &options,
+                &limits,
+                &cache,
+                &mut sources,
+                file,
+                &mut diagnostics,
+            )
+        }
     };
+    assert!(
+        sources.files_read().is_empty(),
+        "text from a request read {:?}",
+        sources.files_read()
+    );
     if let Some(grammar) = grammar {
         let mut matcher = Matcher::new(Arc::new(grammar));
-        for chunk in rest.chunks(5).take(32) {
+        for chunk in text.as_bytes().chunks(5).take(32) {
             let _ = matcher.forced_bytes();
             if matcher.accept_bytes(chunk).is_err() {
                 break;
@@ -89,4 +151,4 @@ fuzz_target!(|bytes: &[u8]| {
         assert!(span.start <= span.end && span.end <= text.len());
     }
     let _ = diagnostics.render(&sources, false);
-});
+}

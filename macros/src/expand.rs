@@ -113,7 +113,7 @@ fn add_entry(
     let entry = match source {
         Source::Tokens(tokens) => {
             let inline = Inline::new(tokens.clone());
-            let file = sources.add(invoking_file(), &inline.text, Some(base.to_path_buf()));
+            let file = sources.add_trusted(invoking_file(), &inline.text, base.to_path_buf());
             Entry {
                 file,
                 inline: Some(inline),
@@ -123,7 +123,7 @@ fn add_entry(
         }
         Source::Literal(literal) => {
             let (name, text, text_start) = literal_text(literal);
-            let file = sources.add(name, text, Some(base.to_path_buf()));
+            let file = sources.add_trusted(name, text, base.to_path_buf());
             Entry {
                 file,
                 inline: None,

@@ -916,7 +916,8 @@ impl<'a> Emitter<'a> {
         let rest_key = position(prefix_len, &node.arrays);
         let rest = self.child(rest_key, &format!("{name}_item"));
         let sep = self.item_separator(self.depth);
-        let members = array_members(&items, &rest, &sep, node.min_items, max_items);
+        let mut part = |g| self.rules.part(name, g);
+        let members = array_members(&items, &rest, &sep, node.min_items, max_items, &mut part);
         self.container("[", members, "]", self.depth)
     }
 
@@ -1019,7 +1020,7 @@ impl<'a> Emitter<'a> {
             }
         }
         match extra {
-            Some(extra) => array_members(&[], extra, sep, min, max),
+            Some(extra) => array_members(&[], extra, sep, min, max, &mut |g| g),
             None => Members {
                 some: G::Nothing,
                 none: min == 0,
@@ -1301,7 +1302,9 @@ impl<'a> Emitter<'a> {
         let any = self.block(Block::CanonicalChar, self.depth);
         let not_plain = self.block(Block::NotPlainChar, self.depth);
         let excluded: Vec<&str> = memo_key.0.iter().map(String::as_str).collect();
-        let body = strings::encoded_text_except(&excluded, &any, &not_plain);
+        let body = strings::encoded_text_except(&excluded, &any, &not_plain, &mut |g| {
+            self.rules.part(name, g)
+        });
         let rule = self.rules.declare_inline(&format!("{name}_other_key"));
         self.rules.define(rule, body);
         self.other_keys.insert(memo_key, rule);
@@ -1351,16 +1354,73 @@ impl<'a> Emitter<'a> {
 }
 
 /// The items of an array: prefix items by position, then `rest`, with the
-/// count between `min` and `max`.
-fn array_members(prefix: &[G], rest: &G, sep: &G, min: u64, max: Option<u64>) -> Members {
+/// count between `min` and `max`. `part` makes a rule of the items after
+/// every [`PREFIX_RUN`] prefix items (their optional tails nest).
+fn array_members(
+    prefix: &[G],
+    rest: &G,
+    sep: &G,
+    min: u64,
+    max: Option<u64>,
+    part: &mut dyn FnMut(G) -> G,
+) -> Members {
     Members {
         some: if max == Some(0) {
             G::Nothing
         } else {
-            items_from(0, prefix, rest, sep, min.max(1), max)
+            items(prefix, rest, sep, min.max(1), max, part)
         },
         none: min == 0,
     }
+}
+
+/// Prefix items nested in one rule body at most (each is a level or two).
+const PREFIX_RUN: usize = 32;
+
+/// The items of a non-empty array (see [`array_members`]), built from the
+/// last prefix item back: item `i` is followed by the items after it, and
+/// may be the last once there are `min` items.
+fn items(
+    prefix: &[G],
+    rest: &G,
+    sep: &G,
+    min: u64,
+    max: Option<u64>,
+    part: &mut dyn FnMut(G) -> G,
+) -> G {
+    let lead = |i: usize| if i == 0 { G::Empty } else { sep.clone() };
+    // Where the count reaches `max`, or the items after the prefix.
+    let within_prefix =
+        max.and_then(|max| usize::try_from(max).ok().filter(|&m| m <= prefix.len()));
+    let (last, mut tail) = match within_prefix {
+        Some(max) => (max, G::Empty),
+        _ => {
+            let count = prefix.len() as u64;
+            let at_least = u32::try_from(min.saturating_sub(count)).unwrap_or(u32::MAX);
+            let at_most = max.map(|m| u32::try_from(m - count).unwrap_or(u32::MAX));
+            let tail = if prefix.is_empty() {
+                // The first item has no separator.
+                let more = G::rep(
+                    G::seq([sep.clone(), rest.clone()]),
+                    at_least.saturating_sub(1),
+                    at_most.map(|m| m - 1),
+                );
+                let first = G::seq([rest.clone(), more]);
+                if at_least == 0 { G::opt(first) } else { first }
+            } else {
+                G::rep(G::seq([sep.clone(), rest.clone()]), at_least, at_most)
+            };
+            (prefix.len(), tail)
+        }
+    };
+    for i in (0..last).rev() {
+        if i > 0 && (last - i).is_multiple_of(PREFIX_RUN) {
+            tail = part(tail);
+        }
+        let this = G::seq([lead(i), prefix[i].clone(), tail]);
+        tail = if i as u64 >= min { G::opt(this) } else { this };
+    }
+    tail
 }
 
 /// Members of a literal: `parts` in turn, if there are any.
@@ -1381,37 +1441,6 @@ fn quoted(body: G) -> G {
 fn new_line(indent: u32, depth: u32) -> String {
     let width = usize::try_from(indent.saturating_mul(depth)).unwrap_or(usize::MAX);
     format!("\n{:width$}", "")
-}
-
-/// Items `i..` of an array: prefix items by position, then `rest`, with
-/// the count between `min` and `max`.
-fn items_from(i: usize, prefix: &[G], rest: &G, sep: &G, min: u64, max: Option<u64>) -> G {
-    let count = i as u64;
-    if max.is_some_and(|m| count >= m) {
-        return G::Empty;
-    }
-    let lead = if i == 0 { G::Empty } else { sep.clone() };
-    if i < prefix.len() {
-        let this = G::seq([
-            lead,
-            prefix[i].clone(),
-            items_from(i + 1, prefix, rest, sep, min, max),
-        ]);
-        return if count >= min { G::opt(this) } else { this };
-    }
-    let at_least = u32::try_from(min.saturating_sub(count)).unwrap_or(u32::MAX);
-    let at_most = max.map(|m| u32::try_from(m - count).unwrap_or(u32::MAX));
-    if i == 0 {
-        // The first item has no separator.
-        let more = G::rep(
-            G::seq([sep.clone(), rest.clone()]),
-            at_least.saturating_sub(1),
-            at_most.map(|m| m - 1),
-        );
-        let first = G::seq([rest.clone(), more]);
-        return if at_least == 0 { G::opt(first) } else { first };
-    }
-    G::rep(G::seq([sep.clone(), rest.clone()]), at_least, at_most)
 }
 
 /// One JSON string character, any escape allowed; a surrogate pair

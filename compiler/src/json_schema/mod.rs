@@ -61,6 +61,60 @@ pub enum Whitespace {
     },
 }
 
+/// Most levels of arrays and objects a JSON value handed to a front end
+/// (a schema, a structural tag, a tool list) may nest: what serde_json
+/// allows when it parses text, so that a value built in memory is held to
+/// the same bound as one parsed. Walks of a value (serde_json's own
+/// printing among them) recurse on its depth.
+pub const MAX_JSON_DEPTH: usize = 128;
+
+/// The JSON pointer of the first value nested deeper than
+/// [`MAX_JSON_DEPTH`] in `value`, if there is one; found without recursion.
+pub fn too_deep(value: &Value) -> Option<String> {
+    enum Children<'a> {
+        Object(serde_json::map::Iter<'a>),
+        Array(std::iter::Enumerate<std::slice::Iter<'a, Value>>),
+    }
+    fn children(value: &Value) -> Option<Children<'_>> {
+        match value {
+            Value::Object(map) => Some(Children::Object(map.iter())),
+            Value::Array(items) => Some(Children::Array(items.iter().enumerate())),
+            _ => None,
+        }
+    }
+    // The open containers from the root down, each with the key that
+    // leads to it.
+    let mut open: Vec<(String, Children<'_>)> = Vec::new();
+    if let Some(top) = children(value) {
+        open.push((String::new(), top));
+    }
+    while let Some((_, top)) = open.last_mut() {
+        let next = match top {
+            Children::Object(members) => members
+                .next()
+                .map(|(key, value)| (key.replace('~', "~0").replace('/', "~1"), value)),
+            Children::Array(items) => items.next().map(|(i, value)| (i.to_string(), value)),
+        };
+        let Some((key, child)) = next else {
+            open.pop();
+            continue;
+        };
+        if let Some(grandchildren) = children(child) {
+            open.push((key, grandchildren));
+            if open.len() > MAX_JSON_DEPTH {
+                let keys: Vec<&str> = open[1..].iter().map(|(key, _)| key.as_str()).collect();
+                return Some(format!("#/{}", keys.join("/")));
+            }
+        }
+    }
+    None
+}
+
+/// The error for a value nested deeper than [`MAX_JSON_DEPTH`], at `pointer`.
+pub(crate) fn too_deep_message() -> String {
+    format!("nested more than {MAX_JSON_DEPTH} levels deep (arrays and objects; the limit)")
+}
+
 /// Nesting levels laid out exactly by [`Whitespace::Pretty`].
 pub const PRETTY_DEPTH: u32 = 12;
 
@@ -244,6 +298,12 @@ pub fn generate(
     options: &Options,
     budget: &Budget,
 ) -> Result<Generated, Vec<SchemaError>> {
+    if let Some(pointer) = too_deep(schema) {
+        return Err(vec![SchemaError {
+            pointer,
+            message: too_deep_message(),
+        }]);
+    }
     emit::Emitter::new(schema, options, budget).run()
 }
 

@@ -159,11 +159,20 @@ pub(crate) fn encoded_text(value: &str) -> G {
 /// the nodes (a few nodes per character of the trie instead of a copy of
 /// the tail's per character), which is most of the compile time of
 /// schemas with many objects that allow extra properties.
-pub(crate) fn encoded_text_except(excluded: &[&str], any: &G, not_plain: &G) -> G {
+///
+/// `part` makes a rule of a subtrie: a trie is as deep as the longest
+/// excluded string, and no rule body may nest that deep (see
+/// [`super::grammar::MAX_HEIGHT`]).
+pub(crate) fn encoded_text_except(
+    excluded: &[&str],
+    any: &G,
+    not_plain: &G,
+    part: &mut dyn FnMut(G) -> G,
+) -> G {
     let mut set: Vec<Vec<char>> = excluded.iter().map(|s| s.chars().collect()).collect();
     set.sort();
     set.dedup();
-    let tries = except_tries(&set, 0);
+    let tries = except_tries(&set, part);
     let rest = G::rep(any.clone(), 0, None);
     G::alt([
         tries.ends,
@@ -171,6 +180,11 @@ pub(crate) fn encoded_text_except(excluded: &[&str], any: &G, not_plain: &G) -> 
         G::seq([tries.leaves_not_plain, not_plain.clone(), rest]),
     ])
 }
+
+/// Levels of nesting the tries of a node may reach before they become
+/// rules (two per character; a class or escape takes up to four): a
+/// name of about 100 characters.
+const TRIE_HEIGHT: usize = 200;
 
 /// Below one node of the excluded strings' trie: the three ways a body
 /// that is none of them goes on from there.
@@ -185,52 +199,109 @@ struct ExceptTries {
     leaves_not_plain: G,
 }
 
-/// The [`ExceptTries`] of `strings` (sorted, sharing their first `depth`
-/// characters), after those characters.
-fn except_tries(strings: &[Vec<char>], depth: usize) -> ExceptTries {
-    // Sorted: the strings that end here come first, then one run per next
-    // character.
-    let ends_here = strings.iter().take_while(|s| s.len() == depth).count();
-    let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
-    let mut rest = &strings[ends_here..];
-    while let Some(first) = rest.first() {
-        let c = first[depth];
-        let len = rest.iter().take_while(|s| s[depth] == c).count();
-        runs.push((c, &rest[..len]));
-        rest = &rest[len..];
+/// A node of the trie whose [`ExceptTries`] are being built: the choices
+/// so far, and the runs of strings below it still to go.
+struct TrieNode<'s> {
+    depth: usize,
+    /// Per next character, the strings that go on with it.
+    runs: Vec<(char, &'s [Vec<char>])>,
+    /// Runs done.
+    next: usize,
+    ends: Vec<G>,
+    leaves: Vec<G>,
+    leaves_not_plain: Vec<G>,
+    /// Levels of nesting of the choices so far.
+    height: usize,
+}
+
+impl<'s> TrieNode<'s> {
+    /// The node below which `strings` (sorted, sharing their first `depth`
+    /// characters) go on, with the ways to leave the trie at it.
+    fn new(strings: &'s [Vec<char>], depth: usize) -> Self {
+        // Sorted: the strings that end here come first, then one run per
+        // next character.
+        let ends_here = strings.iter().take_while(|s| s.len() == depth).count();
+        let mut runs: Vec<(char, &[Vec<char>])> = Vec::new();
+        let mut rest = &strings[ends_here..];
+        while let Some(first) = rest.first() {
+            let c = first[depth];
+            let len = rest.iter().take_while(|s| s[depth] == c).count();
+            runs.push((c, &rest[..len]));
+            rest = &rest[len..];
+        }
+        let all_plain = runs
+            .iter()
+            .all(|&(c, _)| PLAIN.iter().any(|&(lo, hi)| lo <= c && c <= hi));
+        let mut other = if all_plain {
+            PLAIN.to_vec()
+        } else {
+            vec![('\0', char::MAX)]
+        };
+        for &(c, _) in &runs {
+            other = other
+                .into_iter()
+                .flat_map(|range| subtract(range, (c, c)))
+                .collect();
+        }
+        let leave = if all_plain {
+            G::class(other)
+        } else {
+            encoded_class(&other)
+        };
+        TrieNode {
+            depth,
+            runs,
+            next: 0,
+            ends: vec![if ends_here == 0 { G::Empty } else { G::Nothing }],
+            leaves: vec![leave],
+            leaves_not_plain: vec![if all_plain { G::Empty } else { G::Nothing }],
+            height: 4,
+        }
     }
-    let all_plain = runs
-        .iter()
-        .all(|&(c, _)| PLAIN.iter().any(|&(lo, hi)| lo <= c && c <= hi));
-    let mut other = if all_plain {
-        PLAIN.to_vec()
-    } else {
-        vec![('\0', char::MAX)]
-    };
-    for &(c, _) in &runs {
-        other = other
-            .into_iter()
-            .flat_map(|range| subtract(range, (c, c)))
-            .collect();
-    }
-    let mut ends = vec![if ends_here == 0 { G::Empty } else { G::Nothing }];
-    let mut leaves = vec![if all_plain {
-        G::class(other)
-    } else {
-        encoded_class(&other)
-    }];
-    let mut leaves_not_plain = vec![if all_plain { G::Empty } else { G::Nothing }];
-    for (c, run) in runs {
+
+    /// Adds the tries below the next run (`height` levels) to the choices.
+    fn add_child(&mut self, below: ExceptTries, height: usize) {
+        let (c, _) = self.runs[self.next];
+        self.next += 1;
         let lead = encoded_class(&[(c, c)]);
-        let below = except_tries(run, depth + 1);
-        ends.push(G::seq([lead.clone(), below.ends]));
-        leaves.push(G::seq([lead.clone(), below.leaves]));
-        leaves_not_plain.push(G::seq([lead, below.leaves_not_plain]));
+        self.ends.push(G::seq([lead.clone(), below.ends]));
+        self.leaves.push(G::seq([lead.clone(), below.leaves]));
+        self.leaves_not_plain
+            .push(G::seq([lead, below.leaves_not_plain]));
+        self.height = self.height.max(height + 1);
     }
-    ExceptTries {
-        ends: G::alt(ends),
-        leaves: G::alt(leaves),
-        leaves_not_plain: G::alt(leaves_not_plain),
+}
+
+/// The [`ExceptTries`] of the trie of `strings` (sorted), built bottom-up
+/// without recursion; tries `TRIE_HEIGHT` levels high go to `part`.
+fn except_tries(strings: &[Vec<char>], part: &mut dyn FnMut(G) -> G) -> ExceptTries {
+    let mut open = vec![TrieNode::new(strings, 0)];
+    loop {
+        let top = open.last_mut().expect("the root is open until the end");
+        if let Some(&(_, run)) = top.runs.get(top.next) {
+            let depth = top.depth + 1;
+            open.push(TrieNode::new(run, depth));
+            continue;
+        }
+        let node = open.pop().expect("the top node");
+        let mut tries = ExceptTries {
+            ends: G::alt(node.ends),
+            leaves: G::alt(node.leaves),
+            leaves_not_plain: G::alt(node.leaves_not_plain),
+        };
+        let mut height = node.height + 1;
+        if height >= TRIE_HEIGHT {
+            tries = ExceptTries {
+                ends: part(tries.ends),
+                leaves: part(tries.leaves),
+                leaves_not_plain: part(tries.leaves_not_plain),
+            };
+            height = 0;
+        }
+        match open.last_mut() {
+            Some(parent) => parent.add_child(tries, height),
+            None => return tries,
+        }
     }
 }
 

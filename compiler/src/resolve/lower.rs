@@ -836,25 +836,23 @@ impl<'a> Lowerer<'a> {
                 }
             }
             ast::JsonSource::File(path) => {
-                let Some(base) = self.sources.base_dir(path.span.file) else {
-                    self.error(
-                        "json-schema-not-found",
-                        format!("cannot read `{}`", path.value),
-                        path.span,
-                        "this grammar has no folder to find the file in",
-                    );
-                    return None;
-                };
-                let full = base.join(&path.value);
                 let shown = self.sources.relative_name(path.span.file, &path.value);
-                let text = match self.sources.read_data_file(&full) {
+                let read = self
+                    .sources
+                    .data_file(path.span.file, &path.value)
+                    .and_then(|full| {
+                        self.sources
+                            .read_data_file(&full)
+                            .map_err(|err| format!("cannot read `{shown}`: {err}"))
+                    });
+                let text = match read {
                     Ok(text) => text,
-                    Err(err) => {
+                    Err(reason) => {
                         self.error(
                             "json-schema-not-found",
                             format!("cannot read `{shown}`"),
                             path.span,
-                            err.to_string(),
+                            reason,
                         );
                         return None;
                     }

@@ -262,9 +262,10 @@ impl Loader<'_> {
             ) {
                 Ok(file) => file,
                 Err(err) => {
+                    let shown = self.sources.relative_name(importer, &path.value);
                     self.diagnostics.push(import_not_found(
                         path,
-                        &format!("cannot read `{}`: {err}", full.display()),
+                        &format!("cannot read `{shown}`: {err}"),
                     ));
                     return None;
                 }

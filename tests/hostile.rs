@@ -1,0 +1,326 @@
+//! Requests an attacker would send (issue 40): each ends in a clear error
+//! or a correct grammar, never in a crash, a file read or a stall.
+//!
+//! Compilations run on threads of 2 MiB of stack, the default for spawned
+//! threads (a server's worker pool), so that recursion on the depth of the
+//! input shows as a crash here.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use serde_json::{Value, json};
+use xg_compiler::json_schema::{self, MAX_JSON_DEPTH};
+use xg_compiler::{
+    CompileCache, Diagnostics, Limits, MAX_FILE_BYTES, Severity, Sources, pipeline, tools,
+};
+use xg_runtime::{Grammar, Matcher};
+
+/// Stack of the threads the compilations below run on.
+const SMALL_STACK: usize = 2 << 20;
+
+/// Runs `f` on a thread of [`SMALL_STACK`] bytes of stack.
+fn on_small_stack<T: Send>(f: impl FnOnce() -> T + Send) -> T {
+    std::thread::scope(|scope| {
+        std::thread::Builder::new()
+            .stack_size(SMALL_STACK)
+            .spawn_scoped(scope, f)
+            .expect("a thread")
+            .join()
+            .expect("no panic")
+    })
+}
+
+/// Limits that leave room for a debug build: these tests are about what
+/// comes back, not how fast.
+fn roomy() -> Limits {
+    Limits {
+        time: Some(Duration::from_secs(120)),
+        ..Limits::default()
+    }
+}
+
+/// The grammar of `schema`, or its error messages joined.
+fn schema_grammar(schema: &Value) -> Result<Arc<Grammar>, String> {
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", "", None);
+    let mut diagnostics = Diagnostics::new();
+    pipeline::json_schema(
+        schema,
+        &json_schema::Options::default(),
+        &roomy(),
+        &CompileCache::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    )
+    .map(Arc::new)
+    .ok_or_else(|| errors(&diagnostics))
+}
+
+fn errors(diagnostics: &Diagnostics) -> String {
+    diagnostics
+        .iter()
+        .filter(|d| d.severity == Severity::Error)
+        .map(|d| format!("{} ({})", d.message, d.primary.message))
+        .collect::<Vec<_>>()
+        .join("\n")
+}
+
+fn accepts(grammar: &Arc<Grammar>, text: &str) -> bool {
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    matcher.accept_str(text).is_ok() && matcher.can_terminate()
+}
+
+#[test]
+fn a_required_property_name_of_10000_characters_compiles_exactly() {
+    let name = "k".repeat(10_000);
+    let schema = json!({"type": "object", "required": [name]});
+    let grammar = on_small_stack(|| schema_grammar(&schema)).expect("compiles");
+    let short = &name[..9_999];
+    assert!(accepts(&grammar, &format!(r#"{{"{name}": 1}}"#)));
+    // Other names, however close to the required one, are extra properties.
+    assert!(accepts(
+        &grammar,
+        &format!(r#"{{"{name}": 1, "{short}": 2, "{name}k": 3}}"#)
+    ));
+    assert!(!accepts(&grammar, &format!(r#"{{"{short}": 1}}"#)));
+    assert!(!accepts(
+        &grammar,
+        &format!(r#"{{"{name}": 1, "{name}": 2}}"#)
+    ));
+}
+
+#[test]
+fn five_thousand_prefix_items_compile_exactly() {
+    let items: Vec<Value> = (0..5_000).map(|_| json!({"type": "integer"})).collect();
+    let schema = json!({"type": "array", "prefixItems": items, "items": false, "minItems": 2});
+    let grammar = on_small_stack(|| schema_grammar(&schema)).expect("compiles");
+    let list = |n: usize| format!("[{}]", vec!["1"; n].join(", "));
+    for n in [2, 33, 2_345, 5_000] {
+        assert!(accepts(&grammar, &list(n)), "{n} items");
+    }
+    for n in [0, 1, 5_001] {
+        assert!(!accepts(&grammar, &list(n)), "{n} items");
+    }
+    assert!(!accepts(&grammar, "[1, 2, \"x\"]"));
+}
+
+/// A value `depth` arrays deep (`[[[…]]]`), built and dropped by the
+/// caller (serde_json drops it recursively).
+fn nested_arrays(depth: usize) -> Value {
+    let mut value = json!("leaf");
+    for _ in 0..depth {
+        value = Value::Array(vec![value]);
+    }
+    value
+}
+
+#[test]
+fn values_nested_deeper_than_the_limit_are_refused_with_their_pointer() {
+    let deep = nested_arrays(MAX_JSON_DEPTH + 1);
+    let mut pointer = String::from("#");
+    for _ in 0..MAX_JSON_DEPTH {
+        pointer.push_str("/0");
+    }
+    assert_eq!(json_schema::too_deep(&deep), Some(pointer));
+    assert_eq!(json_schema::too_deep(&nested_arrays(MAX_JSON_DEPTH)), None);
+}
+
+#[test]
+fn deep_values_handed_over_in_memory_are_errors_not_crashes() {
+    // Deep enough to overflow any recursive walk on a 2 MiB stack; built
+    // and dropped on a thread with room for serde_json's own drop.
+    let depth = 50_000;
+    let outcome = std::thread::Builder::new()
+        .stack_size(256 << 20)
+        .spawn(move || {
+            let schema = json!({"type": "array", "items": {"enum": [nested_arrays(depth)]}});
+            let tag = json!({"type": "structural_tag", "format": {"type": "const_string", "value": nested_arrays(depth)}});
+            let tool_list = json!([{"type": "function", "function": {"name": "f", "parameters": nested_arrays(depth)}}]);
+            on_small_stack(|| {
+                let schema_error = schema_grammar(&schema).expect_err("too deep");
+                let mut sources = Sources::new();
+                let file = sources.add("tag.json", "", None);
+                let mut diagnostics = Diagnostics::new();
+                let tag_grammar = pipeline::structural_tag(
+                    &tag,
+                    None,
+                    &roomy(),
+                    &CompileCache::default(),
+                    &mut sources,
+                    file,
+                    &mut diagnostics,
+                );
+                assert!(tag_grammar.is_none());
+                let tools_error = tools::parse(&tool_list).expect_err("too deep");
+                (schema_error, errors(&diagnostics), tools_error[0].to_string())
+            })
+        })
+        .expect("a thread")
+        .join()
+        .expect("no panic");
+    let (schema_error, tag_error, tools_error) = outcome;
+    for (error, at) in [
+        (&schema_error, "#/items/enum/0/0/0"),
+        (&tag_error, "#/format/value/0/0"),
+        (&tools_error, "#/0/function/parameters/0/0"),
+    ] {
+        assert!(
+            error.contains("nested more than 128 levels deep"),
+            "{error}"
+        );
+        assert!(error.contains(at), "{error}");
+    }
+}
+
+/// A folder of its own under the system's temporary folder, removed when
+/// dropped.
+struct Scratch(PathBuf);
+
+impl Scratch {
+    fn new(tag: &str) -> Self {
+        let dir = std::env::temp_dir().join(format!("xg-hostile-{tag}-{}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(dir.join("base")).expect("a scratch folder");
+        Scratch(dir)
+    }
+
+    fn write(&self, path: &str, text: &str) -> PathBuf {
+        let full = self.0.join(path);
+        std::fs::write(&full, text).expect("writable scratch file");
+        full
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_dir_all(&self.0);
+    }
+}
+
+/// What the text marked as secret holds: no diagnostic may show it.
+const SECRET: &str = "s3cr3t";
+
+/// Compiles `text` given in memory with `base` as its folder; the errors
+/// as rendered. Unless `trusted`, no diagnostic may show [`SECRET`].
+fn compile_request(text: &str, base: Option<&Path>, trusted: bool) -> Result<(), String> {
+    let mut sources = Sources::new();
+    let file = match (base, trusted) {
+        (Some(base), true) => sources.add_trusted("request.xg", text, base.to_path_buf()),
+        _ => sources.add("request.xg", text, base.map(Path::to_path_buf)),
+    };
+    let mut diagnostics = Diagnostics::new();
+    let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics);
+    let rendered = diagnostics.render(&sources, false);
+    assert!(
+        trusted || !rendered.contains(SECRET),
+        "a diagnostic shows the file:\n{rendered}"
+    );
+    grammar.map(|_| ()).ok_or(rendered)
+}
+
+#[test]
+fn request_text_reads_no_file_outside_its_folder() {
+    let scratch = Scratch::new("imports");
+    // A file outside the folder that is not a grammar: a diagnostic on it
+    // would quote its first line.
+    let secret = scratch.write("secret.xg", &format!("{SECRET} is not a grammar\n"));
+    scratch.write("base/lib.xg", "word ::= \"ok\"\n");
+    std::fs::write(scratch.0.join("base/schema.json"), r#"{"type": "integer"}"#).unwrap();
+    #[cfg(unix)]
+    std::os::unix::fs::symlink(&secret, scratch.0.join("base/link.xg")).unwrap();
+    let base = scratch.0.join("base");
+    let absolute = secret.display().to_string();
+
+    // Inside the folder: allowed.
+    compile_request(
+        "import \"lib.xg\" as l;\nroot ::= l.word\n",
+        Some(&base),
+        false,
+    )
+    .expect("an import inside the folder");
+    compile_request("root ::= %json \"schema.json\"\n", Some(&base), false)
+        .expect("a schema inside the folder");
+
+    let refused = [
+        (format!("import \"{absolute}\" as s;\nroot ::= s.x\n"), None),
+        (
+            format!("import \"{absolute}\" as s;\nroot ::= s.x\n"),
+            Some(&base),
+        ),
+        (
+            "import \"../secret.xg\" as s;\nroot ::= s.x\n".to_string(),
+            Some(&base),
+        ),
+        (
+            "import \"./../base/../secret.xg\" as s;\nroot ::= s.x\n".to_string(),
+            Some(&base),
+        ),
+        (format!("root ::= %json \"{absolute}\"\n"), None),
+        ("root ::= %json \"../secret.xg\"\n".to_string(), Some(&base)),
+        (
+            "import \"lib.xg\" as l;\nroot ::= l.word\n".to_string(),
+            None,
+        ),
+    ];
+    for (text, base) in &refused {
+        let error = compile_request(text, base.map(PathBuf::as_path), false).expect_err(text);
+        assert!(
+            error.contains("reads only files inside its folder")
+                || error.contains("reads no files"),
+            "{text}: {error}"
+        );
+    }
+    #[cfg(unix)]
+    {
+        let error = compile_request(
+            "import \"link.xg\" as s;\nroot ::= s.x\n",
+            Some(&base),
+            false,
+        )
+        .expect_err("a link out of the folder");
+        assert!(error.contains("leads out of it"), "{error}");
+    }
+    // Text its author wrote (a `grammar!`) imports like a file in its
+    // folder: the file is read, and the diagnostic on it shows it.
+    let error = compile_request(
+        "import \"../secret.xg\" as s;\nroot ::= s.x\n",
+        Some(&base),
+        true,
+    )
+    .expect_err("not a grammar");
+    assert!(error.contains(SECRET), "{error}");
+}
+
+#[test]
+fn files_larger_than_the_limit_are_not_read() {
+    let scratch = Scratch::new("large");
+    let large = std::fs::File::create(scratch.0.join("base/large.xg")).unwrap();
+    // Sparse: nothing is written, the size alone must refuse it.
+    large.set_len(MAX_FILE_BYTES + 1).unwrap();
+    let base = scratch.0.join("base");
+    for text in [
+        "import \"large.xg\" as l;\nroot ::= l.x\n",
+        "root ::= %json \"large.xg\"\n",
+    ] {
+        let error = compile_request(text, Some(&base), false).expect_err(text);
+        assert!(error.contains("larger than"), "{text}: {error}");
+    }
+}
+
+#[cfg(unix)]
+#[test]
+fn device_files_are_not_read() {
+    let scratch = Scratch::new("devices");
+    let grammar = scratch.write("zero.xg", "root ::= %json \"/dev/zero\"\n");
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let file = sources.load(&grammar, &mut diagnostics).unwrap();
+    assert!(pipeline::grammar(&mut sources, file, "root", &mut diagnostics).is_none());
+    assert!(
+        errors(&diagnostics).contains("is not a file"),
+        "{}",
+        errors(&diagnostics)
+    );
+}
