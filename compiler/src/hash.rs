@@ -16,13 +16,23 @@
 //!   names the same state in every grammar.
 //! - **Order**: rules are hashed leaves first, by strongly connected
 //!   components of the reference graph in reverse topological order.
-//! - **Cycles**: inside a component, hashes are computed by colour
+//! - **Cycles**: inside a component, rules are coloured by colour
 //!   refinement — first with references inside the component replaced by a
 //!   marker, then with them replaced by the previous round's colours (each
 //!   rule's own colour mixed in, so every round refines the last) until the
 //!   number of distinct colours stops growing — at most `n` rounds for `n`
-//!   rules, usually a handful; the component size is mixed in. Equal results mean the rules unfold into the same infinite
-//!   structure, hence the same language. For a simple cycle this is the
+//!   rules, usually a handful. The partition is then stable: a colour names
+//!   a class of rules that unfold alike *within the component*, and the
+//!   last round's colours, each a class's structure with its references
+//!   named by class, together describe the component's quotient graph. A
+//!   rule's hash combines its colour with that description (the set of
+//!   last-round colours), so equal hashes mean equal quotient graphs and
+//!   the same class in them: the rules unfold into the same infinite
+//!   structure, hence the same language, whatever component each is in.
+//!   (A colour alone is not enough: two components whose classes are
+//!   alike for fewer rounds than refinement took elsewhere — two lists of
+//!   items whose items differ two references away — would stop with equal
+//!   colours for different rules.) For a simple cycle this is the
 //!   rotation-combined hash of Algorithm 2, generalised to any component.
 //! - A rule's hash covers its lookahead; [`RuleHash::automaton`] is the hash
 //!   without it (an automaton-only cache hit reuses accepted and rejected
@@ -67,12 +77,13 @@ pub fn hash(grammar: &mut fsm::Grammar, budget: &Budget) -> Result<Vec<RuleHash>
             continue;
         }
         let colours = component_colours(grammar, &hashes, &component, budget)?;
+        let quotient = quotient_hash(&colours);
         for (&r, &colour) in component.iter().zip(&colours) {
             let (parts, _) = canonical_parts(grammar, r, &|target| {
                 key_of(&hashes, &component, &colours, target)
             });
             hashes[r] = Some(RuleHash {
-                rule: combine(colour, component.len() as u64),
+                rule: combine(quotient, colour),
                 automaton: parts.0,
                 lookahead: parts.1,
             });
@@ -128,6 +139,16 @@ fn component_colours(
     Ok(colours)
 }
 
+/// The description of a component's quotient graph from its stable
+/// colours: the set of them, each a class's structure with its references
+/// named by class (see the module docs).
+fn quotient_hash(colours: &[u64]) -> u64 {
+    let mut classes = colours.to_vec();
+    classes.sort_unstable();
+    classes.dedup();
+    classes.into_iter().fold(QUOTIENT_SEED, combine)
+}
+
 fn distinct_count(colours: &[u64]) -> usize {
     colours.iter().collect::<HashSet<_>>().len()
 }
@@ -143,6 +164,7 @@ fn key_of(hashes: &[Option<RuleHash>], component: &[usize], colours: &[u64], tar
 }
 
 const INSIDE_MARKER: u64 = 0x9E37_79B9_7F4A_7C15;
+const QUOTIENT_SEED: u64 = 0xD6E8_FEB8_6659_FD93;
 const NO_LOOKAHEAD: u64 = 0x2545_F491_4F6C_DD1D;
 
 /// A rule's hash given how references are keyed.

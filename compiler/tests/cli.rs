@@ -255,6 +255,32 @@ fn trace_shows_each_token_and_its_mask() {
     assert!(String::from_utf8_lossy(&short.stdout).contains("cannot end here"));
 }
 
+/// A grammar with lookahead computes its masks without the mask cache,
+/// and `xg trace` says so; one without says nothing.
+#[test]
+fn trace_names_a_grammar_that_masks_without_the_cache() {
+    let tokenizer = temp_tokenizer();
+    let trace = |name: &str, text: &str| {
+        let grammar = temp_grammar(name, text);
+        let output = xg(&[
+            "trace",
+            grammar.to_str().unwrap(),
+            "--tokenizer",
+            tokenizer.to_str().unwrap(),
+            "--text",
+            "ab",
+        ]);
+        let stdout = String::from_utf8_lossy(&output.stdout).into_owned();
+        assert!(output.status.success(), "{stdout}");
+        stdout
+    };
+    let note = "every mask is computed without the mask cache: a rule has lookahead";
+    let with = trace("lookahead.xg", "root ::= a \"b\"\na ::= \"a\" (= \"b\")\n");
+    assert!(with.contains(note), "{with}");
+    let without = trace("plain.xg", "root ::= a \"b\"\na ::= \"a\"\n");
+    assert!(!without.contains("without the mask cache"), "{without}");
+}
+
 /// A reader that stops early (`xg trace … | head`) ends the program
 /// quietly: no panic, exit code 0.
 #[test]
@@ -592,7 +618,7 @@ fn compile_writes_a_bundle_that_inspect_describes_and_trace_uses() {
     let output = xg(&["inspect", &out]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("format version 2"), "{stdout}");
+    assert!(stdout.contains("format version 3"), "{stdout}");
     assert!(stdout.contains("mask index"), "{stdout}");
     assert!(!stdout.contains("DAMAGED"), "{stdout}");
     let output = xg(&[

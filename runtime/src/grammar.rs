@@ -51,9 +51,8 @@ pub struct Grammar {
     /// [`free_hashes`]).
     free_hashes: Vec<u64>,
     has_lookahead: bool,
-    /// Whether token masks may use the mask cache: no lookahead, and rule
-    /// hashes that agree with the rules' structure.
-    cacheable: bool,
+    /// Why token masks cannot use the mask cache, if they cannot.
+    cache_fallback: Option<CacheFallback>,
     /// Whether any rule matches tokens by id.
     uses_tokens: bool,
     /// Every token id the grammar names (sorted): ids it does not name are
@@ -79,6 +78,28 @@ impl fmt::Debug for Grammar {
             .field("nodes", &self.tables.nodes.len())
             .field("edges", &self.tables.edges.len())
             .finish_non_exhaustive()
+    }
+}
+
+/// Why a grammar computes its token masks without the shared mask cache
+/// (see [`Grammar::cache_fallback`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum CacheFallback {
+    /// A rule has lookahead (`(= …)`): a cache entry records what a rule
+    /// allows, not what must follow it.
+    Lookahead,
+    /// Two rules share a structural hash but not a structure: tables
+    /// written by hand or by another tool (the compiler's never are), on
+    /// which shared entries could forbid a valid token.
+    HashesDisagree,
+}
+
+impl std::fmt::Display for CacheFallback {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(match self {
+            CacheFallback::Lookahead => "a rule has lookahead",
+            CacheFallback::HashesDisagree => "two rules share a hash but not a structure",
+        })
     }
 }
 
@@ -149,9 +170,15 @@ impl Grammar {
         }
         named_tokens.sort_unstable();
         named_tokens.dedup();
-        let cacheable = !has_lookahead && hashes_agree(&tables);
+        let cache_fallback = if has_lookahead {
+            Some(CacheFallback::Lookahead)
+        } else if !hashes_agree(&tables) {
+            Some(CacheFallback::HashesDisagree)
+        } else {
+            None
+        };
         Ok(Self {
-            cacheable,
+            cache_fallback,
             tables,
             node_rule,
             node_in_lookahead,
@@ -340,7 +367,15 @@ impl Grammar {
 
     /// Whether token masks may use the shared mask cache.
     pub(crate) fn is_cacheable(&self) -> bool {
-        self.cacheable
+        self.cache_fallback.is_none()
+    }
+
+    /// Why this grammar computes every token mask without the shared mask
+    /// cache (walking every token at every step: milliseconds, not
+    /// microseconds), if it does. Grammars the compiler emits use the
+    /// cache unless they have lookahead.
+    pub fn cache_fallback(&self) -> Option<CacheFallback> {
+        self.cache_fallback
     }
 
     pub(crate) fn has_lookahead(&self) -> bool {

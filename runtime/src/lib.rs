@@ -48,7 +48,7 @@ mod vocab;
 pub use self::bundle::BundleError;
 pub use self::cache::{CacheStats, MaskCache};
 pub use self::embedded::StaticGrammar;
-pub use self::grammar::Grammar;
+pub use self::grammar::{CacheFallback, Grammar};
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::matcher::{
     DEFAULT_MASK_BUDGET, Expected, Found, MaskError, MaskStats, Matcher, Rejection, RollbackError,

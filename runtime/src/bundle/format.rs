@@ -13,7 +13,7 @@ pub const MAGIC: [u8; 8] = *b"XGBUNDLE";
 
 /// The format version this runtime reads and writes. Any change to a
 /// record, a section's meaning or an encoding increments it.
-pub const VERSION: u32 = 2;
+pub const VERSION: u32 = 3;
 
 /// Sections start at multiples of this many bytes.
 pub const SECTION_ALIGN: usize = 64;

@@ -97,6 +97,9 @@ pub(crate) fn trace(
         "pushed",
         "earley"
     );
+    if let Some(why) = grammar.cache_fallback() {
+        outln!("note: every mask is computed without the mask cache: {why}");
+    }
     let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(vocabulary));
     let mut mask = vec![0; vocabulary.mask_words()];
     let mut times = Vec::new();

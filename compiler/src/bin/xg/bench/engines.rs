@@ -56,6 +56,11 @@ pub(crate) struct Reuse {
 pub(crate) trait Compiled {
     /// A matcher at the start of the grammar.
     fn matcher(&self) -> Box<dyn TokenMatcher>;
+    /// Why the grammar computes masks without the engine's mask cache, if
+    /// the engine says.
+    fn cache_fallback(&self) -> Option<String> {
+        None
+    }
 }
 
 /// One generation's state.
@@ -180,6 +185,10 @@ impl Compiled for XgCompiled {
             ),
             mask: vec![0; self.vocabulary.mask_words()],
         })
+    }
+
+    fn cache_fallback(&self) -> Option<String> {
+        self.grammar.cache_fallback().map(|why| why.to_string())
     }
 }
 

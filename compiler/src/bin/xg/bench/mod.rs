@@ -98,6 +98,8 @@ pub(crate) struct Outcome {
     /// `(valid, accepted)` per test instance.
     pub tests: Vec<(bool, bool)>,
     pub timeout: bool,
+    /// Why the grammar computed masks without the mask cache, if it did.
+    pub cache_fallback: Option<String>,
 }
 
 impl Outcome {
@@ -110,6 +112,7 @@ impl Outcome {
             "token_us": self.token_us,
             "tests": self.tests.iter().map(|&(valid, accepted)| json!({"valid": valid, "accepted": accepted})).collect::<Vec<_>>(),
             "timeout": self.timeout,
+            "cache_fallback": self.cache_fallback,
         })
     }
 }
@@ -249,6 +252,7 @@ fn bench_file(
                 token_us: Vec::new(),
                 tests: Vec::new(),
                 timeout: false,
+                cache_fallback: None,
             };
             match &tests {
                 Ok(tests) => bench_engine(engine.as_ref(), &schema, tests, timeout, &mut outcome),
@@ -300,6 +304,7 @@ fn bench_engine(
             return;
         }
     };
+    outcome.cache_fallback = compiled.cache_fallback();
     let mut first = compiled.matcher();
     if let Err(error) = first.fill_mask() {
         outcome.compile_error = Some(format!("first mask: {error}"));

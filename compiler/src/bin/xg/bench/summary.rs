@@ -17,6 +17,8 @@ struct Figures {
     invalid: (usize, usize),
     ttfm: Vec<f64>,
     tokens: Vec<f64>,
+    /// Grammars that computed masks without the mask cache.
+    uncached: usize,
 }
 
 impl Figures {
@@ -30,6 +32,7 @@ impl Figures {
             invalid: (0, 0),
             ttfm: Vec::new(),
             tokens: Vec::new(),
+            uncached: 0,
         };
         for outcome in outcomes {
             figures.files += 1;
@@ -43,6 +46,7 @@ impl Figures {
                 figures.ttfm.push(us);
             }
             figures.tokens.extend(&outcome.token_us);
+            figures.uncached += usize::from(outcome.cache_fallback.is_some());
             for &(valid, accepted) in &outcome.tests {
                 if valid {
                     figures.valid.1 += 1;
@@ -90,6 +94,17 @@ const TOKEN_PERCENTILES: [(&str, usize); 5] = [
 pub(crate) fn table(outcomes: &[Outcome], names: &[&'static str]) -> String {
     let mut out = String::new();
     section(&mut out, "all files", outcomes, names, |_| true);
+    let uncached: Vec<&Outcome> = outcomes
+        .iter()
+        .filter(|o| o.cache_fallback.is_some())
+        .collect();
+    if !uncached.is_empty() {
+        let _ = writeln!(out, "masks computed without the mask cache:");
+        for o in uncached {
+            let why = o.cache_fallback.as_deref().unwrap_or_default();
+            let _ = writeln!(out, "  {} {}: {why}", o.engine, o.file);
+        }
+    }
     if names.len() > 1 {
         let compiled_by = |name: &str| -> HashSet<&str> {
             outcomes
@@ -163,6 +178,12 @@ fn section(
             us(percentile(&f.tokens, permille))
         });
     }
+    for (label, bound) in [("steps over 1 ms", 1e3), ("steps over 10 ms", 1e4)] {
+        row(label, &|f| {
+            f.tokens.iter().filter(|&&t| t > bound).count().to_string()
+        });
+    }
+    row("masks without cache", &|f| f.uncached.to_string());
     if figures.len() > 1 {
         let _ = writeln!(out, "-- time as a multiple of {}'s --", names[0]);
         let base = &figures[0];
