@@ -1,10 +1,17 @@
 //! Numbers: integers in exact digit-level ranges, and decimal numbers with
 //! bounds.
 //!
-//! An integer is written in plain digits (`-12`, never `-12.0` or `-1.2e1`);
-//! `-0` is zero. A number without bounds may use a fraction and an
-//! exponent; a bounded number is written without an exponent, and its
-//! bounds are exact (decimal digit comparison, no floating point).
+//! Numbers are accepted in the spellings serializers write, with exact
+//! bounds (decimal digit comparison, no floating point):
+//!
+//! - an integer in plain digits, with a fraction of zeros or not (`-12`,
+//!   `6000.0`: JSON Schema counts `6000.0` an integer); `-0` is zero;
+//! - a number without bounds as JSON allows it;
+//! - a bounded number as a plain decimal (`0.000001`, `-0.5`, `2.50`), or
+//!   with an exponent after a mantissa of one non-zero digit and a
+//!   fraction (`1e-06`, `1.5E+20`, `2.0e5`), the forms Python, JavaScript,
+//!   Java, Go and Rust print. A mantissa such as `12e3` or `0.5e1` is not
+//!   taken: its value depends on digits far from the bound.
 
 use super::grammar::G;
 
@@ -98,8 +105,15 @@ pub(crate) fn magnitudes(lo: u128, hi: Option<u128>) -> G {
     G::alt(out)
 }
 
-/// Integers in `lo ..= hi` (either side may be open), plain digits.
+/// Integers in `lo ..= hi` (either side may be open): plain digits, and
+/// a fraction of zeros if any.
 pub(crate) fn integers(lo: Option<i128>, hi: Option<i128>) -> G {
+    let zeros = G::seq([G::lit("."), G::rep(digit(0, 0), 1, None)]);
+    G::seq([integer_digits(lo, hi), G::opt(zeros)])
+}
+
+/// Integers in `lo ..= hi` (either side may be open), plain digits.
+fn integer_digits(lo: Option<i128>, hi: Option<i128>) -> G {
     if let (Some(lo), Some(hi)) = (lo, hi)
         && hi < lo
     {
@@ -326,9 +340,15 @@ fn fraction(lo: Side, hi: Side) -> G {
     ])
 }
 
-/// Non-negative decimals `I(.F)?` with magnitude between `low` and `high`
-/// (each `(bound, strict)`; `None`: open).
+/// Non-negative decimals with magnitude between `low` and `high` (each
+/// `(bound, strict)`; `None`: open): `I(.F)?`, and the exponent forms of
+/// the positive ones.
 fn nonnegative(low: Option<(&Decimal, bool)>, high: Option<(&Decimal, bool)>) -> G {
+    G::alt([plain(low, high), exponent_forms(low, high)])
+}
+
+/// Non-negative decimals `I(.F)?` with magnitude between `low` and `high`.
+fn plain(low: Option<(&Decimal, bool)>, high: Option<(&Decimal, bool)>) -> G {
     let lo_int = low.map_or(0, |(d, _)| d.integer);
     let hi_int = high.map(|(d, _)| d.integer);
     if hi_int.is_some_and(|hi| hi < lo_int) {
@@ -356,7 +376,124 @@ fn nonnegative(low: Option<(&Decimal, bool)>, high: Option<(&Decimal, bool)>) ->
     G::alt(out)
 }
 
-/// Numbers between `lower` and `upper` (either open), without exponent.
+/// A positive decimal as `m × 10^e` with `1 ≤ m < 10`: `(e, m)`.
+fn normalized(d: &Decimal) -> Option<(i128, Decimal)> {
+    let integer = if d.integer == 0 {
+        Vec::new()
+    } else {
+        decimal_digits(d.integer)
+    };
+    let all: Vec<u8> = integer.iter().chain(&d.fraction).copied().collect();
+    let first = all.iter().position(|&digit| digit != 0)?;
+    let exponent = i128::try_from(integer.len()).ok()? - 1 - i128::try_from(first).ok()?;
+    let mut fraction = all[first + 1..].to_vec();
+    while fraction.last() == Some(&0) {
+        fraction.pop();
+    }
+    Some((
+        exponent,
+        Decimal {
+            negative: false,
+            integer: u128::from(all[first]),
+            fraction,
+        },
+    ))
+}
+
+/// Positive numbers between `low` and `high` written `M[eE]X`: a mantissa
+/// `M` of one non-zero digit and an optional fraction, an exponent `X`
+/// with an optional sign and leading zeros. In the decades `10^x` strictly
+/// between the bounds' any mantissa goes; in a bound's own decade the
+/// mantissa is bounded by the bound's digits.
+fn exponent_forms(low: Option<(&Decimal, bool)>, high: Option<(&Decimal, bool)>) -> G {
+    // A zero bound is no bound on positive numbers.
+    let low = low.and_then(|(d, strict)| Some((normalized(d)?, strict)));
+    let high = match high {
+        Some((d, strict)) => match normalized(d) {
+            Some(n) => Some((n, strict)),
+            None => return G::Nothing,
+        },
+        None => None,
+    };
+    let one = Decimal {
+        negative: false,
+        integer: 1,
+        fraction: Vec::new(),
+    };
+    let ten = Decimal {
+        integer: 10,
+        ..one.clone()
+    };
+    let mark = || G::class([('e', 'e'), ('E', 'E')]);
+    let form = |mantissa: G, exponent: G| G::seq([mantissa, mark(), exponent]);
+    let mut out = Vec::new();
+    let low_decade = low.as_ref().map(|((e, _), _)| *e);
+    let high_decade = high.as_ref().map(|((e, _), _)| *e);
+    if let (Some(e), Some(f)) = (low_decade, high_decade)
+        && e > f
+    {
+        return G::Nothing;
+    }
+    match (&low, &high) {
+        (Some(((e, lo), lo_strict)), Some(((f, hi), hi_strict))) if e == f => {
+            out.push(form(
+                plain(Some((lo, *lo_strict)), Some((hi, *hi_strict))),
+                exponent_values(Some(*e), Some(*e)),
+            ));
+        }
+        _ => {
+            if let Some(((e, lo), strict)) = &low {
+                out.push(form(
+                    plain(Some((lo, *strict)), Some((&ten, true))),
+                    exponent_values(Some(*e), Some(*e)),
+                ));
+            }
+            if let Some(((f, hi), strict)) = &high {
+                out.push(form(
+                    plain(Some((&one, false)), Some((hi, *strict))),
+                    exponent_values(Some(*f), Some(*f)),
+                ));
+            }
+        }
+    }
+    let inside = exponent_values(low_decade.map(|e| e + 1), high_decade.map(|f| f - 1));
+    out.push(form(plain(Some((&one, false)), Some((&ten, true))), inside));
+    G::alt(out)
+}
+
+/// An exponent's text (optional sign, leading zeros allowed) whose value
+/// is in `lo ..= hi` (either side open).
+fn exponent_values(lo: Option<i128>, hi: Option<i128>) -> G {
+    if let (Some(lo), Some(hi)) = (lo, hi)
+        && hi < lo
+    {
+        return G::Nothing;
+    }
+    let zeros = || G::rep(digit(0, 0), 0, None);
+    let mut out = Vec::new();
+    if hi.is_none_or(|hi| hi >= 0) {
+        let from = lo.map_or(0, |lo| lo.max(0)).unsigned_abs();
+        out.push(G::seq([
+            G::opt(G::lit("+")),
+            zeros(),
+            magnitudes(from, hi.map(i128::unsigned_abs)),
+        ]));
+    }
+    if lo.is_none_or(|lo| lo < 0) {
+        let smallest = hi.map_or(1, |hi| if hi < 0 { hi.unsigned_abs() } else { 1 });
+        out.push(G::seq([
+            G::lit("-"),
+            zeros(),
+            magnitudes(smallest, lo.map(i128::unsigned_abs)),
+        ]));
+    }
+    if lo.is_none_or(|lo| lo <= 0) && hi.is_none_or(|hi| hi >= 0) {
+        out.push(G::seq([G::lit("-"), G::rep(digit(0, 0), 1, None)]));
+    }
+    G::alt(out)
+}
+
+/// Numbers between `lower` and `upper` (either open).
 pub(crate) fn bounded_numbers(lower: Option<&Bound>, upper: Option<&Bound>) -> G {
     let zero = Decimal {
         negative: false,
