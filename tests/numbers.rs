@@ -2,7 +2,8 @@
 //! serializers write — plain decimals, trailing zeros, `-0`, exponents
 //! after a one-digit mantissa (`1e-06`, `1.5E+20`) — is accepted exactly
 //! when its value is within the bounds (and an integer where one is
-//! required), compared as exact decimals, never as floats.
+//! required: `1.0` is one from draft 6 on, and a multiple of 1 in every
+//! draft), compared as exact decimals, never as floats.
 
 mod common;
 
@@ -207,6 +208,8 @@ enum Kind {
     Integer,
     /// `"type": "number", "multipleOf": 1`.
     WholeNumber,
+    /// `"type": "integer"` under draft 4, where `1.0` is not an integer.
+    Draft4Integer,
 }
 
 /// The grammar of `schema`, or its errors.
@@ -245,7 +248,7 @@ proptest! {
 
     #[test]
     fn numbers_in_every_spelling_are_accepted_exactly_within_bounds(
-        kind in prop::sample::select(&[Kind::Number, Kind::Integer, Kind::WholeNumber][..]),
+        kind in prop::sample::select(&[Kind::Number, Kind::Integer, Kind::WholeNumber, Kind::Draft4Integer][..]),
         lower in prop::option::of((spelled(), any::<bool>())),
         upper in prop::option::of((spelled(), any::<bool>())),
         instances in prop::collection::vec(spelled(), 1..24),
@@ -254,6 +257,9 @@ proptest! {
             Kind::Number => json!({"type": "number"}),
             Kind::Integer => json!({"type": "integer"}),
             Kind::WholeNumber => json!({"type": "number", "multipleOf": 1}),
+            Kind::Draft4Integer => {
+                json!({"$schema": "http://json-schema.org/draft-04/schema#", "type": "integer"})
+            }
         };
         let mut bounds: Vec<(Exact, bool, bool)> = Vec::new();
         for (side, is_lower) in [(&lower, true), (&upper, false)] {
@@ -295,6 +301,9 @@ proptest! {
                 // Integers: plain digits, a fraction of zeros allowed.
                 Kind::Integer | Kind::WholeNumber => {
                     within && value.is_integer() && !instance.exponent_form
+                }
+                Kind::Draft4Integer => {
+                    within && !instance.exponent_form && !instance.text.contains('.')
                 }
                 // Unbounded numbers take every JSON spelling; bounded ones
                 // the exponent after a one-digit mantissa, as generated.

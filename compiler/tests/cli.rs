@@ -389,13 +389,13 @@ fn maskbench_files() -> PathBuf {
     dir
 }
 
-/// Runs `xg bench maskbench` on the three files with `engine`; its stdout
-/// and results.
-fn bench(engine: &str) -> (String, Vec<serde_json::Value>) {
+/// Runs `xg bench maskbench` on the three files with `engine` and `extra`
+/// options; its stdout and results.
+fn bench(engine: &str, extra: &[&str]) -> (String, Vec<serde_json::Value>) {
     let tokenizer = byte_level_tokenizer();
     let files = maskbench_files();
-    let out = files.join(format!("results-{engine}.jsonl"));
-    let output = xg(&[
+    let out = files.join(format!("results-{engine}-{}.jsonl", extra.join("")));
+    let mut args = vec![
         "bench",
         "maskbench",
         "--tokenizer",
@@ -405,7 +405,9 @@ fn bench(engine: &str) -> (String, Vec<serde_json::Value>) {
         "--out",
         out.to_str().unwrap(),
         files.to_str().unwrap(),
-    ]);
+    ];
+    args.extend(extra);
+    let output = xg(&args);
     let (stdout, results) = bench_results(&output, &out);
     let svg = std::fs::read_to_string(out.with_extension("svg")).expect("a plot");
     assert!(svg.starts_with("<svg") && svg.contains("time to first mask"));
@@ -441,33 +443,47 @@ fn check_results(results: &[serde_json::Value], engine: &str) {
             "{result}"
         );
         let tests = result["tests"].as_array().expect("tests");
-        assert_eq!(
-            tests[0],
-            serde_json::json!({"valid": true, "accepted": true}),
-            "{result}"
-        );
-        assert_eq!(
-            tests[1],
-            serde_json::json!({"valid": false, "accepted": false}),
-            "{result}"
-        );
-        assert!(!result["token_us"].as_array().expect("times").is_empty());
+        let outcome = |test: &serde_json::Value| (test["valid"].clone(), test["accepted"].clone());
+        assert_eq!(outcome(&tests[0]), (true.into(), true.into()), "{result}");
+        assert_eq!(outcome(&tests[1]), (false.into(), false.into()), "{result}");
+        // Every step belongs to its test.
+        let steps: u64 = tests
+            .iter()
+            .map(|t| t["steps"].as_u64().expect("steps"))
+            .sum();
+        let times = result["token_us"].as_array().expect("times").len();
+        assert!(times > 0 && steps == times as u64, "{result}");
     }
     assert!(mine[2]["compile_error"].is_string(), "{}", mine[2]);
 }
 
 #[test]
 fn bench_maskbench_reports_each_file_and_a_summary() {
-    let (stdout, results) = bench("xg");
+    let (stdout, results) = bench("xg", &[]);
     check_results(&results, "xg");
+    assert!(
+        stdout.contains("warm caches, properties in the given order"),
+        "{stdout}"
+    );
     assert!(stdout.contains("valid accepted"), "{stdout}");
     assert!(stdout.contains("2/2"), "{stdout}");
+    assert!(stdout.contains("steps over 10 ms"), "{stdout}");
+    let (stdout, results) = bench("xg", &["--cold", "--order", "any", "--worst", "2"]);
+    check_results(&results, "xg");
+    assert!(
+        stdout.contains("cold caches, properties in any order"),
+        "{stdout}"
+    );
+    assert!(
+        stdout.contains("the 2 files with the highest mean step"),
+        "{stdout}"
+    );
 }
 
 #[cfg(feature = "llguidance")]
 #[test]
 fn bench_maskbench_runs_llguidance_side_by_side() {
-    let (stdout, results) = bench("all");
+    let (stdout, results) = bench("all", &[]);
     check_results(&results, "xg");
     check_results(&results, "llguidance");
     assert!(

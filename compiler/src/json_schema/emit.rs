@@ -51,6 +51,9 @@ pub(crate) struct Emitter<'a> {
     options: &'a Options,
     /// Draft-07 or earlier: keywords next to `$ref` are ignored.
     pub(crate) legacy_ref: bool,
+    /// Draft-06 or later (or none named): `type: integer` counts `1.0` an
+    /// integer, as drafts 3 and 4 do not.
+    zero_fraction_integers: bool,
     /// The root's `$id`, so absolute `$ref`s into the same document resolve.
     pub(crate) root_id: Option<String>,
     pub(crate) anchors: HashMap<String, String>,
@@ -88,6 +91,7 @@ impl<'a> Emitter<'a> {
         let legacy_ref = ["draft-03", "draft-04", "draft-06", "draft-07"]
             .iter()
             .any(|d| draft.contains(d));
+        let zero_fraction_integers = !["draft-03", "draft-04"].iter().any(|d| draft.contains(d));
         let root_id = ["$id", "id"]
             .iter()
             .find_map(|k| doc.get(*k).and_then(Value::as_str))
@@ -96,6 +100,7 @@ impl<'a> Emitter<'a> {
             doc,
             options,
             legacy_ref,
+            zero_fraction_integers,
             root_id,
             anchors: schema::anchors(doc),
             rules: Rules::default(),
@@ -435,7 +440,7 @@ impl<'a> Emitter<'a> {
             ]),
             Block::NotPlainChar => strings::encoded_class(&strings::NOT_PLAIN),
             Block::Number => numbers::any_number(),
-            Block::Integer => numbers::integers(None, None),
+            Block::Integer => numbers::integers(None, None, self.zero_fraction_integers),
             Block::Whitespace => {
                 let max = match self.options.whitespace {
                     Whitespace::Flexible { max } => max,
@@ -737,7 +742,8 @@ impl<'a> Emitter<'a> {
     }
 
     fn number(&mut self, node: &Node) -> G {
-        let mut integer_only = node.types & types::FRACTION == 0;
+        let typed_integer = node.types & types::FRACTION == 0;
+        let mut integer_only = typed_integer;
         let mut fraction_digits: Option<u32> = None;
         for (step, pointer) in node.multiple_of.clone() {
             let one = step.integer == 1 && step.fraction.is_empty();
@@ -762,11 +768,17 @@ impl<'a> Emitter<'a> {
             }
         }
         if integer_only {
-            if node.lower.is_none() && node.upper.is_none() {
+            // `6000.0` is a multiple of 1 in every draft, an integer in
+            // draft 6 and later.
+            let zero_fraction = !typed_integer || self.zero_fraction_integers;
+            if node.lower.is_none()
+                && node.upper.is_none()
+                && zero_fraction == self.zero_fraction_integers
+            {
                 return self.block(Block::Integer, self.depth);
             }
             let (lo, hi) = numbers::integer_range(node.lower.as_ref(), node.upper.as_ref());
-            return numbers::integers(lo, hi);
+            return numbers::integers(lo, hi, zero_fraction);
         }
         if let Some(digits) = fraction_digits {
             // Digits beyond the step's must be zeros.

@@ -5,7 +5,8 @@
 //! bounds (decimal digit comparison, no floating point):
 //!
 //! - an integer in plain digits, with a fraction of zeros or not (`-12`,
-//!   `6000.0`: JSON Schema counts `6000.0` an integer); `-0` is zero;
+//!   `6000.0`: JSON Schema counts `6000.0` a multiple of 1, and from
+//!   draft 6 on an integer); `-0` is zero;
 //! - a number without bounds as JSON allows it;
 //! - a bounded number as a plain decimal (`0.000001`, `-0.5`, `2.50`), or
 //!   with an exponent after a mantissa of one non-zero digit and a
@@ -106,10 +107,14 @@ pub(crate) fn magnitudes(lo: u128, hi: Option<u128>) -> G {
 }
 
 /// Integers in `lo ..= hi` (either side may be open): plain digits, and
-/// a fraction of zeros if any.
-pub(crate) fn integers(lo: Option<i128>, hi: Option<i128>) -> G {
+/// a fraction of zeros after them if `zero_fraction`.
+pub(crate) fn integers(lo: Option<i128>, hi: Option<i128>, zero_fraction: bool) -> G {
+    let digits = integer_digits(lo, hi);
+    if !zero_fraction {
+        return digits;
+    }
     let zeros = G::seq([G::lit("."), G::rep(digit(0, 0), 1, None)]);
-    G::seq([integer_digits(lo, hi), G::opt(zeros)])
+    G::seq([digits, G::opt(zeros)])
 }
 
 /// Integers in `lo ..= hi` (either side may be open), plain digits.

@@ -37,6 +37,11 @@ pub(crate) trait Engine: Sync {
     fn compile_tools(&self, tools: &Value, format: Format) -> Result<Box<dyn Compiled>, String>;
     /// What the engine's caches reused so far, if it says.
     fn reuse(&self) -> Option<Reuse>;
+    /// For a cold run: the engine with caches of its own for one schema,
+    /// made before the clock starts (`None`: this engine as it is).
+    fn for_schema(&self) -> Option<Box<dyn Engine>> {
+        None
+    }
 }
 
 /// Cumulative reuse counters of an engine's caches.
@@ -75,18 +80,43 @@ pub(crate) trait TokenMatcher {
     fn accepting(&mut self) -> bool;
 }
 
+/// How xg compiles MaskBench schemas in a run.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Setup {
+    /// Fresh compile and mask caches per schema (what a server sees for a
+    /// schema it has never met); else one of each for the run.
+    pub cold: bool,
+    /// The order object properties may come in.
+    pub order: PropertyOrder,
+}
+
+impl Default for Setup {
+    /// Warm caches, properties in the schema's order.
+    fn default() -> Self {
+        Self {
+            cold: false,
+            order: PropertyOrder::Given,
+        }
+    }
+}
+
 /// xg with the model's vocabulary, and one compile cache for the run's
-/// schemas and tool lists, as a server keeps one.
+/// schemas and tool lists, as a server keeps one (or, cold, fresh caches
+/// per schema).
 pub(crate) struct Xg {
     vocabulary: Arc<Vocabulary>,
     compile_cache: CompileCache,
+    setup: Setup,
 }
 
 impl Xg {
-    pub(crate) fn new(vocabulary: Vocabulary) -> Self {
+    pub(crate) fn new(vocabulary: Vocabulary, setup: Setup) -> Self {
+        // A server builds the token trie once, before its first request.
+        vocabulary.build_trie();
         Self {
             vocabulary: Arc::new(vocabulary),
             compile_cache: CompileCache::default(),
+            setup,
         }
     }
 
@@ -116,10 +146,9 @@ impl Engine for Xg {
     }
 
     fn compile(&self, schema: &Value, timeout: Duration) -> Result<Box<dyn Compiled>, String> {
-        // MaskBench instances list properties in their own order.
         let options = Options {
             whitespace: Whitespace::Compact,
-            property_order: PropertyOrder::Any,
+            property_order: self.setup.order,
             ..Options::default()
         };
         let limits = Limits {
@@ -129,7 +158,6 @@ impl Engine for Xg {
         let mut sources = Sources::new();
         let file = sources.add("schema.json", schema.to_string(), None);
         let mut diagnostics = Diagnostics::new();
-        // One compile cache for the run, as a server keeps one.
         let grammar = pipeline::json_schema(
             schema,
             &options,
@@ -157,6 +185,23 @@ impl Engine for Xg {
             &mut diagnostics,
         );
         self.compiled(grammar, &diagnostics)
+    }
+
+    fn for_schema(&self) -> Option<Box<dyn Engine>> {
+        if !self.setup.cold {
+            return None;
+        }
+        // The token trie is copied; the mask cache is a new one.
+        let limit = self.vocabulary.mask_cache().limit();
+        let vocabulary = Vocabulary::clone(&self.vocabulary).with_cache_limit(limit);
+        Some(Box::new(Xg {
+            vocabulary: Arc::new(vocabulary),
+            compile_cache: CompileCache::default(),
+            setup: Setup {
+                cold: false,
+                ..self.setup
+            },
+        }))
     }
 
     fn reuse(&self) -> Option<Reuse> {

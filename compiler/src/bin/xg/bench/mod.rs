@@ -26,7 +26,8 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
-use self::engines::{Engine, Xg};
+use self::engines::{Engine, Setup, Xg};
+use xg_compiler::json_schema::PropertyOrder;
 
 /// The benchmarks.
 #[derive(Subcommand)]
@@ -53,9 +54,22 @@ pub(crate) struct MaskbenchArgs {
     /// Which engines to run.
     #[arg(long, value_enum, default_value_t = EngineChoice::All)]
     engine: EngineChoice,
-    /// Files benchmarked at once (per-token times are cleanest with 1).
+    /// Files benchmarked at once, one per thread (per-token times are
+    /// cleanest with at most one per core).
     #[arg(long, default_value_t = 1)]
     threads: usize,
+    /// Fresh compile and mask caches for every schema, as a server meets a
+    /// schema it has never seen; without it, one of each for the run.
+    #[arg(long)]
+    cold: bool,
+    /// The order object properties may come in (`given`: as the schema
+    /// lists them, the language LLGuidance accepts).
+    #[arg(long, value_enum, default_value_t = Order::Given)]
+    order: Order,
+    /// After the summary, the N files with the highest mean step, per
+    /// engine.
+    #[arg(long, value_name = "N", default_value_t = 10)]
+    worst: usize,
     /// Per file and engine: past this, the file is marked as timed out.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u64,
@@ -66,6 +80,15 @@ pub(crate) struct MaskbenchArgs {
     /// MaskBench files, or directories of them.
     #[arg(required = true)]
     files: Vec<PathBuf>,
+}
+
+/// `--order`'s values.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Order {
+    /// As the schema lists them.
+    Given,
+    /// Any order (xg only; LLGuidance keeps the schema's).
+    Any,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -95,8 +118,9 @@ pub(crate) struct Outcome {
     pub compile_error: Option<String>,
     /// Every step of every test, in microseconds.
     pub token_us: Vec<f64>,
-    /// `(valid, accepted)` per test instance.
-    pub tests: Vec<(bool, bool)>,
+    /// `(valid, accepted, steps)` per test instance: its steps are the
+    /// next `steps` of `token_us`.
+    pub tests: Vec<(bool, bool, usize)>,
     pub timeout: bool,
     /// Why the grammar computed masks without the mask cache, if it did.
     pub cache_fallback: Option<String>,
@@ -110,7 +134,7 @@ impl Outcome {
             "compile_us": self.compile_us,
             "compile_error": self.compile_error,
             "token_us": self.token_us,
-            "tests": self.tests.iter().map(|&(valid, accepted)| json!({"valid": valid, "accepted": accepted})).collect::<Vec<_>>(),
+            "tests": self.tests.iter().map(|&(valid, accepted, steps)| json!({"valid": valid, "accepted": accepted, "steps": steps})).collect::<Vec<_>>(),
             "timeout": self.timeout,
             "cache_fallback": self.cache_fallback,
         })
@@ -122,7 +146,14 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
-    let engines = engines(&args.tokenizer, args.engine, &[])?;
+    let setup = Setup {
+        cold: args.cold,
+        order: match args.order {
+            Order::Given => PropertyOrder::Given,
+            Order::Any => PropertyOrder::Any,
+        },
+    };
+    let engines = engines(&args.tokenizer, args.engine, &[], setup)?;
     let timeout = Duration::from_millis(args.timeout_ms);
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))
@@ -161,7 +192,19 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     }
     let outcomes = all;
     let names: Vec<&'static str> = engines.iter().map(|e| e.name()).collect();
+    outln!(
+        "MaskBench: {} files, {} caches, properties in {} order, {} thread(s)",
+        files.len(),
+        if args.cold { "cold" } else { "warm" },
+        if args.order == Order::Given {
+            "the given"
+        } else {
+            "any"
+        },
+        args.threads.max(1)
+    );
     out!("{}", summary::table(&outcomes, &names));
+    out!("{}", summary::worst(&outcomes, &names, args.worst));
     let svg = args.out.with_extension("svg");
     plot::svg(&outcomes, &names, &svg)?;
     outln!("\nresults: {}\nplot: {}", args.out.display(), svg.display());
@@ -170,7 +213,12 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
 
 /// The engines `choice` names, for the model's `tokenizer` (xg's stop set
 /// extended by `stop`).
-fn engines(tokenizer: &Path, choice: EngineChoice, stop: &[u32]) -> Result<Vec<Box<dyn Engine>>> {
+fn engines(
+    tokenizer: &Path,
+    choice: EngineChoice,
+    stop: &[u32],
+    setup: Setup,
+) -> Result<Vec<Box<dyn Engine>>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     if matches!(choice, EngineChoice::Xg | EngineChoice::All) {
         let model = crate::trace::Model {
@@ -178,7 +226,7 @@ fn engines(tokenizer: &Path, choice: EngineChoice, stop: &[u32]) -> Result<Vec<B
             config: None,
             stop,
         };
-        engines.push(Box::new(Xg::new(model.load()?.0)));
+        engines.push(Box::new(Xg::new(model.load()?.0, setup)));
     }
     if matches!(choice, EngineChoice::Llguidance | EngineChoice::All) {
         #[cfg(feature = "llguidance")]
@@ -295,6 +343,8 @@ fn bench_engine(
     timeout: Duration,
     outcome: &mut Outcome,
 ) {
+    let own = engine.for_schema();
+    let engine = own.as_deref().unwrap_or(engine);
     let start = Instant::now();
     let compiled = match engine.compile(schema, timeout) {
         Ok(compiled) => compiled,
@@ -314,6 +364,7 @@ fn bench_engine(
     for (valid, tokens) in tests {
         let mut matcher = compiled.matcher();
         let mut accepted = true;
+        let first_step = outcome.token_us.len();
         for &token in tokens {
             let step = Instant::now();
             let allowed = matcher.fill_mask().is_ok() && matcher.allows(token);
@@ -329,7 +380,8 @@ fn bench_engine(
             }
         }
         let accepted = accepted && matcher.accepting();
-        outcome.tests.push((*valid, accepted));
+        let steps = outcome.token_us.len() - first_step;
+        outcome.tests.push((*valid, accepted, steps));
     }
 }
 

@@ -1,6 +1,8 @@
 //! The summary table of a MaskBench run: per engine, what compiled, what
 //! was accepted and rejected, and the time distributions; again on the
-//! files every engine compiled; and the peers' times as multiples of xg's.
+//! files every engine compiled, with per-token times over the instances
+//! every engine accepted (like for like); the peers' times as multiples of
+//! xg's; and the files with the slowest steps.
 
 use std::collections::HashSet;
 use std::fmt::Write as _;
@@ -22,7 +24,12 @@ struct Figures {
 }
 
 impl Figures {
-    fn of<'a>(outcomes: impl Iterator<Item = &'a Outcome>) -> Self {
+    /// The figures of `outcomes`, per-token times from the tests `timed`
+    /// keeps (by outcome and test index).
+    fn of<'a>(
+        outcomes: impl Iterator<Item = &'a Outcome>,
+        timed: &dyn Fn(&Outcome, usize) -> bool,
+    ) -> Self {
         let mut figures = Figures {
             files: 0,
             compiled: 0,
@@ -45,9 +52,21 @@ impl Figures {
                 figures.compiled += 1;
                 figures.ttfm.push(us);
             }
-            figures.tokens.extend(&outcome.token_us);
+            let mut first = 0;
+            for (test, &(_, _, steps)) in outcome.tests.iter().enumerate() {
+                if timed(outcome, test) {
+                    figures
+                        .tokens
+                        .extend(&outcome.token_us[first..first + steps]);
+                }
+                first += steps;
+            }
+            // Steps of a test cut short by the timeout.
+            if timed(outcome, outcome.tests.len()) {
+                figures.tokens.extend(&outcome.token_us[first..]);
+            }
             figures.uncached += usize::from(outcome.cache_fallback.is_some());
-            for &(valid, accepted) in &outcome.tests {
+            for &(valid, accepted, _) in &outcome.tests {
                 if valid {
                     figures.valid.1 += 1;
                     figures.valid.0 += usize::from(accepted);
@@ -93,7 +112,9 @@ const TOKEN_PERCENTILES: [(&str, usize); 5] = [
 /// The summary of `outcomes` for the engines `names`, as text.
 pub(crate) fn table(outcomes: &[Outcome], names: &[&'static str]) -> String {
     let mut out = String::new();
-    section(&mut out, "all files", outcomes, names, |_| true);
+    section(&mut out, "all files", outcomes, names, |_| true, &|_, _| {
+        true
+    });
     let uncached: Vec<&Outcome> = outcomes
         .iter()
         .filter(|o| o.cache_fallback.is_some())
@@ -118,13 +139,36 @@ pub(crate) fn table(outcomes: &[Outcome], names: &[&'static str]) -> String {
             let other = compiled_by(name);
             common.retain(|file| other.contains(file));
         }
+        // Per file, the tests every engine accepted.
+        let mut accepted_by_all: std::collections::HashMap<&str, Vec<bool>> =
+            std::collections::HashMap::new();
+        for o in outcomes.iter().filter(|o| common.contains(o.file.as_str())) {
+            let accepted: Vec<bool> = o.tests.iter().map(|t| t.1).collect();
+            accepted_by_all
+                .entry(o.file.as_str())
+                .and_modify(|all| {
+                    for (a, b) in all.iter_mut().zip(&accepted) {
+                        *a &= b;
+                    }
+                    all.truncate(accepted.len());
+                })
+                .or_insert(accepted);
+        }
         out.push('\n');
         section(
             &mut out,
-            &format!("files every engine compiled ({})", common.len()),
+            &format!(
+                "files every engine compiled ({}); per-token times over the instances every engine accepted",
+                common.len()
+            ),
             outcomes,
             names,
             |o| common.contains(o.file.as_str()),
+            &|o, test| {
+                accepted_by_all
+                    .get(o.file.as_str())
+                    .is_some_and(|all| all.get(test).copied().unwrap_or(false))
+            },
         );
     }
     out
@@ -136,10 +180,16 @@ fn section(
     outcomes: &[Outcome],
     names: &[&'static str],
     keep: impl Fn(&Outcome) -> bool,
+    timed: &dyn Fn(&Outcome, usize) -> bool,
 ) {
     let figures: Vec<Figures> = names
         .iter()
-        .map(|name| Figures::of(outcomes.iter().filter(|o| o.engine == *name && keep(o))))
+        .map(|name| {
+            Figures::of(
+                outcomes.iter().filter(|o| o.engine == *name && keep(o)),
+                timed,
+            )
+        })
         .collect();
     let _ = writeln!(out, "== {title} ==");
     let _ = write!(out, "{:<28}", "");
@@ -199,5 +249,46 @@ fn section(
         ratio_row("per-token mean", &|f| mean(&f.tokens));
         ratio_row("per-token p50", &|f| percentile(&f.tokens, 500));
         ratio_row("per-token p99", &|f| percentile(&f.tokens, 990));
+        ratio_row("per-token p99.9", &|f| percentile(&f.tokens, 999));
+        ratio_row("per-token max", &|f| percentile(&f.tokens, 1000));
+        ratio_row("TTFM p99", &|f| percentile(&f.ttfm, 990));
     }
+}
+
+/// Per engine, the `count` files with the highest mean step.
+pub(crate) fn worst(outcomes: &[Outcome], names: &[&'static str], count: usize) -> String {
+    let mut out = String::new();
+    if count == 0 {
+        return out;
+    }
+    for name in names {
+        let mut files: Vec<(&Outcome, f64)> = outcomes
+            .iter()
+            .filter(|o| o.engine == *name && !o.token_us.is_empty())
+            .map(|o| (o, mean(&o.token_us)))
+            .collect();
+        files.sort_by(|a, b| b.1.total_cmp(&a.1));
+        let _ = writeln!(
+            out,
+            "\n-- {name}: the {count} files with the highest mean step --"
+        );
+        let _ = writeln!(
+            out,
+            "{:>12} {:>12} {:>8} {:>12}  file",
+            "mean (us)", "max (us)", "steps", "TTFM (us)"
+        );
+        for (o, mean) in files.into_iter().take(count) {
+            let max = o.token_us.iter().copied().fold(0.0, f64::max);
+            let ttfm = o
+                .compile_us
+                .map_or_else(|| "-".to_string(), |t| format!("{t:.0}"));
+            let _ = writeln!(
+                out,
+                "{mean:>12.1} {max:>12.1} {:>8} {ttfm:>12}  {}",
+                o.token_us.len(),
+                o.file
+            );
+        }
+    }
+    out
 }

@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use xg_compiler::tools::Format;
 
 use super::EngineChoice;
-use super::engines::{Engine, Reuse};
+use super::engines::{Engine, Reuse, Setup};
 use super::summary::percentile;
 
 /// `xg bench tools`'s options.
@@ -79,7 +79,7 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
     let files = super::expand(&args.files)?;
     let largest = args.tools.iter().copied().max().unwrap_or(1);
     let (pool, distinct) = pool_of(&files, largest)?;
-    let engines = super::engines(&args.tokenizer, args.engine, &args.stop)?;
+    let engines = super::engines(&args.tokenizer, args.engine, &args.stop, Setup::default())?;
     let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
