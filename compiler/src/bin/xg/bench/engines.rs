@@ -25,6 +25,16 @@ use xg_compiler::tools::{self, Format};
 use xg_compiler::{CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
+/// What LLGuidance's slices (token subsets its masks are built from) are
+/// tuned for.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Slices {
+    /// JSON, as LLGuidance's own MaskBench harness (`json_stats`) uses.
+    Json,
+    /// Free text and JSON (tool-calling turns).
+    General,
+}
+
 /// A structured-generation engine under test.
 pub(crate) trait Engine: Sync {
     /// Its name in results (`xg`, `llguidance`).
@@ -269,7 +279,7 @@ impl TokenMatcher for XgMatcher {
 /// LLGuidance, when `xg` is built with the `llguidance` feature.
 #[cfg(feature = "llguidance")]
 pub(crate) mod llguidance_engine {
-    use super::{Compiled, Engine, Format, Result, Reuse, TokenMatcher, Value, tools};
+    use super::{Compiled, Engine, Format, Result, Reuse, Slices, TokenMatcher, Value, tools};
     use anyhow::Context as _;
     use llguidance::api::TopLevelGrammar;
     use llguidance::earley::SlicedBiasComputer;
@@ -284,19 +294,43 @@ pub(crate) mod llguidance_engine {
         factory: ParserFactory,
     }
 
+    /// LLGuidance's lexer fuel per millisecond of compiling (its docs:
+    /// 50k/ms), to turn xg's compile time limit into LLGuidance's units.
+    const LEXER_FUEL_PER_MS: u64 = 50_000;
+
     impl Llguidance {
-        pub(crate) fn new(tokenizer: &Path) -> Result<Self> {
+        /// The factory with `slices`, and compile limits raised to what
+        /// `compile_time` allows (its defaults give up after about 20 ms
+        /// of lexer construction; xg gets the whole `compile_time`).
+        pub(crate) fn new(
+            tokenizer: &Path,
+            slices: Slices,
+            compile_time: Duration,
+        ) -> Result<Self> {
             let env = toktrie_hf_tokenizers::ByteTokenizer::from_file(tokenizer)
                 .map_err(|e| anyhow::anyhow!("{e}"))
                 .and_then(|t| t.into_tok_env(None).map_err(|e| anyhow::anyhow!("{e}")))
                 .with_context(|| format!("LLGuidance cannot load `{}`", tokenizer.display()))?;
-            let mut factory = ParserFactory::new(
-                &env,
-                InferenceCapabilities::default(),
-                &SlicedBiasComputer::general_slices(),
-            )
-            .map_err(|e| anyhow::anyhow!("{e}"))?;
+            let slices = match slices {
+                Slices::Json => SlicedBiasComputer::json_slices(),
+                Slices::General => SlicedBiasComputer::general_slices(),
+            };
+            let mut factory = ParserFactory::new(&env, InferenceCapabilities::default(), &slices)
+                .map_err(|e| anyhow::anyhow!("{e}"))?;
             factory.set_stderr_log_level(0);
+            let ms = u64::try_from(compile_time.as_millis()).unwrap_or(u64::MAX);
+            let limits = factory.limits_mut();
+            let scale = (ms / 20).max(1);
+            limits.initial_lexer_fuel = limits
+                .initial_lexer_fuel
+                .max(ms.saturating_mul(LEXER_FUEL_PER_MS));
+            limits.max_grammar_size = limits
+                .max_grammar_size
+                .saturating_mul(usize::try_from(scale).unwrap_or(usize::MAX));
+            // Lexer states cost memory (1–2 kB each), not time: at most 8×.
+            limits.max_lexer_states = limits
+                .max_lexer_states
+                .saturating_mul(usize::try_from(scale.min(8)).unwrap_or(8));
             Ok(Self { factory })
         }
     }

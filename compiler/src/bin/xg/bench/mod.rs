@@ -26,7 +26,7 @@ use anyhow::{Context, Result, bail};
 use clap::{Args, Subcommand, ValueEnum};
 use serde_json::{Value, json};
 
-use self::engines::{Engine, Setup, Xg};
+use self::engines::{Engine, Setup, Slices, Xg};
 use xg_compiler::json_schema::PropertyOrder;
 
 /// The benchmarks.
@@ -153,8 +153,15 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
             Order::Any => PropertyOrder::Any,
         },
     };
-    let engines = engines(&args.tokenizer, args.engine, &[], setup)?;
     let timeout = Duration::from_millis(args.timeout_ms);
+    let engines = engines(
+        &args.tokenizer,
+        args.engine,
+        &[],
+        setup,
+        Slices::Json,
+        timeout,
+    )?;
     let pool = rayon::ThreadPoolBuilder::new()
         .num_threads(args.threads.max(1))
         .build()
@@ -218,6 +225,8 @@ fn engines(
     choice: EngineChoice,
     stop: &[u32],
     setup: Setup,
+    slices: Slices,
+    compile_time: Duration,
 ) -> Result<Vec<Box<dyn Engine>>> {
     let mut engines: Vec<Box<dyn Engine>> = Vec::new();
     if matches!(choice, EngineChoice::Xg | EngineChoice::All) {
@@ -232,9 +241,12 @@ fn engines(
         #[cfg(feature = "llguidance")]
         engines.push(Box::new(engines::llguidance_engine::Llguidance::new(
             tokenizer,
+            slices,
+            compile_time,
         )?));
         #[cfg(not(feature = "llguidance"))]
         {
+            let _ = (slices, compile_time);
             if choice == EngineChoice::Llguidance {
                 bail!("this xg was built without LLGuidance: build with `--features llguidance`");
             }

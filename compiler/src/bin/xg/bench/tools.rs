@@ -22,7 +22,7 @@ use serde_json::{Value, json};
 use xg_compiler::tools::Format;
 
 use super::EngineChoice;
-use super::engines::{Engine, Reuse, Setup};
+use super::engines::{Engine, Reuse, Setup, Slices};
 use super::summary::percentile;
 
 /// `xg bench tools`'s options.
@@ -79,7 +79,14 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
     let files = super::expand(&args.files)?;
     let largest = args.tools.iter().copied().max().unwrap_or(1);
     let (pool, distinct) = pool_of(&files, largest)?;
-    let engines = super::engines(&args.tokenizer, args.engine, &args.stop, Setup::default())?;
+    let engines = super::engines(
+        &args.tokenizer,
+        args.engine,
+        &args.stop,
+        Setup::default(),
+        Slices::General,
+        std::time::Duration::from_secs(2),
+    )?;
     let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
         .map_err(|e| anyhow::anyhow!("{e}"))
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
