@@ -640,3 +640,53 @@ fn pattern_alternatives_share_their_unanchored_ends() {
         );
     }
 }
+
+/// In the given order, properties merged from several subschemas come in
+/// the order a reader of the schema sees them: `allOf` members as listed,
+/// a chosen `anyOf`/`oneOf` branch where the choice is written (before or
+/// after the sibling `properties`), a `$ref` where it is written — whatever
+/// order the subschemas' pointers sort in. (`allOf` merged last member
+/// first; branches merged after everything else.)
+#[test]
+fn merged_properties_keep_document_order() {
+    let options = Options {
+        whitespace: json_schema::Whitespace::Compact,
+        property_order: PropertyOrder::Given,
+        ..Options::default()
+    };
+    let cases = [
+        (
+            r##"{"definitions": {"address": {"properties": {"street": {"type": "string"}}}},
+                "allOf": [{"$ref": "#/definitions/address"}, {"properties": {"kind": {"type": "string"}}}]}"##,
+            r#"{"street":"Elm","kind":"home"}"#,
+            r#"{"kind":"home","street":"Elm"}"#,
+        ),
+        (
+            r#"{"oneOf": [{"properties": {"shape": {"const": "circle"}}, "required": ["radius"]},
+                          {"properties": {"shape": {"const": "square"}}, "required": ["side"]}],
+                "properties": {"radius": {"type": "number"}, "side": {"type": "number"}, "shape": {"type": "string"}}}"#,
+            r#"{"shape":"circle","radius":1}"#,
+            r#"{"radius":1,"shape":"circle"}"#,
+        ),
+        (
+            r##"{"definitions": {"node": {"properties": {"ast": {"type": "string"}, "type": {"type": "string"}},
+                    "anyOf": [{"properties": {"type": {"const": "leaf"}, "data": {"type": "string"}}}]}},
+                "patternProperties": {"^r": {"$ref": "#/definitions/node"}}, "additionalProperties": false}"##,
+            r#"{"r1":{"ast":"a","type":"leaf","data":"x"}}"#,
+            r#"{"r1":{"type":"leaf","ast":"a","data":"x"}}"#,
+        ),
+    ];
+    for (schema, in_order, out_of_order) in cases {
+        let schema: Value = serde_json::from_str(schema).unwrap();
+        let grammar = compile(&schema, &options).unwrap();
+        assert_eq!(
+            first_refused_byte(&grammar, in_order),
+            None,
+            "{schema}: {in_order}"
+        );
+        assert!(
+            first_refused_byte(&grammar, out_of_order).is_some(),
+            "{schema}: {out_of_order}"
+        );
+    }
+}

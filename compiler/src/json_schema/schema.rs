@@ -317,6 +317,25 @@ fn percent_decode(text: &str) -> String {
     String::from_utf8_lossy(&out).into_owned()
 }
 
+/// Whether `pointer` names a branch of a choice (`anyOf`, `oneOf`, `if`).
+fn is_branch(pointer: &str) -> bool {
+    let mut parts = pointer.rsplit('/');
+    let last = parts.next().unwrap_or_default();
+    let before = parts.next().unwrap_or_default();
+    let named = matches!(
+        before,
+        "properties" | "patternProperties" | "$defs" | "definitions" | "dependentSchemas"
+    );
+    (matches!(last, "if" | "then" | "else") && !named) || matches!(before, "anyOf" | "oneOf")
+}
+
+/// A step of [`Emitter::collect`]: a subschema to merge, or the rest of
+/// one whose merging stopped to merge the subschemas it names first.
+enum Merge {
+    Schema(String),
+    Rest { pointer: String, from: usize },
+}
+
 impl<'a> Emitter<'a> {
     /// The schema at `pointer`.
     pub(crate) fn lookup(&self, pointer: &str) -> Option<&'a Value> {
@@ -368,15 +387,36 @@ impl<'a> Emitter<'a> {
             .ok_or_else(|| format!("`$ref` names anchor `#{local}`, which no schema declares"))
     }
 
-    /// Merges the conjunction `key` into one node.
+    /// Merges the conjunction `key` into one node. Subschemas merge where
+    /// they are named (`$ref`, `allOf`, a chosen branch), keyword by
+    /// keyword in document order, so that properties keep the order a
+    /// reader of the schema sees; without recursion (a chain of `$ref`s is
+    /// as long as the schema).
     pub(crate) fn collect(&mut self, key: &[String]) -> Node {
         let mut node = Node::default();
-        let mut work: Vec<String> = key.iter().rev().cloned().collect();
+        // The branches `key` chose merge where their choice is met; the
+        // rest first (a key is sorted, and a branch's pointer may sort
+        // before the schema that makes the choice).
+        let (branches, bases): (Vec<&String>, Vec<&String>) =
+            key.iter().partition(|pointer| is_branch(pointer));
+        let mut work: Vec<Merge> = bases
+            .into_iter()
+            .chain(branches)
+            .rev()
+            .cloned()
+            .map(Merge::Schema)
+            .collect();
         let mut seen: HashSet<String> = HashSet::new();
-        while let Some(pointer) = work.pop() {
-            if !seen.insert(pointer.clone()) {
-                continue;
-            }
+        while let Some(next) = work.pop() {
+            let (pointer, from) = match next {
+                Merge::Schema(pointer) => {
+                    if !seen.insert(pointer.clone()) {
+                        continue;
+                    }
+                    (pointer, 0)
+                }
+                Merge::Rest { pointer, from } => (pointer, from),
+            };
             let Some(value) = self.lookup(&pointer) else {
                 self.error(&pointer, "this schema does not exist".to_string());
                 node.nothing = true;
@@ -385,7 +425,15 @@ impl<'a> Emitter<'a> {
             match value {
                 Value::Bool(true) => {}
                 Value::Bool(false) => node.nothing = true,
-                Value::Object(map) => self.apply(&mut node, &pointer, map, key, &mut work),
+                Value::Object(map) => {
+                    if let Some((next, inner)) = self.apply(&mut node, &pointer, map, key, from) {
+                        work.push(Merge::Rest {
+                            pointer,
+                            from: next,
+                        });
+                        work.extend(inner.into_iter().rev().map(Merge::Schema));
+                    }
+                }
                 _ => {
                     self.error(
                         &pointer,
@@ -398,35 +446,45 @@ impl<'a> Emitter<'a> {
         node
     }
 
-    /// Adds the keywords of the schema object `map` at `pointer` to `node`;
-    /// subschemas to merge go on `work`.
+    /// Adds the keywords of the schema object `map` at `pointer` to `node`,
+    /// from the `from`th on. At the first keyword that names subschemas to
+    /// merge, stops and returns the index of the keyword after it and the
+    /// subschemas: they merge before the rest of `map`.
     fn apply(
         &mut self,
         node: &mut Node,
         pointer: &str,
         map: &Map<String, Value>,
         key: &[String],
-        work: &mut Vec<String>,
-    ) {
-        if let Some(reference) = map.get("$ref") {
-            self.reference(pointer, reference, work);
-            if self.legacy_ref {
-                for keyword in map.keys().filter(|k| *k != "$ref" && !is_annotation(k)) {
-                    self.note(
-                        pointer,
-                        keyword,
-                        super::Treatment::Ignored,
-                        "next to `$ref`, which draft-07 and earlier ignore",
-                    );
-                }
-                return;
+        from: usize,
+    ) -> Option<(usize, Vec<String>)> {
+        let mut inner: Vec<String> = Vec::new();
+        if from == 0
+            && self.legacy_ref
+            && let Some(reference) = map.get("$ref")
+        {
+            self.reference(pointer, reference, &mut inner);
+            for keyword in map.keys().filter(|k| *k != "$ref" && !is_annotation(k)) {
+                self.note(
+                    pointer,
+                    keyword,
+                    super::Treatment::Ignored,
+                    "next to `$ref`, which draft-07 and earlier ignore",
+                );
             }
+            return Some((map.len(), inner));
         }
-        let mut own_types: Option<u8> = None;
-        for (keyword, value) in map {
+        for (index, (keyword, value)) in map.iter().enumerate().skip(from) {
             let at = format!("{pointer}/{}", escape(keyword));
             match keyword.as_str() {
-                "type" => own_types = Some(self.types(pointer, &at, value)),
+                "type" => {
+                    let mut bits = self.types(pointer, &at, value);
+                    if map.get("nullable").and_then(Value::as_bool) == Some(true) {
+                        bits |= types::NULL;
+                    }
+                    node.types &= bits;
+                }
+                "$ref" => self.reference(pointer, value, &mut inner),
                 "enum" | "const" => self.values(node, pointer, &at, keyword, value),
                 "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
                 | "maxProperties" => self.size(node, pointer, &at, keyword, value),
@@ -467,30 +525,36 @@ impl<'a> Emitter<'a> {
                 "allOf" => match value.as_array() {
                     Some(items) => {
                         self.enforced(pointer, keyword);
-                        work.extend((0..items.len()).map(|i| format!("{at}/{i}")));
+                        inner.extend((0..items.len()).map(|i| format!("{at}/{i}")));
                     }
                     None => self.error(&at, "`allOf` must be an array".into()),
                 },
-                "anyOf" | "oneOf" => self.alternatives(node, pointer, &at, keyword, value, key),
-                "if" => self.conditional(node, pointer, &at, map, key),
+                "anyOf" | "oneOf" => {
+                    if let Some(chosen) = self.alternatives(node, pointer, &at, keyword, value, key)
+                    {
+                        inner.extend(chosen);
+                    }
+                }
+                "if" => {
+                    if let Some(chosen) = self.conditional(node, pointer, &at, map, key) {
+                        inner.extend(chosen);
+                    }
+                }
                 "nullable" => self.enforced(pointer, keyword),
                 "not" => node.nots.push(at),
-                // Read with `$ref` and `if` above.
-                "$ref" | "then" | "else" => {}
+                // Read with `if` above.
+                "then" | "else" => {}
                 k if is_annotation(k) => {}
                 k if UNENFORCED.contains(&k) => {
                     self.approximate(pointer, k, "not enforced by a grammar");
                 }
                 k => self.unknown(pointer, k),
             }
-        }
-        let nullable = map.get("nullable").and_then(Value::as_bool) == Some(true);
-        if let Some(mut bits) = own_types {
-            if nullable {
-                bits |= types::NULL;
+            if !inner.is_empty() {
+                return Some((index + 1, inner));
             }
-            node.types &= bits;
         }
+        None
     }
 
     /// `$ref`: the target goes on `work`.
@@ -587,7 +651,8 @@ impl<'a> Emitter<'a> {
         self.enforced(pointer, "required");
     }
 
-    /// `anyOf` and `oneOf`: a choice, unless `key` already chose a branch.
+    /// `anyOf` and `oneOf`: a choice; or, where `key` already chose a
+    /// branch, the branch, which merges here.
     fn alternatives(
         &mut self,
         node: &mut Node,
@@ -596,21 +661,26 @@ impl<'a> Emitter<'a> {
         keyword: &str,
         value: &Value,
         key: &[String],
-    ) {
+    ) -> Option<Vec<String>> {
         match value.as_array() {
             Some(items) if !items.is_empty() => {
                 let branches: Vec<Vec<String>> = (0..items.len())
                     .map(|i| vec![format!("{at}/{i}")])
                     .collect();
-                if !branches.iter().any(|b| key.contains(&b[0])) {
+                let chosen = branches.iter().find(|b| key.contains(&b[0])).cloned();
+                if chosen.is_none() {
                     node.choices.push(Choice {
                         pointer: pointer.to_string(),
                         keyword: if keyword == "anyOf" { "anyOf" } else { "oneOf" },
                         branches,
                     });
                 }
+                chosen
             }
-            _ => self.error(at, format!("`{keyword}` must be a non-empty array")),
+            _ => {
+                self.error(at, format!("`{keyword}` must be a non-empty array"));
+                None
+            }
         }
     }
 
@@ -622,26 +692,34 @@ impl<'a> Emitter<'a> {
         at: &str,
         map: &Map<String, Value>,
         key: &[String],
-    ) {
+    ) -> Option<Vec<String>> {
         let then = map.contains_key("then").then(|| format!("{pointer}/then"));
         let otherwise = map.contains_key("else").then(|| format!("{pointer}/else"));
         match (then, otherwise) {
             (Some(then), Some(otherwise)) => {
                 let branches = vec![vec![at.to_string(), then], vec![otherwise]];
-                if !branches.iter().flatten().any(|p| key.contains(p)) {
+                let chosen = branches
+                    .iter()
+                    .find(|b| b.iter().any(|p| key.contains(p)))
+                    .cloned();
+                if chosen.is_none() {
                     node.choices.push(Choice {
                         pointer: pointer.to_string(),
                         keyword: "if",
                         branches,
                     });
                 }
+                chosen
             }
-            (None, None) => {}
-            _ => self.approximate(
-                pointer,
-                "if",
-                "a conditional with only one branch is not enforced",
-            ),
+            (None, None) => None,
+            _ => {
+                self.approximate(
+                    pointer,
+                    "if",
+                    "a conditional with only one branch is not enforced",
+                );
+                None
+            }
         }
     }
 
