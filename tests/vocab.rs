@@ -135,3 +135,58 @@ fn byte_string_vocabularies_and_errors() {
         TokenizerKind::Raw
     );
 }
+
+/// Hostile tokenizer files (issue 40): an id near `u32::MAX` is an error
+/// naming it (not a 128 GB allocation), an id given to two tokens is an
+/// error, and an empty token is never allowed.
+#[test]
+fn tokenizer_files_with_bad_ids_or_empty_tokens() {
+    let far = format!(
+        r#"{{"model": {{"type": "BPE", "vocab": {{"a": 0, "b": {}}}}}}}"#,
+        u32::MAX - 1
+    );
+    let error = Vocabulary::from_tokenizer_json(far.as_bytes(), None).unwrap_err();
+    assert!(
+        error
+            .to_string()
+            .contains("token id 4294967294 is far beyond"),
+        "{error}"
+    );
+    let added_far = format!(
+        r#"{{"model": {{"type": "BPE", "vocab": {{"a": 0}}}}, "added_tokens": [{{"id": {}, "content": "<x>", "special": true}}]}}"#,
+        u32::MAX - 2
+    );
+    let error = Vocabulary::from_tokenizer_json(added_far.as_bytes(), None).unwrap_err();
+    assert!(error.to_string().contains("far beyond"), "{error}");
+
+    let twice = br#"{"model": {"type": "BPE", "vocab": {"a": 0, "b": 0}}}"#;
+    let error = Vocabulary::from_tokenizer_json(twice, None).unwrap_err();
+    assert!(
+        error.to_string().contains("token id 0 is given twice"),
+        "{error}"
+    );
+    let added_over = br#"{"model": {"type": "BPE", "vocab": {"a": 0, "b": 1}},
+        "added_tokens": [{"id": 1, "content": "<eos>", "special": true}]}"#;
+    let error = Vocabulary::from_tokenizer_json(added_over, None).unwrap_err();
+    assert!(
+        error.to_string().contains("token id 1 is given twice"),
+        "{error}"
+    );
+    // Restating a token of the vocabulary as an added token (Llama 2's
+    // `<s>`) is fine.
+    let restated = br#"{"model": {"type": "BPE", "vocab": {"a": 0, "<s>": 1}},
+        "added_tokens": [{"id": 1, "content": "<s>", "special": true}]}"#;
+    let vocab = Vocabulary::from_tokenizer_json(restated, None).unwrap();
+    assert_eq!(vocab.kind_of(token(1)), TokenKind::Special);
+
+    // An empty token is absent: never in a mask, never accepted.
+    let empty = br#"{"model": {"type": "BPE", "vocab": {"a": 0, "": 1}}}"#;
+    let vocab = std::sync::Arc::new(Vocabulary::from_tokenizer_json(empty, None).unwrap());
+    assert_eq!(vocab.kind_of(token(1)), TokenKind::Absent);
+    let grammar = common::runtime_grammar("root ::= \"a\"*");
+    let mut matcher = xg_runtime::Matcher::with_vocabulary(grammar, std::sync::Arc::clone(&vocab));
+    let mut mask = vec![0u32; vocab.mask_words()];
+    matcher.fill_next_token_bitmask(&mut mask).unwrap();
+    assert_eq!(mask[0] & 0b11, 0b01);
+    assert!(matcher.accept_token(token(1)).is_err());
+}

@@ -140,42 +140,73 @@ impl Vocabulary {
             .ok_or_else(|| VocabError::new("tokenizer.json has no `model`"))?;
         let byte_fallback = model.get("byte_fallback").and_then(Value::as_bool) == Some(true);
         let pieces = model_pieces(model)?;
+        let added = json.get("added_tokens").and_then(Value::as_array);
+        // Ids are dense in every real tokenizer: an id far beyond the
+        // tokens listed is refused before anything is allocated for it.
+        let listed = pieces.len() + added.map_or(0, Vec::len);
+        let id_bound = listed.saturating_add(MAX_ID_GAP);
         let mut entries: Vec<Entry> = Vec::new();
         let mut by_text: Vec<(String, u32)> = Vec::new();
-        let set = |entries: &mut Vec<Entry>, id: u32, entry: Entry| {
-            let index = id as usize;
+        // Per id, the text it was given by the model's vocabulary.
+        let mut model_text: Vec<Option<String>> = Vec::new();
+        for (piece, id) in pieces {
+            let index = checked_index(id, id_bound, listed)?;
+            if model_text.len() <= index {
+                model_text.resize(index + 1, None);
+                entries.resize(index + 1, Entry::Absent);
+            }
+            if let Some(earlier) = &model_text[index] {
+                return Err(VocabError::new(format!(
+                    "token id {id} is given twice, to `{earlier}` and to `{piece}`"
+                )));
+            }
+            entries[index] = Entry::Text(decode_piece(&piece, kind, byte_fallback));
+            model_text[index] = Some(piece.clone());
+            by_text.push((piece, id));
+        }
+        let mut added_text: Vec<(u32, String)> = Vec::new();
+        for token in added.into_iter().flatten() {
+            let id = token
+                .get("id")
+                .and_then(Value::as_u64)
+                .and_then(|id| u32::try_from(id).ok())
+                .filter(|&id| (id as usize) < TokenId::LIMIT)
+                .ok_or_else(|| VocabError::new("an added token has no valid `id`"))?;
+            let index = checked_index(id, id_bound, listed)?;
+            let content = token
+                .get("content")
+                .and_then(Value::as_str)
+                .ok_or_else(|| VocabError::new(format!("added token {id} has no `content`")))?;
+            // An added token may restate a token of the model's vocabulary
+            // (Llama 2's `<unk>`, `<s>`, `</s>`), not give its id to another.
+            let earlier = model_text
+                .get(index)
+                .and_then(Option::as_deref)
+                .or_else(|| {
+                    added_text
+                        .iter()
+                        .find(|(other, _)| *other == id)
+                        .map(|(_, text)| text.as_str())
+                });
+            if let Some(earlier) = earlier
+                && earlier != content
+            {
+                return Err(VocabError::new(format!(
+                    "token id {id} is given twice, to `{earlier}` and to the added token `{content}`"
+                )));
+            }
             if entries.len() <= index {
                 entries.resize(index + 1, Entry::Absent);
             }
-            entries[index] = entry;
-        };
-        for (piece, id) in pieces {
-            let bytes = decode_piece(&piece, kind, byte_fallback);
-            set(&mut entries, id, Entry::Text(bytes));
-            by_text.push((piece, id));
-        }
-        if let Some(added) = json.get("added_tokens").and_then(Value::as_array) {
-            for token in added {
-                let id = token
-                    .get("id")
-                    .and_then(Value::as_u64)
-                    .and_then(|id| u32::try_from(id).ok())
-                    .filter(|&id| (id as usize) < TokenId::LIMIT)
-                    .ok_or_else(|| VocabError::new("an added token has no valid `id`"))?;
-                let content = token
-                    .get("content")
-                    .and_then(Value::as_str)
-                    .ok_or_else(|| VocabError::new(format!("added token {id} has no `content`")))?;
-                let special = token.get("special").and_then(Value::as_bool) == Some(true);
-                // Added tokens are written as plain text, not byte-mapped.
-                let entry = if special {
-                    Entry::Special(content.to_owned())
-                } else {
-                    Entry::Text(content.as_bytes().to_vec())
-                };
-                set(&mut entries, id, entry);
-                by_text.push((content.to_owned(), id));
-            }
+            let special = token.get("special").and_then(Value::as_bool) == Some(true);
+            // Added tokens are written as plain text, not byte-mapped.
+            entries[index] = if special {
+                Entry::Special(content.to_owned())
+            } else {
+                Entry::Text(content.as_bytes().to_vec())
+            };
+            added_text.push((id, content.to_owned()));
+            by_text.push((content.to_owned(), id));
         }
         if entries.is_empty() {
             return Err(VocabError::new("tokenizer.json has no tokens"));
@@ -230,6 +261,9 @@ impl Vocabulary {
                     vocabulary.special_names.push((name, id));
                     TokenKind::Special
                 }
+                // A token of no bytes would be allowed at every step
+                // without moving the output on: never allowed.
+                Entry::Text(bytes) if bytes.is_empty() => TokenKind::Absent,
                 Entry::Text(bytes) => {
                     vocabulary.pool.extend_from_slice(&bytes);
                     TokenKind::Text
@@ -455,6 +489,22 @@ fn detect_kind(json: &Value) -> TokenizerKind {
 }
 
 /// The model's pieces with their ids.
+/// How far beyond the number of tokens a `tokenizer.json` lists its ids
+/// may reach (real tokenizers leave at most a few reserved ids unlisted).
+const MAX_ID_GAP: usize = 1 << 16;
+
+/// `id` as an index, if it is below `bound` (`listed` tokens plus
+/// [`MAX_ID_GAP`]).
+fn checked_index(id: u32, bound: usize, listed: usize) -> Result<usize, VocabError> {
+    let index = id as usize;
+    if index >= bound {
+        return Err(VocabError::new(format!(
+            "token id {id} is far beyond the {listed} tokens listed (ids are dense in a tokenizer)"
+        )));
+    }
+    Ok(index)
+}
+
 fn model_pieces(model: &Value) -> Result<Vec<(String, u32)>, VocabError> {
     let id_of = |value: &Value| {
         value
