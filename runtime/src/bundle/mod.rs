@@ -195,12 +195,7 @@ impl fmt::Display for BundleError {
     }
 }
 
-impl std::error::Error for BundleError {
-    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
-        match self {
-            Self::Io { error, .. } => Some(error),
-            Self::Tables(error) => Some(error),
-            _ => None,
-        }
-    }
-}
+/// The message of a read or table error includes the error it wraps, so
+/// it has no `source`: a report that prints the chain (`anyhow`'s `{:#}`)
+/// would say it twice.
+impl std::error::Error for BundleError {}

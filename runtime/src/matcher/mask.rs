@@ -380,10 +380,11 @@ pub(super) const MAX_WAITING: usize = 4;
 
 /// A scanning item of a row and what its mask-cache entry covers: the
 /// item, and — while the rule it is in is short (a character, a digit, an
-/// escape: it usually ends inside a token) — an item that waits for that
-/// rule, and so on up. Covering them makes the entry decide tokens that
-/// run past the end of the short rule, which would otherwise all be left
-/// uncertain (think of the characters of a string of bounded length).
+/// escape: it usually ends inside a token), or only counted repetitions
+/// wait for it (a word of a pattern that counts words) — an item that
+/// waits for that rule, and so on up. Covering them makes the entry decide
+/// tokens that run past the end of the rule, which would otherwise all be
+/// left uncertain (think of the characters of a string of bounded length).
 /// Where several items wait, the item has one seed per waiting item.
 #[derive(Clone, Copy)]
 pub(super) struct Seed {
@@ -434,12 +435,20 @@ impl Seed {
         // (seed, its topmost item, how many parents it has)
         let mut open = vec![(seed, item, 0)];
         while let Some((seed, top, level)) = open.pop() {
-            let waiting =
-                if item.kind == Kind::Node && level < MAX_PARENTS && grammar.is_short(seed.rule) {
-                    waiting_parents(grammar, history, top, seed.rule, longest_token)
-                } else {
-                    None
-                };
+            // A short rule is covered with what waits for it; any rule is
+            // where only counted repetitions wait for it (`(\S+\s+){0,99}`:
+            // a token running past a word goes on in the next match, not
+            // to the full-state check at every step).
+            let waiting = if item.kind == Kind::Node && level < MAX_PARENTS {
+                waiting_parents(grammar, history, top, seed.rule, longest_token).filter(|found| {
+                    grammar.is_short(seed.rule)
+                        || found
+                            .iter()
+                            .all(|(parent, _, _)| parent.kind == Kind::Repeat)
+                })
+            } else {
+                None
+            };
             let Some(waiting) = waiting else {
                 seeds.push(seed);
                 continue;
