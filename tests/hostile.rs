@@ -324,3 +324,42 @@ fn device_files_are_not_read() {
         errors(&diagnostics)
     );
 }
+
+/// A schema that is only itself (`{"$ref": "#"}`, or a cycle of `$ref`s
+/// and `allOf`s with no other keyword) defines nothing: an error at the
+/// schema the cycle comes back to, not "any value" reported as enforced.
+/// A recursive schema that constrains something on the way compiles.
+#[test]
+fn a_ref_cycle_with_nothing_else_is_refused() {
+    for (schema, at) in [
+        (json!({"$ref": "#"}), "#:"),
+        (
+            json!({"$defs": {"a": {"$ref": "#/$defs/b"}, "b": {"allOf": [{"$ref": "#/$defs/a"}]}}, "$ref": "#/$defs/a"}),
+            "#/$defs/a:",
+        ),
+    ] {
+        let error = on_small_stack(|| schema_grammar(&schema)).expect_err("refused");
+        assert!(error.contains("leads back to itself"), "{error}");
+        let mut sources = Sources::new();
+        let file = sources.add("schema.json", schema.to_string(), None);
+        let mut diagnostics = Diagnostics::new();
+        let generated = json_schema::generate(
+            &schema,
+            &json_schema::Options::default(),
+            &xg_compiler::Budget::new(roomy()),
+        );
+        json_schema::diagnose(&generated, &sources, file, &mut diagnostics);
+        assert!(
+            errors(&diagnostics).starts_with(at),
+            "{}",
+            errors(&diagnostics)
+        );
+    }
+    for schema in [
+        json!({"$ref": "#", "type": "object"}),
+        json!({"type": "object", "properties": {"child": {"$ref": "#"}}}),
+        json!({"$defs": {"a": {}}, "allOf": [{"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}]}),
+    ] {
+        on_small_stack(|| schema_grammar(&schema)).unwrap_or_else(|e| panic!("{schema}: {e}"));
+    }
+}

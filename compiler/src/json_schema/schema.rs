@@ -407,15 +407,31 @@ impl<'a> Emitter<'a> {
             .map(Merge::Schema)
             .collect();
         let mut seen: HashSet<String> = HashSet::new();
+        // Schemas whose merging waits for subschemas they name (a `Rest`
+        // on `work`), and how many times: one of them named again is a
+        // cycle of merges.
+        let mut open: HashMap<String, usize> = HashMap::new();
+        // Whether a keyword other than `$ref` and `allOf` applied, and the
+        // first schema a cycle of merges came back to.
+        let mut asserted = false;
+        let mut cycle: Option<String> = None;
         while let Some(next) = work.pop() {
             let (pointer, from) = match next {
                 Merge::Schema(pointer) => {
                     if !seen.insert(pointer.clone()) {
+                        if cycle.is_none() && open.get(&pointer).is_some_and(|&n| n > 0) {
+                            cycle = Some(pointer);
+                        }
                         continue;
                     }
                     (pointer, 0)
                 }
-                Merge::Rest { pointer, from } => (pointer, from),
+                Merge::Rest { pointer, from } => {
+                    if let Some(n) = open.get_mut(&pointer) {
+                        *n -= 1;
+                    }
+                    (pointer, from)
+                }
             };
             let Some(value) = self.lookup(&pointer) else {
                 self.error(&pointer, "this schema does not exist".to_string());
@@ -426,7 +442,15 @@ impl<'a> Emitter<'a> {
                 Value::Bool(true) => {}
                 Value::Bool(false) => node.nothing = true,
                 Value::Object(map) => {
-                    if let Some((next, inner)) = self.apply(&mut node, &pointer, map, key, from) {
+                    let stop = self.apply(&mut node, &pointer, map, key, from);
+                    let merged_to = stop.as_ref().map_or(map.len(), |(next, _)| *next);
+                    asserted |= map
+                        .keys()
+                        .take(merged_to)
+                        .skip(from)
+                        .any(|k| !matches!(k.as_str(), "$ref" | "allOf") && !is_annotation(k));
+                    if let Some((next, inner)) = stop {
+                        *open.entry(pointer.clone()).or_default() += 1;
                         work.push(Merge::Rest {
                             pointer,
                             from: next,
@@ -442,6 +466,20 @@ impl<'a> Emitter<'a> {
                     node.nothing = true;
                 }
             }
+        }
+        // `{"$ref": "#"}`: a schema that is only itself says nothing a
+        // validator could finish checking; not "any value".
+        if let Some(pointer) = cycle
+            && !asserted
+            && !node.nothing
+        {
+            self.error(
+                &pointer,
+                "this schema leads back to itself through `$ref`/`allOf` alone, with no \
+                 keyword that constrains a value: it defines nothing"
+                    .to_string(),
+            );
+            node.nothing = true;
         }
         node
     }
