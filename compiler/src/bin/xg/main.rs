@@ -60,6 +60,12 @@ use clap::{Parser, Subcommand, ValueEnum};
 use xg_compiler::{Diagnostic, Diagnostics, FileId, Sources, Span, pipeline, syntax};
 use xg_runtime::Matcher;
 
+/// jemalloc rather than glibc's allocator: a long run (a server, `xg
+/// bench`) frees and allocates mask-cache entries all the time, and glibc's
+/// heap slows as it fragments (book: performance).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// xg: a structured-generation engine for LLM inference.
 #[derive(Parser)]
 #[command(name = "xg", version, about, args_conflicts_with_subcommands = true)]
