@@ -363,3 +363,49 @@ fn a_ref_cycle_with_nothing_else_is_refused() {
         on_small_stack(|| schema_grammar(&schema)).unwrap_or_else(|e| panic!("{schema}: {e}"));
     }
 }
+
+/// `.xg` text from a request compiles within the caller's limits, the
+/// schemas it embeds (`%json`) included: a rule limit and a cancel flag
+/// hold there too (the embedded schema ran under a fresh default budget
+/// before, and `.xg` text had no limits at all).
+#[test]
+fn request_grammars_and_their_schemas_compile_within_the_callers_limits() {
+    let properties: serde_json::Map<String, Value> = (0..40)
+        .map(|i| {
+            (
+                format!("p{i}"),
+                json!({"type": "object", "properties": {"x": {"type": "integer"}}}),
+            )
+        })
+        .collect();
+    let schema = json!({"type": "object", "properties": properties});
+    let text = format!("root ::= \"result: \" %json {schema}\n");
+    let compile = |limits: &Limits| {
+        let mut sources = Sources::new();
+        let file = sources.add("request.xg", text.as_str(), None);
+        let mut diagnostics = Diagnostics::new();
+        let grammar = pipeline::grammar_within(
+            &mut sources,
+            file,
+            "root",
+            limits,
+            &CompileCache::default(),
+            &mut diagnostics,
+        );
+        grammar.map(|_| ()).ok_or_else(|| errors(&diagnostics))
+    };
+    compile(&roomy()).expect("compiles within the default rule limit");
+    let few_rules = Limits {
+        max_rules: 10,
+        ..roomy()
+    };
+    let error = compile(&few_rules).expect_err("more than 10 rules");
+    assert!(error.contains("more than 10 rules"), "{error}");
+    let cancel = std::sync::Arc::new(std::sync::atomic::AtomicBool::new(true));
+    let cancelled = Limits {
+        cancel: Some(cancel),
+        ..roomy()
+    };
+    let error = compile(&cancelled).expect_err("cancelled");
+    assert!(error.contains("cancelled"), "{error}");
+}

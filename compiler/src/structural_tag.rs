@@ -872,9 +872,14 @@ impl Builder<'_> {
         let text = self.string(fields, "grammar");
         let name = format!("{}/grammar", fields.pointer);
         let file = self.sources.add(name.clone(), text, None);
-        let Some(grammar) =
-            resolve::resolve(self.sources, file, "root", self.cache, self.diagnostics)
-        else {
+        let Some(grammar) = resolve::resolve(
+            self.sources,
+            file,
+            "root",
+            self.cache,
+            self.budget,
+            self.diagnostics,
+        ) else {
             self.failed = true;
             return empty(self.span);
         };

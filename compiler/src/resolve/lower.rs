@@ -4,7 +4,7 @@
 use xg_runtime::{RuleId, TokenId};
 
 use super::Scope;
-use crate::budget::{Budget, Limits};
+use crate::budget::Budget;
 use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{Sources, Span};
@@ -31,11 +31,20 @@ pub(crate) struct Embedded {
     pub(crate) rules: Vec<tree::Rule>,
 }
 
+/// What one compilation lends every rule it lowers: the compile cache
+/// (embedded schemas' rules from earlier compilations) and the budget
+/// (embedded schemas are generated within it).
+#[derive(Clone, Copy)]
+pub(crate) struct Compilation<'a> {
+    pub(crate) cache: &'a CompileCache,
+    pub(crate) budget: &'a Budget,
+}
+
 /// Lowers the expressions of one rule.
 pub(crate) struct Lowerer<'a> {
     scope: &'a Scope,
     sources: &'a Sources,
-    cache: &'a CompileCache,
+    compilation: Compilation<'a>,
     diagnostics: &'a mut Diagnostics,
     module: usize,
     /// The qualified name of the rule being lowered.
@@ -49,7 +58,7 @@ impl<'a> Lowerer<'a> {
     pub(crate) fn new(
         scope: &'a Scope,
         sources: &'a Sources,
-        cache: &'a CompileCache,
+        compilation: Compilation<'a>,
         diagnostics: &'a mut Diagnostics,
         module: usize,
         rule: &'a str,
@@ -58,7 +67,7 @@ impl<'a> Lowerer<'a> {
         Self {
             scope,
             sources,
-            cache,
+            compilation,
             diagnostics,
             module,
             rule,
@@ -790,8 +799,8 @@ impl<'a> Lowerer<'a> {
             },
         };
         let text = parsed.to_string();
-        let outcome = self.cache.schema(text, &options, || {
-            json_schema::generate(&parsed, &options, &Budget::new(Limits::default()))
+        let outcome = self.compilation.cache.schema(text, &options, || {
+            json_schema::generate(&parsed, &options, self.compilation.budget)
         });
         match outcome {
             Ok(generated) => {

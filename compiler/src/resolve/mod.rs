@@ -28,6 +28,7 @@ use std::collections::HashMap;
 
 use xg_runtime::RuleId;
 
+use crate::budget::Budget;
 use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, ImportTarget, Sources, Span};
@@ -41,6 +42,7 @@ pub fn resolve(
     entry: FileId,
     root: &str,
     cache: &CompileCache,
+    budget: &Budget,
     diagnostics: &mut Diagnostics,
 ) -> Option<tree::Grammar> {
     let errors_before = diagnostics.error_count();
@@ -71,10 +73,19 @@ pub fn resolve(
         rules: Vec::new(),
     };
     for declared in &scope.rules {
+        if let Err(exceeded) = budget.check() {
+            diagnostics.push(Diagnostic::error(
+                "budget",
+                exceeded.to_string(),
+                declared.ast.name.span,
+                "while resolving this rule",
+            ));
+            return None;
+        }
         let mut lowerer = lower::Lowerer::new(
             &scope,
             sources,
-            cache,
+            lower::Compilation { cache, budget },
             diagnostics,
             declared.module,
             &declared.name,
