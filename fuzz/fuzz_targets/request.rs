@@ -113,7 +113,14 @@ fn compile_and_run(kind: u8, text: &str) {
             file,
             &mut diagnostics,
         ),
-        3 => pipeline::grammar(&mut sources, file, "root", &mut diagnostics),
+        3 => pipeline::grammar_within(
+            &mut sources,
+            file,
+            "root",
+            &limits,
+            &cache,
+            &mut diagnostics,
+        ),
         _ => {
             let Some(value) = json() else {
                 return;
