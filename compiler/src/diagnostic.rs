@@ -14,6 +14,7 @@
 use codespan_reporting::diagnostic as codespan;
 use codespan_reporting::files;
 use codespan_reporting::term::{self, termcolor};
+use std::fmt::Write as _;
 
 use crate::source::{Sources, Span, floor_char_boundary};
 
@@ -297,7 +298,16 @@ impl<'b> files::Files<'b> for Excerpt<'_> {
 #[derive(Clone, Debug, Default)]
 pub struct Diagnostics {
     list: Vec<Diagnostic>,
+    /// Diagnostics past [`MAX_DIAGNOSTICS`], counted, not kept: errors and
+    /// the rest.
+    dropped: (usize, usize),
 }
+
+/// Most diagnostics kept for one compilation. Text with an error on every
+/// line (or a request built that way) would otherwise make thousands, and
+/// rendering them would take seconds; past this many the rest are counted
+/// and said in one line.
+pub const MAX_DIAGNOSTICS: usize = 200;
 
 impl Diagnostics {
     /// No diagnostics yet.
@@ -305,9 +315,25 @@ impl Diagnostics {
         Self::default()
     }
 
-    /// Records a diagnostic.
+    /// Records a diagnostic; past [`MAX_DIAGNOSTICS`], only counts it.
     pub fn push(&mut self, diagnostic: Diagnostic) {
-        self.list.push(diagnostic);
+        if self.list.len() < MAX_DIAGNOSTICS {
+            self.list.push(diagnostic);
+        } else if diagnostic.severity == Severity::Error {
+            self.dropped.0 += 1;
+        } else {
+            self.dropped.1 += 1;
+        }
+    }
+
+    /// Moves `other`'s diagnostics (and its count of those past the cap)
+    /// after these.
+    pub fn append(&mut self, other: Diagnostics) {
+        for diagnostic in other.list {
+            self.push(diagnostic);
+        }
+        self.dropped.0 += other.dropped.0;
+        self.dropped.1 += other.dropped.1;
     }
 
     /// All diagnostics, in the order they were found.
@@ -315,17 +341,24 @@ impl Diagnostics {
         self.list.iter()
     }
 
-    /// The number of errors.
+    /// The number of errors (those past [`MAX_DIAGNOSTICS`] included).
     pub fn error_count(&self) -> usize {
-        self.list
-            .iter()
-            .filter(|d| d.severity == Severity::Error)
-            .count()
+        self.dropped.0
+            + self
+                .list
+                .iter()
+                .filter(|d| d.severity == Severity::Error)
+                .count()
     }
 
     /// The number of warnings.
     pub fn warning_count(&self) -> usize {
-        self.list.len() - self.error_count()
+        self.dropped.1
+            + self
+                .list
+                .iter()
+                .filter(|d| d.severity != Severity::Error)
+                .count()
     }
 
     /// Whether any error was recorded.
@@ -335,7 +368,7 @@ impl Diagnostics {
 
     /// Whether nothing was recorded.
     pub fn is_empty(&self) -> bool {
-        self.list.is_empty()
+        self.list.is_empty() && self.dropped == (0, 0)
     }
 
     /// Sorts by file and position (stable for equal positions), so output does
@@ -352,10 +385,20 @@ impl Diagnostics {
 
     /// Renders every diagnostic in the rustc-like style, with colour if `color`.
     pub fn render(&self, sources: &Sources, color: bool) -> String {
-        self.list
+        let mut out: String = self
+            .list
             .iter()
             .map(|diagnostic| diagnostic.render(sources, color))
-            .collect()
+            .collect();
+        let (errors, others) = self.dropped;
+        if errors + others > 0 {
+            let _ = writeln!(
+                out,
+                "… and {errors} more errors and {others} more warnings, not shown \
+                 (the first {MAX_DIAGNOSTICS} are)"
+            );
+        }
+        out
     }
 
     /// Every diagnostic as a JSON object with file, 1-based line and column

@@ -57,7 +57,7 @@ pub mod tree;
 
 pub use self::budget::{Budget, Exceeded, Limits};
 pub use self::cache::{CompileCache, CompileCacheStats, DEFAULT_COMPILE_CACHE_BYTES};
-pub use self::diagnostic::{Diagnostic, Diagnostics, Label, Severity};
+pub use self::diagnostic::{Diagnostic, Diagnostics, Label, MAX_DIAGNOSTICS, Severity};
 pub use self::source::{FileId, ImportTarget, MAX_FILE_BYTES, Sources, Span};
 pub use self::stdlib::{EXAMPLES, get as std_text, paths as std_paths};
 

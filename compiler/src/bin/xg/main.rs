@@ -319,9 +319,7 @@ fn check(
         let mut file_diagnostics = Diagnostics::new();
         let grammar = pipeline::check(&mut sources, file, root, &mut file_diagnostics);
         summaries.push((path.display().to_string(), grammar.map(|g| g.rules.len())));
-        for diagnostic in file_diagnostics.iter() {
-            diagnostics.push(diagnostic.clone());
-        }
+        diagnostics.append(file_diagnostics);
     }
     match format {
         Format::Human => {
