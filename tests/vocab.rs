@@ -101,6 +101,61 @@ fn token_bytes_agree_with_the_tokenizers_decoder() {
 }
 
 #[test]
+fn piece_lists_decode_as_their_tokenizer_json_does() {
+    // The pieces of each real tokenizer in id order (the form XGrammar's
+    // TokenizerInfo takes), decoded by kind, give every token's bytes.
+    for tokenizer in REAL_TOKENIZERS {
+        let (json, config) = real_tokenizer(tokenizer);
+        let vocab = Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap();
+        let parsed: serde_json::Value = serde_json::from_slice(&json).unwrap();
+        let mut pieces = vec![String::new(); vocab.len()];
+        let mut special = Vec::new();
+        for (piece, id) in parsed["model"]["vocab"].as_object().unwrap() {
+            pieces[usize::try_from(id.as_u64().unwrap()).unwrap()].clone_from(piece);
+        }
+        for added in parsed["added_tokens"].as_array().unwrap() {
+            let id = usize::try_from(added["id"].as_u64().unwrap()).unwrap();
+            pieces[id] = added["content"].as_str().unwrap().to_owned();
+            if added["special"].as_bool() == Some(true) {
+                special.push(token(id));
+            }
+        }
+        let from_pieces =
+            Vocabulary::from_pieces(&pieces, vocab.tokenizer_kind(), &special).unwrap();
+        assert_eq!(from_pieces.len(), vocab.len(), "{}", tokenizer.name);
+        for id in (0..vocab.len()).map(token) {
+            assert_eq!(
+                from_pieces.kind_of(id),
+                vocab.kind_of(id),
+                "{} {id}",
+                tokenizer.name
+            );
+            // Added text tokens are plain text in a tokenizer.json; a
+            // piece list cannot tell them from the model's pieces.
+            if vocab.kind_of(id) == TokenKind::Text
+                && !parsed["added_tokens"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .any(|a| a["id"].as_u64() == Some(id.as_usize() as u64))
+            {
+                assert_eq!(
+                    from_pieces.bytes(id),
+                    vocab.bytes(id),
+                    "{} {id}",
+                    tokenizer.name
+                );
+            }
+        }
+        assert!(from_pieces.stop_tokens().is_empty());
+        let stop = vocab.stop_tokens()[0];
+        let replaced = vocab.clone().with_stop_tokens_only(&[token(7)]).unwrap();
+        assert_eq!(replaced.stop_tokens(), &[token(7)]);
+        assert!(!replaced.is_stop(stop));
+    }
+}
+
+#[test]
 fn byte_string_vocabularies_and_errors() {
     let vocab = Vocabulary::from_byte_strings(&["a", "bc", "", "<eos>"], &[token(3)])
         .unwrap()

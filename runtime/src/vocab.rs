@@ -125,6 +125,29 @@ impl Vocabulary {
         Self::assemble(entries, TokenizerKind::Raw, &[])
     }
 
+    /// A vocabulary from each token's piece as the tokenizer writes it
+    /// (`Ġhello` for byte-level BPE, `▁hello` and `<0x0A>` for
+    /// SentencePiece with byte fallback), in id order; `special` ids match
+    /// only by id. For tokenizers known by their piece list alone (as
+    /// XGrammar's `TokenizerInfo` takes them).
+    pub fn from_pieces<S: AsRef<str>>(
+        pieces: &[S],
+        kind: TokenizerKind,
+        special: &[TokenId],
+    ) -> Result<Self, VocabError> {
+        let mut entries: Vec<Entry> = pieces
+            .iter()
+            .map(|piece| Entry::Text(decode_piece(piece.as_ref(), kind, true)))
+            .collect();
+        for id in special {
+            let entry = entries
+                .get_mut(id.as_usize())
+                .ok_or_else(|| VocabError::new(format!("special token {id} is out of range")))?;
+            *entry = Entry::Special(pieces[id.as_usize()].as_ref().to_owned());
+        }
+        Self::assemble(entries, kind, &[])
+    }
+
     /// A vocabulary from a Hugging Face `tokenizer.json`, with the end of
     /// sequence token named by its `tokenizer_config.json` (if given) as the
     /// stop token.
@@ -298,6 +321,14 @@ impl Vocabulary {
         self.stop.dedup();
         self.reset_derived();
         Ok(self)
+    }
+
+    /// The same tokens with exactly `ids` as stop tokens (a request that
+    /// overrides the model's end-of-sequence set). The mask cache starts
+    /// empty: masks depend on the stop set.
+    pub fn with_stop_tokens_only(mut self, ids: &[TokenId]) -> Result<Self, VocabError> {
+        self.stop.clear();
+        self.with_stop_tokens(ids)
     }
 
     /// Extends the vocabulary to the model's output size: a model's logits

@@ -1,0 +1,407 @@
+//! `GrammarMatcher` and `BatchGrammarMatcher`: one sequence's state in a
+//! compiled grammar, and masks for a batch of them on all cores.
+
+use std::sync::Arc;
+
+use pyo3::exceptions::{PyRuntimeError, PyValueError};
+use pyo3::prelude::*;
+use xg_runtime::{Matcher, Vocabulary};
+
+use crate::bitmask::{MaskArray, allows_all};
+use crate::compiler::CompiledGrammar;
+use crate::tokenizer::token_id;
+
+/// Where one sequence is in a grammar (XGrammar's class of the same
+/// name): accepts tokens, fills the next token's bitmask, rolls back. A
+/// rejected token or string leaves it unchanged.
+#[pyclass(module = "xg")]
+pub struct GrammarMatcher {
+    matcher: Matcher,
+    compiled: Py<CompiledGrammar>,
+    vocabulary: Arc<Vocabulary>,
+    terminate_without_stop_token: bool,
+    max_rollback_tokens: i64,
+}
+
+impl GrammarMatcher {
+    fn vocab_len(&self) -> usize {
+        self.vocabulary.len()
+    }
+
+    /// Fills row `index` of `array`; whether the row restricts anything.
+    fn fill_row(&mut self, array: &mut MaskArray<'_>, index: usize) -> PyResult<bool> {
+        array.check_row(index)?;
+        array.check_width(self.vocabulary.mask_words())?;
+        let (words, tokens) = (array.words, self.vocab_len());
+        let row = &mut array.words_mut()[index * words..(index + 1) * words];
+        fill(&mut self.matcher, row, tokens)
+    }
+}
+
+/// Fills `row` (at least the vocabulary's words; the rest is cleared);
+/// whether it restricts anything.
+fn fill(matcher: &mut Matcher, row: &mut [u32], tokens: usize) -> PyResult<bool> {
+    let needed = tokens.div_ceil(32);
+    let (mask, rest) = row.split_at_mut(needed);
+    rest.fill(0);
+    matcher
+        .fill_next_token_bitmask(mask)
+        .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+    Ok(!allows_all(mask, tokens))
+}
+
+#[pymethods]
+impl GrammarMatcher {
+    /// A matcher at the start of `compiled_grammar`. `override_stop_tokens`
+    /// replaces the tokenizer's stop tokens; with
+    /// `terminate_without_stop_token` the matcher counts as terminated as
+    /// soon as the output is complete. `max_rollback_tokens` is accepted
+    /// for XGrammar's signature: xg keeps every step (a rollback costs
+    /// what the rolled-back steps added).
+    #[new]
+    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, terminate_without_stop_token = false, max_rollback_tokens = -1))]
+    fn new(
+        compiled_grammar: Py<CompiledGrammar>,
+        override_stop_tokens: Option<Vec<i64>>,
+        terminate_without_stop_token: bool,
+        max_rollback_tokens: i64,
+    ) -> PyResult<Self> {
+        let compiled = compiled_grammar.get();
+        let info = compiled.tokenizer_info.get();
+        let vocabulary = match override_stop_tokens {
+            Some(stop) => info.with_stop_tokens(&stop)?,
+            None => Arc::clone(info.vocabulary()),
+        };
+        let matcher =
+            Matcher::with_vocabulary(Arc::clone(&compiled.grammar), Arc::clone(&vocabulary));
+        Ok(Self {
+            matcher,
+            compiled: compiled_grammar,
+            vocabulary,
+            terminate_without_stop_token,
+            max_rollback_tokens,
+        })
+    }
+
+    /// Accepts one token; false (and nothing changed) if the grammar
+    /// forbids it. An id outside the vocabulary raises `ValueError`.
+    #[pyo3(signature = (token_id, *, debug_print = false))]
+    fn accept_token(&mut self, token_id: i64, debug_print: bool) -> PyResult<bool> {
+        let id = crate::tokenizer::token_id(token_id, self.vocab_len())?;
+        Ok(report(self.matcher.accept_token(id), debug_print))
+    }
+
+    /// Accepts text (str or bytes) as one step; false (and nothing
+    /// changed) if the grammar forbids it.
+    #[pyo3(signature = (input_str, *, debug_print = false))]
+    fn accept_string(&mut self, input_str: &Bound<'_, PyAny>, debug_print: bool) -> PyResult<bool> {
+        let accepted = match input_str.extract::<String>() {
+            Ok(text) => self.matcher.accept_str(&text),
+            Err(_) => self.matcher.accept_bytes(&input_str.extract::<Vec<u8>>()?),
+        };
+        Ok(report(accepted, debug_print))
+    }
+
+    /// Fills row `index` of `bitmask` (int32, shape `(batch, words)` or
+    /// `(words,)`, NumPy or CPU torch) with the tokens allowed next: bit
+    /// `i % 32` of word `i / 32` for token `i`. Returns whether the mask
+    /// restricts anything (false: every token is allowed, no need to apply
+    /// it).
+    #[pyo3(signature = (bitmask, index = 0, *, debug_print = false))]
+    fn fill_next_token_bitmask(
+        &mut self,
+        bitmask: &Bound<'_, PyAny>,
+        index: i64,
+        debug_print: bool,
+    ) -> PyResult<bool> {
+        let _ = debug_print;
+        let mut array = MaskArray::new(bitmask)?;
+        let index = usize::try_from(index)
+            .map_err(|_| PyValueError::new_err(format!("row {index} is negative")))?;
+        self.fill_row(&mut array, index)
+    }
+
+    /// The text every continuation starts with (jump-forward decoding):
+    /// empty when the output may end here or several characters may
+    /// follow. Cut before an incomplete UTF-8 character.
+    fn find_jump_forward_string(&self) -> String {
+        let forced = self.matcher.forced_bytes();
+        match std::str::from_utf8(&forced) {
+            Ok(text) => text.to_owned(),
+            Err(e) => String::from_utf8_lossy(&forced[..e.valid_up_to()]).into_owned(),
+        }
+    }
+
+    /// The bytes every continuation starts with (`find_jump_forward_string`
+    /// without the cut).
+    fn forced_bytes(&self) -> Vec<u8> {
+        self.matcher.forced_bytes()
+    }
+
+    /// Undoes the last `num_tokens` accepted tokens or strings.
+    #[pyo3(signature = (num_tokens = 1))]
+    fn rollback(&mut self, num_tokens: i64) -> PyResult<()> {
+        let steps = usize::try_from(num_tokens)
+            .map_err(|_| PyValueError::new_err(format!("cannot roll back {num_tokens} tokens")))?;
+        self.matcher
+            .rollback(steps)
+            .map_err(|e| PyValueError::new_err(e.to_string()))
+    }
+
+    /// Back to the start of the grammar.
+    fn reset(&mut self) {
+        self.matcher.reset();
+    }
+
+    /// An independent copy (for speculative or tree decoding); cheap: the
+    /// history is shared until either copy moves on.
+    fn fork(&self, py: Python<'_>) -> Self {
+        Self {
+            matcher: self.matcher.fork(),
+            compiled: self.compiled.clone_ref(py),
+            vocabulary: Arc::clone(&self.vocabulary),
+            terminate_without_stop_token: self.terminate_without_stop_token,
+            max_rollback_tokens: self.max_rollback_tokens,
+        }
+    }
+
+    /// Whether the output has ended: a stop token was accepted (or, with
+    /// `terminate_without_stop_token`, the output is complete).
+    fn is_terminated(&self) -> bool {
+        self.matcher.is_terminated()
+            || (self.terminate_without_stop_token && self.matcher.can_terminate())
+    }
+
+    /// Whether the output so far is complete: it may end here (or has).
+    fn is_completed(&self) -> bool {
+        self.matcher.is_terminated() || self.matcher.can_terminate()
+    }
+
+    /// The number of steps that can be rolled back.
+    fn num_steps(&self) -> usize {
+        self.matcher.steps()
+    }
+
+    /// What the grammar allows next, in words (for error messages).
+    fn expected(&self) -> String {
+        self.matcher.expected().to_string()
+    }
+
+    /// The tokens that end the output for this matcher.
+    #[getter]
+    fn stop_token_ids(&self) -> Vec<usize> {
+        self.vocabulary
+            .stop_tokens()
+            .iter()
+            .map(|id| id.as_usize())
+            .collect()
+    }
+
+    /// As given to the constructor (xg keeps every step).
+    #[getter]
+    fn max_rollback_tokens(&self) -> i64 {
+        self.max_rollback_tokens
+    }
+
+    /// The grammar this matcher follows.
+    #[getter]
+    fn compiled_grammar(&self, py: Python<'_>) -> Py<CompiledGrammar> {
+        self.compiled.clone_ref(py)
+    }
+
+    fn __repr__(&self) -> String {
+        format!(
+            "GrammarMatcher(steps={}, terminated={})",
+            self.matcher.steps(),
+            self.is_terminated()
+        )
+    }
+}
+
+/// Whether a step was accepted; the rejection goes to stderr if asked.
+fn report<E: std::fmt::Display>(outcome: Result<(), E>, debug_print: bool) -> bool {
+    match outcome {
+        Ok(()) => true,
+        Err(rejection) => {
+            if debug_print {
+                eprintln!("xg: rejected {rejection}");
+            }
+            false
+        }
+    }
+}
+
+/// Masks, accepts and rollbacks for a batch of matchers (XGrammar's class
+/// of the same name): masks are filled on `max_threads` threads with the
+/// GIL released.
+#[pyclass(module = "xg", frozen)]
+pub struct BatchGrammarMatcher {
+    pool: rayon::ThreadPool,
+}
+
+#[pymethods]
+impl BatchGrammarMatcher {
+    /// `max_threads`: `"auto"` (every core) or a number of threads.
+    #[new]
+    #[pyo3(signature = (max_threads = None))]
+    fn new(max_threads: Option<&Bound<'_, PyAny>>) -> PyResult<Self> {
+        let threads = match max_threads {
+            None => 0,
+            Some(value) => match value.extract::<String>() {
+                Ok(text) if text == "auto" => 0,
+                Ok(text) => {
+                    return Err(PyValueError::new_err(format!(
+                        "max_threads `{text}`: expected \"auto\" or a number"
+                    )));
+                }
+                Err(_) => usize::try_from(value.extract::<i64>()?)
+                    .map_err(|_| PyValueError::new_err("max_threads must be positive"))?,
+            },
+        };
+        let pool = rayon::ThreadPoolBuilder::new()
+            .num_threads(threads)
+            .thread_name(|i| format!("xg-mask-{i}"))
+            .build()
+            .map_err(|e| PyRuntimeError::new_err(e.to_string()))?;
+        Ok(Self { pool })
+    }
+
+    /// Fills one row of `bitmask` per matcher, in parallel: matcher `i`
+    /// fills row `indices[i]` (row `i` without `indices`). Returns, per
+    /// matcher, whether its row restricts anything.
+    #[pyo3(signature = (matchers, bitmask, indices = None, *, debug_print = false))]
+    fn batch_fill_next_token_bitmask(
+        &self,
+        py: Python<'_>,
+        matchers: Vec<PyRefMut<'_, GrammarMatcher>>,
+        bitmask: &Bound<'_, PyAny>,
+        indices: Option<Vec<i64>>,
+        debug_print: bool,
+    ) -> PyResult<Vec<bool>> {
+        let _ = debug_print;
+        let mut array = MaskArray::new(bitmask)?;
+        let rows: Vec<usize> = match indices {
+            Some(indices) => {
+                if indices.len() != matchers.len() {
+                    return Err(PyValueError::new_err(format!(
+                        "{} indices for {} matchers",
+                        indices.len(),
+                        matchers.len()
+                    )));
+                }
+                indices
+                    .into_iter()
+                    .map(|i| {
+                        usize::try_from(i)
+                            .map_err(|_| PyValueError::new_err(format!("row {i} is negative")))
+                    })
+                    .collect::<PyResult<_>>()?
+            }
+            None => (0..matchers.len()).collect(),
+        };
+        let mut seen = vec![false; array.rows];
+        for (&row, matcher) in rows.iter().zip(&matchers) {
+            array.check_row(row)?;
+            array.check_width(matcher.vocabulary.mask_words())?;
+            if std::mem::replace(&mut seen[row], true) {
+                return Err(PyValueError::new_err(format!(
+                    "row {row} is given to two matchers"
+                )));
+            }
+        }
+        let words = array.words;
+        let mut slots: Vec<Option<&mut [u32]>> = array
+            .words_mut()
+            .chunks_mut(words.max(1))
+            .map(Some)
+            .collect();
+        let mut jobs: Vec<(&mut Matcher, usize, &mut [u32])> = Vec::with_capacity(matchers.len());
+        let mut matchers = matchers;
+        for (matcher, &row) in matchers.iter_mut().zip(&rows) {
+            let tokens = matcher.vocabulary.len();
+            let slot = slots[row].take().expect("rows are distinct");
+            jobs.push((&mut matcher.matcher, tokens, slot));
+        }
+        let outcomes: Vec<PyResult<bool>> = py.detach(|| {
+            use rayon::prelude::*;
+            self.pool.install(|| {
+                jobs.into_par_iter()
+                    .map(|(matcher, tokens, row)| fill(matcher, row, tokens))
+                    .collect()
+            })
+        });
+        outcomes.into_iter().collect()
+    }
+
+    /// Accepts `tokens[i]` in matcher `i`; per matcher, whether it was
+    /// accepted.
+    #[staticmethod]
+    #[pyo3(signature = (matchers, tokens, *, debug_print = false))]
+    fn batch_accept_token(
+        mut matchers: Vec<PyRefMut<'_, GrammarMatcher>>,
+        tokens: Vec<i64>,
+        debug_print: bool,
+    ) -> PyResult<Vec<bool>> {
+        same_length(matchers.len(), tokens.len(), "tokens")?;
+        // Every id is checked before any matcher moves.
+        let ids = matchers
+            .iter()
+            .zip(&tokens)
+            .map(|(matcher, &token)| token_id(token, matcher.vocab_len()))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(matchers
+            .iter_mut()
+            .zip(ids)
+            .map(|(matcher, id)| report(matcher.matcher.accept_token(id), debug_print))
+            .collect())
+    }
+
+    /// Accepts `strings[i]` (str or bytes) in matcher `i`; per matcher,
+    /// whether it was accepted.
+    #[staticmethod]
+    #[pyo3(signature = (matchers, strings, *, debug_print = false))]
+    fn batch_accept_string(
+        mut matchers: Vec<PyRefMut<'_, GrammarMatcher>>,
+        strings: Vec<Bound<'_, PyAny>>,
+        debug_print: bool,
+    ) -> PyResult<Vec<bool>> {
+        same_length(matchers.len(), strings.len(), "strings")?;
+        matchers
+            .iter_mut()
+            .zip(&strings)
+            .map(|(matcher, text)| matcher.accept_string(text, debug_print))
+            .collect()
+    }
+
+    /// Rolls matcher `i` back by `counts[i]` steps. Every count is checked
+    /// before any matcher moves.
+    #[staticmethod]
+    fn batch_rollback(
+        mut matchers: Vec<PyRefMut<'_, GrammarMatcher>>,
+        counts: Vec<i64>,
+    ) -> PyResult<()> {
+        same_length(matchers.len(), counts.len(), "counts")?;
+        for (matcher, &count) in matchers.iter().zip(&counts) {
+            if usize::try_from(count).map_or(true, |n| n > matcher.matcher.steps()) {
+                return Err(PyValueError::new_err(format!(
+                    "cannot roll back {count} steps of a matcher that took {}",
+                    matcher.matcher.steps()
+                )));
+            }
+        }
+        for (matcher, &count) in matchers.iter_mut().zip(&counts) {
+            matcher.rollback(count)?;
+        }
+        Ok(())
+    }
+}
+
+fn same_length(matchers: usize, given: usize, what: &str) -> PyResult<()> {
+    if matchers == given {
+        Ok(())
+    } else {
+        Err(PyValueError::new_err(format!(
+            "{given} {what} for {matchers} matchers"
+        )))
+    }
+}

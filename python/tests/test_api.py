@@ -1,0 +1,316 @@
+"""xg's XGrammar-compatible API on the vendored Qwen3 tokenizer: what each
+call returns, and that masks agree with what the matcher accepts."""
+
+import gzip
+import json
+import random
+
+import numpy as np
+import pytest
+
+import xg
+from conftest import QWEN3, allowed
+
+PERSON = {
+    "type": "object",
+    "properties": {"name": {"type": "string"}, "age": {"type": "integer", "maximum": 150}},
+    "required": ["name", "age"],
+}
+
+
+def walk(compiled, tokens, info):
+    """Accepts `tokens` one by one; before each, the mask allows it and
+    agrees with accept_token on 200 other random ids (checked on forks)."""
+    matcher = xg.GrammarMatcher(compiled)
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    rng = random.Random(7)
+    for token in tokens:
+        matcher.fill_next_token_bitmask(bitmask)
+        mask = allowed(bitmask)
+        assert token in mask
+        for other in rng.sample(range(info.vocab_size), 200):
+            assert matcher.fork().accept_token(other) == (other in mask), other
+        assert matcher.accept_token(token)
+    return matcher
+
+
+def test_tokenizer_from_json_file(info):
+    assert info.vocab_size == 151669
+    assert info.vocab_type == xg.VocabType.BYTE_LEVEL
+    # tokenizer_config.json beside the file names <|im_end|>.
+    assert info.stop_token_ids == [151645]
+    assert 151644 in info.special_token_ids  # <|im_start|>
+    assert info.decoded_vocab[15] == b"0"
+
+
+def test_tokenizer_from_json_text_and_padding():
+    text = gzip.open(QWEN3).read().decode()
+    padded = xg.TokenizerInfo.from_tokenizer_json(text, vocab_size=151936, stop_token_ids=[151643])
+    assert padded.vocab_size == 151936
+    assert padded.stop_token_ids == [151643]
+    assert set(range(151669, 151936)) <= set(padded.absent_token_ids)
+    with pytest.raises(ValueError, match="fewer than"):
+        xg.TokenizerInfo.from_tokenizer_json(text, vocab_size=1000)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        xg.TokenizerInfo.from_tokenizer_json(text, stop_token_ids=[10**9])
+
+
+def test_padding_ids_are_never_allowed(compiler):
+    padded = xg.TokenizerInfo.from_tokenizer_json(QWEN3, vocab_size=151936)
+    compiled = xg.GrammarCompiler(padded).compile_builtin_json_grammar()
+    matcher = xg.GrammarMatcher(compiled)
+    bitmask = xg.allocate_token_bitmask(1, padded.vocab_size)
+    assert matcher.fill_next_token_bitmask(bitmask)
+    assert not allowed(bitmask) & set(range(151669, 151936))
+    assert not matcher.accept_token(151900)
+
+
+def test_tokenizer_from_pieces():
+    raw = xg.TokenizerInfo([b"a", "b", b"ab", "</s>"], xg.VocabType.RAW, stop_token_ids=3)
+    assert raw.decoded_vocab == [b"a", b"b", b"ab", b"</s>"]
+    byte_level = xg.TokenizerInfo(["Ġhi", "Ċ", "<|end|>"], xg.VocabType.BYTE_LEVEL, special_token_ids=[2])
+    assert byte_level.decoded_vocab == [b" hi", b"\n", b""]
+    assert byte_level.stop_token_ids == [2]  # a known end token
+    pieces = xg.TokenizerInfo(["▁hi", "<0x0A>"], xg.VocabType.BYTE_FALLBACK)
+    assert pieces.decoded_vocab == [b" hi", b"\n"]
+    with pytest.raises(ValueError, match="vocab_type"):
+        xg.TokenizerInfo(["a"], 7)
+
+
+def test_json_schema_walk(info, compiler, tokenize):
+    compiled = compiler.compile_json_schema(PERSON, any_whitespace=False)
+    matcher = walk(compiled, tokenize('{"name": "Ada", "age": 36}'), info)
+    assert matcher.is_completed() and not matcher.is_terminated()
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    matcher.fill_next_token_bitmask(bitmask)
+    assert allowed(bitmask) == {151645}
+    assert matcher.accept_token(151645)
+    assert matcher.is_terminated()
+
+
+def test_json_schema_options(compiler):
+    as_text = compiler.compile_json_schema(json.dumps(PERSON), any_whitespace=False)
+    m = xg.GrammarMatcher(as_text)
+    assert m.accept_string('{"name": "A", ')
+    assert not m.accept_string('"extra"')  # strict_mode: no other properties
+    pretty = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, indent=2))
+    assert pretty.accept_string('{\n  "name": "A",\n  "age": 1\n}')
+    compact = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, any_whitespace=False, separators=(",", ":")))
+    assert compact.accept_string('{"name":"A","age":1}')
+    any_order = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, any_order=True))
+    assert any_order.accept_string('{"age": 1, "name": "A"}')
+    assert any_order.is_completed()
+    lenient = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, strict_mode=False))
+    assert lenient.accept_string('{"name": "A", "age": 1, "x": [true]}')
+
+
+def test_pydantic_style_schema(compiler):
+    class Model:
+        @staticmethod
+        def model_json_schema():
+            return {"type": "array", "items": {"enum": ["a", "b"]}, "maxItems": 2}
+
+    m = xg.GrammarMatcher(compiler.compile_json_schema(Model))
+    assert m.accept_string('["a","b"]') and m.is_completed()
+
+
+def test_other_grammar_forms(compiler, info, tokenize):
+    regex = compiler.compile_regex(r"\d{3}-\d{4}")
+    m = xg.GrammarMatcher(regex)
+    assert m.accept_string("555-0199") and m.is_completed()
+    assert not xg.GrammarMatcher(regex).accept_string("55a")
+    ebnf = compiler.compile_grammar('root ::= "yes" | "no" | num\nnum ::= [0-9]+')
+    walk(ebnf, tokenize("42"), info)
+    grammar = xg.Grammar.from_ebnf("answer ::= [a-z]+", root_rule_name="answer")
+    assert xg.GrammarMatcher(compiler.compile_grammar(grammar)).accept_string("abc")
+    from_regex = xg.Grammar.from_regex("a/b+")
+    assert xg.GrammarMatcher(compiler.compile_grammar(from_regex)).accept_string("a/bb")
+    from_schema = xg.Grammar.from_json_schema({"type": "boolean"})
+    assert "root" in str(from_schema)
+    assert xg.GrammarMatcher(compiler.compile_grammar(from_schema)).accept_string("true")
+    json_any = xg.GrammarMatcher(compiler.compile_builtin_json_grammar())
+    assert json_any.accept_string('{"a": [1, null]}') and json_any.is_completed()
+
+
+def test_structural_tags(compiler):
+    tag = {
+        "type": "structural_tag",
+        "format": {
+            "type": "triggered_tags",
+            "triggers": ["<function="],
+            "tags": [
+                {
+                    "type": "tag",
+                    "begin": "<function=f>",
+                    "content": {"type": "json_schema", "json_schema": {"type": "object"}},
+                    "end": "</function>",
+                }
+            ],
+        },
+    }
+    m = xg.GrammarMatcher(compiler.compile_structural_tag(tag))
+    assert m.accept_string("Hi <function=f>{}</function>") and m.is_completed()
+    legacy = compiler.compile_structural_tag(
+        [xg.StructuralTagItem(begin="<f>", schema={"type": "integer"}, end="</f>")], ["<f>"]
+    )
+    m = xg.GrammarMatcher(legacy)
+    assert m.accept_string("text <f>12</f>")
+    assert not m.accept_string("<f>x")
+
+
+def test_tools(compiler):
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    compiled = compiler.compile_tools(tools, format="qwen", reasoning="forbidden", tool_choice="required")
+    m = xg.GrammarMatcher(compiled)
+    call = '<tool_call>\n{"name": "get_weather", "arguments": {"city": "Paris"}}\n</tool_call>'
+    assert m.accept_string(call), m.expected()
+    with pytest.raises(ValueError, match="format"):
+        compiler.compile_tools(tools, format="nope")
+
+
+def test_compile_errors_carry_diagnostics(compiler):
+    with pytest.raises(xg.CompileError, match=r"#/minProperties") as error:
+        compiler.compile_json_schema({"type": "object", "minProperties": "x"})
+    assert isinstance(error.value, RuntimeError)  # as XGrammar's errors are
+    with pytest.raises(xg.CompileError, match="grammar.xg:2"):
+        compiler.compile_grammar('root ::= a\na ::= "x" |||')
+    with pytest.raises(xg.CompileError, match="not valid JSON"):
+        compiler.compile_json_schema("{not json")
+    with pytest.raises(xg.CompileError):
+        compiler.compile_regex("a(")
+
+def test_request_grammars_read_no_files(compiler, tmp_path):
+    secret = tmp_path / "secret.xg"
+    secret.write_text('x ::= "launch-code-1234"\n')
+    with pytest.raises(xg.CompileError, match="reads no files") as error:
+        compiler.compile_grammar(f'import "{secret}" as s;\nroot ::= s.x')
+    assert "launch-code" not in str(error.value)
+
+
+def test_limits(info):
+    wide = {"type": "object", "properties": {f"p{i}": {"type": "string"} for i in range(200)}}
+    few_rules = xg.GrammarCompiler(info, max_rules=10)
+    with pytest.raises(xg.CompileError, match="rule"):
+        few_rules.compile_json_schema(wide)
+    cancel = xg.CancelFlag()
+    cancel.set()
+    with pytest.raises(xg.CompileError, match="cancel"):
+        xg.GrammarCompiler(info).compile_json_schema(wide, cancel=cancel)
+    unlimited = xg.GrammarCompiler(info, time_limit=None)
+    assert unlimited.compile_json_schema(wide).memory_size_bytes > 0
+
+
+def test_caches(info):
+    compiler = xg.GrammarCompiler(info)
+    compiler.compile_json_schema(PERSON)
+    assert compiler.get_cache_size_bytes() > 0
+    compiler.clear_cache()
+    assert compiler.get_cache_size_bytes() == 0
+    uncached = xg.GrammarCompiler(info, cache_enabled=False)
+    uncached.compile_json_schema(PERSON)
+
+
+def test_rejected_steps_change_nothing(compiler, info):
+    m = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, any_whitespace=False))
+    assert m.accept_string('{"name": ')
+    before = xg.allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(before)
+    assert not m.accept_string("]")
+    assert not m.accept_token(15)  # "0" is not a string
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        m.accept_token(info.vocab_size)
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        m.accept_token(-1)
+    with pytest.raises(ValueError, match="roll back"):
+        m.rollback(5)
+    after = xg.allocate_token_bitmask(1, info.vocab_size)
+    m.fill_next_token_bitmask(after)
+    assert np.array_equal(before, after)
+    assert m.num_steps() == 1
+
+
+def test_rollback_reset_fork_jump_forward(compiler):
+    m = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, any_whitespace=False))
+    assert m.find_jump_forward_string() == '{"name": "'
+    assert m.accept_string('{"name": "A"')
+    assert m.find_jump_forward_string() == ', "age": '
+    fork = m.fork()
+    assert fork.accept_string(', "age": 1}') and fork.is_completed()
+    assert not m.is_completed()
+    m.rollback(1)
+    assert m.num_steps() == 0
+    m.accept_string("{")
+    m.reset()
+    assert m.num_steps() == 0 and m.find_jump_forward_string() == '{"name": "'
+
+
+def test_stop_token_options(compiler, info):
+    compiled = compiler.compile_regex("ab")
+    m = xg.GrammarMatcher(compiled, override_stop_tokens=[151643])
+    assert m.stop_token_ids == [151643]
+    m.accept_string("ab")
+    assert not m.accept_token(151645)  # no longer a stop token
+    assert m.accept_token(151643) and m.is_terminated()
+    eager = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    eager.accept_string("ab")
+    assert eager.is_terminated()
+
+
+def test_bitmask_checks(compiler, info):
+    m = xg.GrammarMatcher(compiler.compile_regex("a+"))
+    rows, words = xg.get_bitmask_shape(2, info.vocab_size)
+    with pytest.raises(ValueError, match="int32"):
+        m.fill_next_token_bitmask(np.zeros((rows, words), dtype=np.int64))
+    with pytest.raises(ValueError, match="words per row"):
+        m.fill_next_token_bitmask(np.zeros((rows, words - 1), dtype=np.int32))
+    with pytest.raises(ValueError, match="shape"):
+        m.fill_next_token_bitmask(np.zeros((1, rows, words), dtype=np.int32))
+    with pytest.raises(ValueError, match="contiguous"):
+        m.fill_next_token_bitmask(np.zeros((rows, 2 * words), dtype=np.int32)[:, ::2])
+    frozen = np.zeros((rows, words), dtype=np.int32)
+    frozen.setflags(write=False)
+    with pytest.raises(ValueError, match="read-only"):
+        m.fill_next_token_bitmask(frozen)
+    with pytest.raises(ValueError, match="row 2"):
+        m.fill_next_token_bitmask(np.zeros((rows, words), dtype=np.int32), 2)
+    with pytest.raises(TypeError, match="NumPy array"):
+        m.fill_next_token_bitmask([0] * words)
+    # A one-dimensional row and a wider row work; extra words are cleared.
+    one = np.full(words + 3, -1, dtype=np.int32)
+    assert m.fill_next_token_bitmask(one)
+    assert not one[words:].any()
+    assert allowed(one) == {i for i, b in enumerate(info.decoded_vocab) if b and set(b) == {97}}
+
+
+def test_serialize_and_bundles(compiler, info, tmp_path):
+    compiled = compiler.compile_json_schema(PERSON)
+    data = compiled.serialize()
+    again = xg.CompiledGrammar.deserialize(data, info)
+    a, b = xg.GrammarMatcher(compiled), xg.GrammarMatcher(again)
+    masks = [xg.allocate_token_bitmask(1, info.vocab_size) for _ in range(2)]
+    for text in ['{"name"', ': "x", "age": ', "12"]:
+        a.fill_next_token_bitmask(masks[0])
+        b.fill_next_token_bitmask(masks[1])
+        assert np.array_equal(masks[0], masks[1])
+        assert a.accept_string(text) and b.accept_string(text)
+    path = tmp_path / "person.xgb"
+    path.write_bytes(data)
+    assert xg.GrammarMatcher(xg.CompiledGrammar.open(path, info)).accept_string('{"name"')
+    with pytest.raises(ValueError):
+        xg.CompiledGrammar.deserialize(data[:-7] + b"garbage", info)
+    with pytest.raises(ValueError):
+        xg.CompiledGrammar.deserialize(b"", info)
+
+
+def test_apply_token_bitmask_numpy(info):
+    bitmask = np.zeros(xg.get_bitmask_shape(2, 70), dtype=np.int32)
+    bitmask[0, 0] = 0b101
+    bitmask[1, 2] = 1 << 3  # token 67
+    logits = np.zeros((3, 70), dtype=np.float32)
+    xg.apply_token_bitmask_inplace(logits, bitmask, indices=[2, 0])
+    assert np.isfinite(logits[2]).nonzero()[0].tolist() == [0, 2]
+    assert np.isfinite(logits[0]).nonzero()[0].tolist() == [67]
+    assert np.isfinite(logits[1]).all()
+    xg.reset_token_bitmask(bitmask)
+    assert (bitmask == -1).all()
