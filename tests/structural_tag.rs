@@ -432,6 +432,14 @@ fn legacy_form_and_bare_formats() {
         r#"hi <function=get_weather>{"city": "Paris"}</function>"#
     ));
     assert!(!accepts(&grammar, r"<function=get_weather>{}</function>"));
+    // As vLLM and SGLang send it: without the `type`.
+    let mut untyped = legacy.clone();
+    untyped.as_object_mut().unwrap().remove("type");
+    let grammar = compile_with(&untyped, None).unwrap();
+    assert!(accepts(
+        &grammar,
+        r#"<function=get_weather>{"city": "Oslo"}</function>"#
+    ));
     let bare = compile_with(&json!({"type": "const_string", "value": "ok"}), None).unwrap();
     assert!(accepts(&bare, "ok"));
 }

@@ -139,7 +139,10 @@ impl Builder<'_> {
         }
     }
 
-    /// The three accepted shapes of a whole structural tag.
+    /// The accepted shapes of a whole structural tag: `{"type":
+    /// "structural_tag", "format": …}`, a bare format, and the legacy
+    /// `{"structures": …, "triggers": …}` with or without the `type` (vLLM
+    /// and SGLang send it without).
     fn top(&mut self, tag: &Value) -> Expr {
         let Some(object) = tag.as_object() else {
             return self.error("#", "a structural tag is a JSON object");
@@ -150,6 +153,7 @@ impl Builder<'_> {
         ) {
             (Some("structural_tag"), Some(format)) => self.format(format, "#/format", &End::None),
             (Some("structural_tag"), None) => self.legacy(object),
+            (None, None) if object.contains_key("structures") => self.legacy(object),
             _ => self.format(tag, "#", &End::None),
         }
     }
