@@ -127,6 +127,12 @@ impl Request {
     }
 }
 
+/// A schema's errors, each with its JSON pointer, as one exception.
+fn schema_errors(errors: &[json_schema::SchemaError]) -> PyErr {
+    let lines: Vec<String> = errors.iter().map(|e| format!("error: {e}")).collect();
+    CompileError::new_err(lines.join("\n"))
+}
+
 fn parse_json(text: &str, what: &str) -> Result<Value, String> {
     serde_json::from_str(text).map_err(|e| format!("error: {what} is not valid JSON: {e}"))
 }
@@ -251,6 +257,58 @@ impl GrammarCompiler {
             any_order,
         );
         self.compile(py, Request::JsonSchema(text, options), cancel)
+    }
+
+    /// What became of each keyword of a JSON Schema (with
+    /// `compile_json_schema`'s options): one dict per keyword and place,
+    /// `{"pointer", "keyword", "treatment", "detail"}`, treatment
+    /// `enforced`, `approximated` (the grammar may accept values the
+    /// keyword forbids) or `ignored`. Raises `CompileError` if the schema
+    /// does not compile.
+    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = None, any_order = false))]
+    #[allow(clippy::too_many_arguments)]
+    fn json_schema_report<'py>(
+        &self,
+        py: Python<'py>,
+        schema: &Bound<'py, PyAny>,
+        any_whitespace: bool,
+        indent: Option<u32>,
+        separators: Option<(String, String)>,
+        strict_mode: bool,
+        max_whitespace_cnt: Option<u32>,
+        any_order: bool,
+    ) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let text = schema_text(schema)?;
+        let options = schema_options(
+            any_whitespace,
+            indent,
+            separators,
+            strict_mode,
+            max_whitespace_cnt,
+            any_order,
+        );
+        let limits = Limits {
+            max_rules: self.max_rules,
+            time: self.time_limit,
+            cancel: None,
+        };
+        let value = parse_json(&text, "the JSON Schema").map_err(CompileError::new_err)?;
+        let generated = py
+            .detach(|| json_schema::generate(&value, &options, &xg_compiler::Budget::new(limits)));
+        let generated = generated.map_err(|errors| schema_errors(&errors))?;
+        generated
+            .report
+            .notes
+            .iter()
+            .map(|note| {
+                let entry = PyDict::new(py);
+                entry.set_item("pointer", &note.pointer)?;
+                entry.set_item("keyword", &note.keyword)?;
+                entry.set_item("treatment", note.treatment.to_string())?;
+                entry.set_item("detail", &note.detail)?;
+                Ok(entry)
+            })
+            .collect()
     }
 
     /// Any JSON value (the standard library's `std/json.xg`).
@@ -689,10 +747,7 @@ impl Grammar {
                 text: generated.to_xg(),
                 root: "root".to_owned(),
             }),
-            Err(errors) => {
-                let lines: Vec<String> = errors.iter().map(|e| format!("error: {e}")).collect();
-                Err(CompileError::new_err(lines.join("\n")))
-            }
+            Err(errors) => Err(schema_errors(&errors)),
         }
     }
 

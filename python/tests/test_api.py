@@ -314,3 +314,15 @@ def test_apply_token_bitmask_numpy(info):
     assert np.isfinite(logits[1]).all()
     xg.reset_token_bitmask(bitmask)
     assert (bitmask == -1).all()
+
+
+def test_json_schema_report(compiler):
+    report = compiler.json_schema_report(
+        {"type": "string", "format": "color-hex", "pattern": "^[a-f0-9]+$", "x-custom": 1}
+    )
+    treatments = {(r["pointer"], r["keyword"]): r["treatment"] for r in report}
+    assert treatments[("#", "pattern")] == "enforced"
+    assert treatments[("#", "format")] == "ignored"
+    assert all(set(r) == {"pointer", "keyword", "treatment", "detail"} for r in report)
+    with pytest.raises(xg.CompileError, match="#/maxLength"):
+        compiler.json_schema_report({"type": "string", "maxLength": -1})

@@ -1,7 +1,7 @@
 """Type stubs of xg's native module (see the package docstring)."""
 
 from os import PathLike
-from typing import Any, List, Optional, Sequence, Tuple, Union
+from typing import Any, Dict, List, Optional, Sequence, Tuple, Union
 
 class CompileError(RuntimeError):
     """A grammar, schema, regex, structural tag or tool list was refused;
@@ -113,6 +113,17 @@ class GrammarCompiler:
         any_order: bool = False,
         cancel: Optional[CancelFlag] = None,
     ) -> CompiledGrammar: ...
+    def json_schema_report(
+        self,
+        schema: Any,
+        *,
+        any_whitespace: bool = True,
+        indent: Optional[int] = None,
+        separators: Optional[Tuple[str, str]] = None,
+        strict_mode: bool = True,
+        max_whitespace_cnt: Optional[int] = None,
+        any_order: bool = False,
+    ) -> List[Dict[str, str]]: ...
     def compile_builtin_json_grammar(self, *, cancel: Optional[CancelFlag] = None) -> CompiledGrammar: ...
     def compile_regex(self, regex: str, *, cancel: Optional[CancelFlag] = None) -> CompiledGrammar: ...
     def compile_grammar(
