@@ -447,3 +447,73 @@ fn diagnostics_past_the_cap_are_counted_not_kept() {
         &rendered[rendered.len().saturating_sub(300)..]
     );
 }
+
+/// A long pattern searched for anywhere in a string (JSON Schema's
+/// `pattern` is unanchored) whose text repeats itself: its deterministic
+/// automaton needs subsets as long as the pattern (a 20,000-character
+/// pattern took 1.8 GB to determinize, 200,000 ran out of memory), and the
+/// nondeterministic one rows as long (a matching output of 60,000 bytes ran
+/// a server out of memory). It is refused, quickly; a pattern of a few
+/// hundred characters still compiles exactly.
+#[test]
+fn long_periodic_patterns_are_refused_not_followed_without_bound() {
+    let long = "abc".repeat(3_000);
+    let error = on_small_stack(|| schema_grammar(&json!({"type": "string", "pattern": long})))
+        .expect_err("refused");
+    assert!(error.contains("cannot be made deterministic"), "{error}");
+    let regex = format!(".*{long}");
+    let mut sources = Sources::new();
+    let file = sources.add("regex", regex.as_str(), None);
+    let mut diagnostics = Diagnostics::new();
+    let grammar = pipeline::regex(
+        &regex,
+        xg_compiler::regex::Options::default(),
+        &roomy(),
+        &CompileCache::default(),
+        file,
+        &mut diagnostics,
+    );
+    assert!(grammar.is_none());
+    assert!(errors(&diagnostics).contains("cannot be made deterministic"));
+
+    let short = "abc".repeat(300);
+    let grammar = schema_grammar(&json!({"type": "string", "pattern": short})).expect("compiles");
+    assert!(accepts(&grammar, &format!("\"zz{short}q\"")));
+    assert!(!accepts(&grammar, &format!("\"zz{}q\"", &short[1..])));
+}
+
+/// The time limit holds inside the schema generator's passes over its
+/// rules, not only between rules: a 200,000-character required name took
+/// 2.3 s under a 0.5 s limit. Release builds only (a time bound).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "a time bound: run in release builds")]
+fn the_time_limit_holds_inside_the_schema_generator() {
+    let name = "k".repeat(200_000);
+    let limits = Limits {
+        time: Some(Duration::from_millis(300)),
+        ..Limits::default()
+    };
+    let started = std::time::Instant::now();
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", "", None);
+    let mut diagnostics = Diagnostics::new();
+    let grammar = on_small_stack(|| {
+        pipeline::json_schema(
+            &json!({"type": "object", "required": [name]}),
+            &json_schema::Options::default(),
+            &limits,
+            &CompileCache::default(),
+            &sources,
+            file,
+            &mut diagnostics,
+        )
+    });
+    let elapsed = started.elapsed();
+    assert!(grammar.is_none());
+    assert!(
+        errors(&diagnostics).contains("longer than 300ms"),
+        "{}",
+        errors(&diagnostics)
+    );
+    assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+}

@@ -52,6 +52,13 @@ pub enum Exceeded {
     Time(Duration),
     /// The cancellation flag was set.
     Cancelled,
+    /// A rule's automaton could not be made deterministic and is larger
+    /// than a matcher can follow within bounded memory (see
+    /// [`crate::fsm::MAX_NFA_NODES`]).
+    Automaton {
+        /// The automaton's nodes.
+        nodes: usize,
+    },
 }
 
 impl fmt::Display for Exceeded {
@@ -62,6 +69,12 @@ impl fmt::Display for Exceeded {
             }
             Exceeded::Time(time) => write!(f, "compiling took longer than {time:?} (the limit)"),
             Exceeded::Cancelled => f.write_str("compilation was cancelled"),
+            Exceeded::Automaton { nodes } => write!(
+                f,
+                "a rule's automaton cannot be made deterministic within limits and has {nodes} \
+                 nodes, more than a matcher follows in bounded memory ({} at most)",
+                crate::fsm::MAX_NFA_NODES
+            ),
         }
     }
 }

@@ -287,13 +287,25 @@ fn automaton_hash(
 /// When no node has two edges with equal keys to different targets (the
 /// common case: byte edges of a deterministic automaton), colours are never
 /// consulted and all stay zero, which skips the refinement.
+///
+/// Refinement takes up to one round per node on a chain (the automaton a
+/// long pattern keeps when determinization gives up), so the rounds stop
+/// at [`COLOUR_WORK`] node visits in all. Colours only order ties; the hash
+/// covers every node and edge whatever the order, so colours that stopped
+/// early can only give two numberings of one automaton different hashes
+/// (less sharing), never two automata one hash.
 fn node_colours(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Vec<u64> {
     if !has_tied_edges(fsm, key) {
         return vec![0; fsm.nodes.len()];
     }
     let mut colours: Vec<u64> = fsm.nodes.iter().map(|n| u64::from(n.is_final)).collect();
     let mut distinct = 0;
+    let mut rounds = (COLOUR_WORK / fsm.nodes.len().max(1)).max(MIN_COLOUR_ROUNDS);
     loop {
+        if rounds == 0 {
+            return colours;
+        }
+        rounds -= 1;
         let next: Vec<u64> = fsm
             .nodes
             .iter()
@@ -318,6 +330,14 @@ fn node_colours(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Vec<u64> {
         distinct = count;
     }
 }
+
+/// The node visits colour refinement may make in one automaton (see
+/// [`node_colours`]): full refinement for automata up to thousands of
+/// nodes, a bounded number of rounds beyond.
+const COLOUR_WORK: usize = 1 << 22;
+
+/// The rounds of colour refinement every automaton gets.
+const MIN_COLOUR_ROUNDS: usize = 16;
 
 /// Whether some node has two edges with the same key to different targets.
 fn has_tied_edges(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> bool {

@@ -190,11 +190,7 @@ impl GrammarMatcher {
     /// The tokens that end the output for this matcher.
     #[getter]
     fn stop_token_ids(&self) -> Vec<usize> {
-        self.vocabulary
-            .stop_tokens()
-            .iter()
-            .map(|id| id.as_usize())
-            .collect()
+        crate::tokenizer::stop_ids(&self.vocabulary)
     }
 
     /// As given to the constructor (xg keeps every step).

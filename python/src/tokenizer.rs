@@ -214,11 +214,7 @@ impl TokenizerInfo {
     /// The tokens that end the output.
     #[getter]
     fn stop_token_ids(&self) -> Vec<usize> {
-        self.vocabulary
-            .stop_tokens()
-            .iter()
-            .map(|id| id.as_usize())
-            .collect()
+        stop_ids(&self.vocabulary)
     }
 
     /// The tokens matched only by id (`<|im_start|>`), never as text.
@@ -304,6 +300,15 @@ fn finish(
         .with_stop_tokens_only(&stop)
         .map_err(value_error)?;
     Ok(TokenizerInfo::wrap(vocabulary))
+}
+
+/// A vocabulary's stop tokens, as Python ints.
+pub fn stop_ids(vocabulary: &Vocabulary) -> Vec<usize> {
+    vocabulary
+        .stop_tokens()
+        .iter()
+        .map(|id| id.as_usize())
+        .collect()
 }
 
 /// Token ids given from Python, checked against a vocabulary of `len` ids.

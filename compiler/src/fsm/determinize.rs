@@ -15,10 +15,20 @@ pub const MAX_STATES: usize = 4096;
 /// See [`MAX_STATES`].
 pub const GROWTH: usize = 4;
 
+/// Determinization also gives up when the subsets it keeps hold more than
+/// this many nodes in all: a chain of `n` nodes behind a loop (the
+/// automaton of a long literal searched for anywhere, as JSON Schema's
+/// unanchored `pattern` is) has `n` subsets of up to `n` nodes each, so
+/// the states stay within [`MAX_STATES`]' budget while memory grows as
+/// `n²` (a 20,000-character pattern took 1.8 GB).
+pub const MAX_SUBSET_NODES: usize = 1 << 22;
+
 /// The deterministic automaton of the epsilon-free `nfa`, or `None` if it
-/// would grow past the budget of [`MAX_STATES`].
+/// would grow past the budget of [`MAX_STATES`] states or
+/// [`MAX_SUBSET_NODES`] subset nodes.
 pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
     let budget = MAX_STATES.max(GROWTH * nfa.nodes.len());
+    let mut subset_nodes = 1;
     // Each subset once, shared by the lookup table and the work list.
     let start: Rc<[u32]> = Rc::from([0u32].as_slice());
     let mut ids: FxHashMap<Rc<[u32]>, u32> = FxHashMap::default();
@@ -37,7 +47,8 @@ pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
             let target = match ids.get(targets) {
                 Some(&id) => id,
                 None => {
-                    if sets.len() >= budget {
+                    subset_nodes += targets.len();
+                    if sets.len() >= budget || subset_nodes > MAX_SUBSET_NODES {
                         return None;
                     }
                     let id = u32::try_from(sets.len()).expect("below the budget");

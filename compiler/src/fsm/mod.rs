@@ -15,7 +15,8 @@
 //!    (`minimize.rs`).
 //!
 //! A rule whose automaton would grow past the budget when determinized keeps
-//! its epsilon-free nondeterministic automaton; the matcher handles both.
+//! its epsilon-free nondeterministic automaton; the matcher handles both, up
+//! to [`MAX_NFA_NODES`] nodes (past it, the compilation fails).
 //!
 //! An automaton depends only on its rule's body up to which rules the body
 //! refers to, so it is built for the body with references numbered in
@@ -209,9 +210,17 @@ impl fmt::Display for Label {
     }
 }
 
+/// The most nodes a rule's automaton may keep when it cannot be made
+/// deterministic. A matcher holds up to one item per node and origin in
+/// every row: a nondeterministic chain of 60,000 nodes (a long periodic
+/// pattern searched for anywhere) made rows of tens of thousands of items
+/// and ran a server out of memory on a matching output.
+pub const MAX_NFA_NODES: usize = 4096;
+
 /// Builds the automata of a normalized grammar (see the module docs),
 /// checking `budget` before each rule; automata built before are taken
-/// from `cache`, new ones added to it.
+/// from `cache`, new ones added to it. A rule whose automaton stays
+/// nondeterministic past [`MAX_NFA_NODES`] nodes is an error.
 pub fn build(
     grammar: &ir::Grammar,
     budget: &Budget,
@@ -244,7 +253,7 @@ pub fn build(
                     repeat: dispatch.repeat,
                     exclude: dispatch.exclude.clone(),
                 }),
-                expr => Body::Automaton(automaton(expr, &mut token_sets, cache)),
+                expr => Body::Automaton(automaton(expr, &mut token_sets, cache)?),
             };
             Ok(Rule {
                 name: rule.name.clone(),
@@ -252,7 +261,8 @@ pub fn build(
                 lookahead: rule
                     .lookahead
                     .as_ref()
-                    .map(|la| automaton(la, &mut token_sets, cache)),
+                    .map(|la| automaton(la, &mut token_sets, cache))
+                    .transpose()?,
             })
         })
         .collect::<Result<_, _>>()?;
@@ -280,7 +290,12 @@ fn arm_rule(arm: &ir::Expr) -> RuleId {
 /// The minimal (or, past the budget, epsilon-free) automaton of `expr`,
 /// from `cache` if it holds the automaton of a body equal up to references.
 /// Token sets its edges use are added to `token_sets` (equal sets shared).
-fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>, cache: &CompileCache) -> Fsm {
+/// An epsilon-free automaton past [`MAX_NFA_NODES`] nodes is an error.
+fn automaton(
+    expr: &ir::Expr,
+    token_sets: &mut Vec<ir::TokenSet>,
+    cache: &CompileCache,
+) -> Result<Fsm, Exceeded> {
     let mut references = References::default();
     let key = references.number(expr);
     let built = cache.automaton(key, |key| {
@@ -301,6 +316,10 @@ fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>, cache: &Compil
             token_sets: local_sets,
         }
     });
+    let nodes = built.fsm.nodes.len();
+    if nodes > MAX_NFA_NODES && !built.fsm.is_deterministic() {
+        return Err(Exceeded::Automaton { nodes });
+    }
     let sets: Vec<u32> = built
         .token_sets
         .iter()
@@ -334,7 +353,7 @@ fn automaton(expr: &ir::Expr, token_sets: &mut Vec<ir::TokenSet>, cache: &Compil
         // of the local ones.
         node.edges.sort_unstable();
     }
-    fsm
+    Ok(fsm)
 }
 
 /// The rules a body refers to, numbered in order of first appearance.

@@ -155,12 +155,21 @@ impl<'a> Emitter<'a> {
         if !self.errors.is_empty() {
             return Err(self.errors);
         }
-        if !self.rules.prune() {
-            return Err(vec![SchemaError {
-                pointer: "#".into(),
-                message: "the schema accepts no value (its constraints contradict each other)"
-                    .into(),
-            }]);
+        match self.rules.prune(self.budget) {
+            Ok(true) => {}
+            Ok(false) => {
+                return Err(vec![SchemaError {
+                    pointer: "#".into(),
+                    message: "the schema accepts no value (its constraints contradict each other)"
+                        .into(),
+                }]);
+            }
+            Err(exceeded) => {
+                return Err(vec![SchemaError {
+                    pointer: "#".into(),
+                    message: exceeded.to_string(),
+                }]);
+            }
         }
         Ok(Generated {
             rules: self.rules,

@@ -9,6 +9,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 
 use xg_runtime::RuleId;
 
+use crate::budget::{Budget, Exceeded};
 use crate::ir;
 use crate::source::Span;
 use crate::syntax::print;
@@ -453,23 +454,26 @@ impl Rules {
     }
 
     /// Drops everything that can never match and every rule the root no
-    /// longer reaches. `false` if the root itself can never match.
-    pub(crate) fn prune(&mut self) -> bool {
+    /// longer reaches. `false` if the root itself can never match. Checks
+    /// `budget` rule by rule (a schema's rules can be large: a long
+    /// property name spells itself out in them).
+    pub(crate) fn prune(&mut self, budget: &Budget) -> Result<bool, Exceeded> {
         let productive = self.productive();
         if !productive[0] {
-            return false;
+            return Ok(false);
         }
         let bodies = std::mem::take(&mut self.bodies);
         self.bodies = bodies
             .into_iter()
             .map(|g| {
+                budget.check()?;
                 let mut dead = false;
                 g.visit_refs(&mut |target| dead |= !productive[target]);
-                if dead { g.prune(&productive) } else { g }
+                Ok(if dead { g.prune(&productive) } else { g })
             })
-            .collect();
-        self.merge_equal();
-        self.write_out_inline();
+            .collect::<Result<_, Exceeded>>()?;
+        self.merge_equal(budget)?;
+        self.write_out_inline(budget)?;
         // Keep the rules the root reaches, in first-reached order.
         let mut order = vec![0];
         let mut new_index = vec![usize::MAX; self.bodies.len()];
@@ -500,7 +504,7 @@ impl Rules {
             .map(|&i| std::mem::take(&mut names[i]))
             .collect();
         self.keep = order.iter().map(|&i| self.keep[i]).collect();
-        true
+        Ok(true)
     }
 
     /// Makes rules with equal bodies one rule: references to each go to
@@ -513,7 +517,7 @@ impl Rules {
     /// In rounds: rules are filed by the hash of their body, equal ones
     /// merge, and the rules that referred to a merged rule are redirected
     /// (each once per round) and filed again in the next.
-    fn merge_equal(&mut self) {
+    fn merge_equal(&mut self, budget: &Budget) -> Result<(), Exceeded> {
         let n = self.bodies.len();
         let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
         for (rule, body) in self.bodies.iter().enumerate() {
@@ -529,6 +533,7 @@ impl Rules {
         while !round.is_empty() {
             let mut next = Vec::new();
             for rule in round {
+                budget.check()?;
                 stale[rule] = false;
                 if merged[rule] != rule {
                     continue;
@@ -584,14 +589,15 @@ impl Rules {
                 }
             }
         }
+        Ok(())
     }
 
     /// Replaces every reference to an inline rule by its body (simplified
     /// into its place as if written there); the inline rules are then
     /// reached no more and dropped.
-    fn write_out_inline(&mut self) {
+    fn write_out_inline(&mut self, budget: &Budget) -> Result<(), Exceeded> {
         if self.inline.is_empty() {
-            return;
+            return Ok(());
         }
         let inline = std::mem::take(&mut self.inline);
         // An inline rule used once, by a rule that is not inline, is moved
@@ -607,6 +613,7 @@ impl Rules {
             moved: &uses.iter().map(|&n| n == 1).collect::<Vec<bool>>(),
         };
         for rule in 0..bodies.bodies.len() {
+            budget.check()?;
             if inline.contains(&rule) {
                 continue;
             }
@@ -617,6 +624,7 @@ impl Rules {
                 bodies.bodies[rule] = bodies.write_out(body);
             }
         }
+        Ok(())
     }
 
     /// Per rule, whether it can match anything: a rule is rechecked only
@@ -896,7 +904,7 @@ mod tests {
             ]),
         );
         rules.define(used, G::class([('a', 'c')]));
-        assert!(rules.prune());
+        assert!(rules.prune(&Budget::unlimited()).unwrap());
         assert_eq!(
             rules.to_xg(),
             "root ::= \"x\" r1_used*\nr1_used ::= [a-c]\n"
@@ -919,7 +927,7 @@ mod tests {
                 .iter()
                 .all(|body| !height_reaches(body, MAX_HEIGHT + 1))
         );
-        assert!(rules.prune());
+        assert!(rules.prune(&Budget::unlimited()).unwrap());
         let text = rules.to_xg();
         assert!(
             text.starts_with("root ::= (\"a\" ((\"a\" "),
@@ -947,7 +955,7 @@ mod tests {
         rules.define(once, G::lit("o"));
         rules.define(twice, G::seq([G::lit("t"), G::Ref(inner)]));
         rules.define(inner, G::alt([G::lit("i"), G::lit("j")]));
-        assert!(rules.prune());
+        assert!(rules.prune(&Budget::unlimited()).unwrap());
         // Literals written out next to each other merge; the rest moves.
         assert_eq!(
             rules.to_xg(),
