@@ -4,11 +4,17 @@
 //!
 //! Every property the writes rely on — dtype, contiguity, alignment,
 //! writability, shape — is checked here with a `ValueError` or
-//! `TypeError` naming it; nothing reaches the raw pointer otherwise.
+//! `TypeError` naming it; nothing reaches the raw pointer otherwise. Only
+//! a real `numpy.ndarray` is trusted to describe its own memory (any
+//! object can claim an `__array_interface__`).
 
 use pyo3::exceptions::{PyTypeError, PyValueError};
 use pyo3::prelude::*;
-use pyo3::types::PyDict;
+use pyo3::sync::PyOnceLock;
+use pyo3::types::{PyDict, PyType};
+
+/// `numpy.ndarray`, imported once.
+static NDARRAY: PyOnceLock<Py<PyType>> = PyOnceLock::new();
 
 /// A bitmask array checked for writing: `rows` rows of `words` 32-bit
 /// words each, one after another. Holds the array object, so its memory
@@ -23,10 +29,11 @@ pub struct MaskArray<'py> {
 }
 
 impl<'py> MaskArray<'py> {
-    /// Checks `array` (a NumPy array, a CPU torch tensor, or anything
-    /// with `__array_interface__`) and borrows its memory.
+    /// Checks `array` (a NumPy array, or a CPU torch tensor through its
+    /// NumPy view) and borrows its memory.
     pub fn new(array: &Bound<'py, PyAny>) -> PyResult<Self> {
-        let owner = if array.hasattr("__array_interface__")? {
+        let ndarray = NDARRAY.import(array.py(), "numpy", "ndarray")?;
+        let owner = if array.is_instance(ndarray)? {
             array.clone()
         } else if is_torch_tensor(array)? {
             let device: String = array.getattr("device")?.getattr("type")?.extract()?;
@@ -36,7 +43,13 @@ impl<'py> MaskArray<'py> {
                      (`bitmask.to(device, non_blocking=True)`)"
                 )));
             }
-            array.call_method0("numpy")?
+            let view = array.call_method0("numpy")?;
+            if !view.is_instance(ndarray)? {
+                return Err(PyTypeError::new_err(
+                    "the tensor's `.numpy()` is not a NumPy array",
+                ));
+            }
+            view
         } else {
             return Err(PyTypeError::new_err(format!(
                 "a bitmask is a NumPy array or a CPU torch tensor of int32, not `{}`",
@@ -107,7 +120,8 @@ impl<'py> MaskArray<'py> {
         if len == 0 {
             return &mut [];
         }
-        // SAFETY: `new` checked that the array interface describes a
+        // SAFETY: `_owner` is a `numpy.ndarray`, whose array interface
+        // describes its own buffer, and `new` checked that it is a
         // writable, C-contiguous, 4-byte-aligned buffer of `len` 32-bit
         // integers at `address`; `_owner` keeps the array (and so the
         // buffer) alive while this borrow lasts, and `&mut self` makes it

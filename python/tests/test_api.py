@@ -326,3 +326,14 @@ def test_json_schema_report(compiler):
     assert all(set(r) == {"pointer", "keyword", "treatment", "detail"} for r in report)
     with pytest.raises(xg.CompileError, match="#/maxLength"):
         compiler.json_schema_report({"type": "string", "maxLength": -1})
+
+
+def test_only_real_arrays_are_written(compiler, info):
+    class Liar:
+        """Claims memory it does not own."""
+
+        __array_interface__ = {"data": (64, False), "shape": (1, 4740), "typestr": "<i4", "version": 3}
+
+    m = xg.GrammarMatcher(compiler.compile_regex("a+"))
+    with pytest.raises(TypeError, match="NumPy array"):
+        m.fill_next_token_bitmask(Liar())
