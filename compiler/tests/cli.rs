@@ -822,3 +822,58 @@ fn a_folder_named_like_a_bundle_is_one_clear_error() {
     assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
     let _ = std::fs::remove_dir(&dir);
 }
+
+/// `--tokenizer` takes a gzip-compressed `tokenizer.json` (decided by
+/// content: the vendored Qwen3 file, and a copy of it named `.json`), and
+/// the name `qwen3` for the one built into the tool; a missing file says
+/// what was expected.
+#[test]
+fn tokenizers_are_read_by_content_or_by_name() {
+    let grammar = temp_grammar("gz.xg", "root ::= \"[\" [0-9]+ \"]\"\n");
+    let vendored = concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../data/tokenizers/qwen3/tokenizer.json.gz"
+    );
+    // In a folder of its own: no tokenizer_config.json beside it.
+    let dir = std::env::temp_dir().join(format!("xg-cli-gz-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    let renamed = dir.join("compressed-tokenizer.json");
+    std::fs::copy(vendored, &renamed).expect("copy");
+    for tokenizer in [vendored, renamed.to_str().unwrap(), "qwen3"] {
+        let out = xg(&[
+            "trace",
+            grammar.to_str().unwrap(),
+            "--tokenizer",
+            tokenizer,
+            "--text",
+            "[42]",
+        ]);
+        let stdout = String::from_utf8_lossy(&out.stdout);
+        assert!(
+            out.status.success(),
+            "{tokenizer}: {stdout}{}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        // The stop token comes from the tokenizer_config.json beside it
+        // (or the embedded one); the copy has none beside it.
+        let stop = if tokenizer == renamed.to_str().unwrap() {
+            "0 stop tokens"
+        } else {
+            "1 stop tokens"
+        };
+        assert!(
+            stdout.contains("151669 ids") && stdout.contains(stop),
+            "{tokenizer}: {stdout}"
+        );
+    }
+    let missing = xg(&[
+        "trace",
+        grammar.to_str().unwrap(),
+        "--tokenizer",
+        "no-such-tokenizer.json",
+        "--text",
+        "[1]",
+    ]);
+    assert!(!missing.status.success());
+    assert!(String::from_utf8_lossy(&missing.stderr).contains("or `qwen3` for the built-in one"));
+}

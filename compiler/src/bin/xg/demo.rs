@@ -4,7 +4,7 @@
 //! vendored in the repository — with seeded random logits standing in for
 //! a model. Flags pick another grammar, tokenizer or seed.
 
-use std::io::{IsTerminal, Read, Write};
+use std::io::{IsTerminal, Write};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::Instant;
@@ -61,18 +61,16 @@ pub fn run(args: &DemoArgs, color: bool) -> Result<bool> {
         env!("CARGO_PKG_VERSION")
     );
     let started = Instant::now();
-    let vocabulary = Arc::new(match &args.tokenizer {
-        Some(path) => {
-            crate::trace::Model {
-                tokenizer: path,
-                config: None,
-                stop: &[],
-            }
-            .load()?
-            .0
-        }
-        None => embedded_qwen3()?,
-    });
+    let tokenizer = args
+        .tokenizer
+        .as_deref()
+        .unwrap_or(Path::new(crate::trace::EMBEDDED_NAME));
+    let model = crate::trace::Model {
+        tokenizer,
+        config: None,
+        stop: &[],
+    };
+    let vocabulary = Arc::new(model.load()?.0);
     outln!(
         "vocabulary: {} ({} tokens, {:?} tokenizer), loaded in {:.0} ms",
         args.tokenizer
@@ -197,17 +195,6 @@ fn load(path: &Path, rule: &str, vocabulary: &Arc<Vocabulary>, color: bool) -> R
             .with_context(|| format!("`{}`", path.display()));
     }
     crate::load::compile(path, rule, Some(vocabulary), color)
-}
-
-/// The Qwen3 vocabulary vendored in `data/tokenizers/qwen3`.
-fn embedded_qwen3() -> Result<Vocabulary> {
-    let gzipped = include_bytes!("../../../../data/tokenizers/qwen3/tokenizer.json.gz");
-    let config = include_bytes!("../../../../data/tokenizers/qwen3/tokenizer_config.json");
-    let mut json = Vec::new();
-    flate2::read::GzDecoder::new(&gzipped[..])
-        .read_to_end(&mut json)
-        .context("the embedded tokenizer")?;
-    Ok(Vocabulary::from_tokenizer_json(&json, Some(config))?)
 }
 
 /// Seeded random logits in place of a model: a random allowed token, but —

@@ -22,6 +22,73 @@ pub(crate) enum Input<'a> {
     File(&'a Path),
 }
 
+/// The name that stands for the Qwen3 tokenizer built into the tool (the
+/// one in `data/tokenizers/qwen3`), where a path to a `tokenizer.json` is
+/// expected and no file of that name exists.
+pub(crate) const EMBEDDED_NAME: &str = "qwen3";
+
+/// The embedded Qwen3 `tokenizer.json`, gzip-compressed.
+const EMBEDDED_JSON_GZ: &[u8] =
+    include_bytes!("../../../../data/tokenizers/qwen3/tokenizer.json.gz");
+
+/// The embedded Qwen3 `tokenizer_config.json`.
+const EMBEDDED_CONFIG: &[u8] =
+    include_bytes!("../../../../data/tokenizers/qwen3/tokenizer_config.json");
+
+/// A model's tokenizer files as read from disk.
+pub(crate) struct TokenizerFiles {
+    /// `tokenizer.json`, decompressed.
+    pub json: Vec<u8>,
+    /// `tokenizer_config.json`, if there is one.
+    pub config: Option<Vec<u8>>,
+}
+
+/// Reads `path`: a `tokenizer.json`, gzip-compressed or not (decided by
+/// its content, not its name), with `config` or else the
+/// `tokenizer_config.json` beside it; or, if no file is called that,
+/// [`EMBEDDED_NAME`] for the tokenizer built into the tool.
+pub(crate) fn read_tokenizer(path: &Path, config: Option<&Path>) -> Result<TokenizerFiles> {
+    let read_config = |beside: Option<Vec<u8>>| -> Result<Option<Vec<u8>>> {
+        match config {
+            Some(config) => {
+                Ok(Some(std::fs::read(config).with_context(|| {
+                    format!("cannot read `{}`", config.display())
+                })?))
+            }
+            None => Ok(beside),
+        }
+    };
+    if path == Path::new(EMBEDDED_NAME) && !path.exists() {
+        return Ok(TokenizerFiles {
+            json: gunzip(EMBEDDED_JSON_GZ).context("the embedded tokenizer")?,
+            config: read_config(Some(EMBEDDED_CONFIG.to_vec()))?,
+        });
+    }
+    let raw = std::fs::read(path).with_context(|| {
+        format!(
+            "cannot read `{}` (a tokenizer.json, or `{EMBEDDED_NAME}` for the built-in one)",
+            path.display()
+        )
+    })?;
+    let json = if raw.starts_with(&[0x1f, 0x8b]) {
+        gunzip(&raw).with_context(|| format!("cannot decompress `{}`", path.display()))?
+    } else {
+        raw
+    };
+    let beside = std::fs::read(path.with_file_name("tokenizer_config.json")).ok();
+    Ok(TokenizerFiles {
+        json,
+        config: read_config(beside)?,
+    })
+}
+
+fn gunzip(bytes: &[u8]) -> std::io::Result<Vec<u8>> {
+    use std::io::Read as _;
+    let mut out = Vec::new();
+    flate2::read::GzDecoder::new(bytes).read_to_end(&mut out)?;
+    Ok(out)
+}
+
 /// The model's tokenizer files.
 pub(crate) struct Model<'a> {
     /// Its `tokenizer.json`.
@@ -39,16 +106,7 @@ impl Model<'_> {
     /// timing too), and the tokenizer's JSON.
     pub(crate) fn load(&self) -> Result<(Vocabulary, Vec<u8>)> {
         let path = self.tokenizer;
-        let json =
-            std::fs::read(path).with_context(|| format!("cannot read `{}`", path.display()))?;
-        let beside = path.with_file_name("tokenizer_config.json");
-        let config = match self.config {
-            Some(config) => Some(
-                std::fs::read(config)
-                    .with_context(|| format!("cannot read `{}`", config.display()))?,
-            ),
-            None => std::fs::read(beside).ok(),
-        };
+        let TokenizerFiles { json, config } = read_tokenizer(path, self.config)?;
         let stop = self
             .stop
             .iter()

@@ -307,8 +307,11 @@ pub(crate) mod llguidance_engine {
             slices: Slices,
             compile_time: Duration,
         ) -> Result<Self> {
-            let env = toktrie_hf_tokenizers::ByteTokenizer::from_file(tokenizer)
-                .map_err(|e| anyhow::anyhow!("{e}"))
+            let env = crate::trace::read_tokenizer(tokenizer, None)
+                .and_then(|files| {
+                    toktrie_hf_tokenizers::ByteTokenizer::from_json_bytes(&files.json)
+                        .map_err(|e| anyhow::anyhow!("{e}"))
+                })
                 .and_then(|t| t.into_tok_env(None).map_err(|e| anyhow::anyhow!("{e}")))
                 .with_context(|| format!("LLGuidance cannot load `{}`", tokenizer.display()))?;
             let slices = match slices {

@@ -143,8 +143,10 @@ impl Outcome {
 
 fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     let files = expand(&args.files)?;
-    let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
-        .map_err(|e| anyhow::anyhow!("{e}"))
+    let tokenizer = crate::trace::read_tokenizer(&args.tokenizer, None)
+        .and_then(|files| {
+            tokenizers::Tokenizer::from_bytes(files.json).map_err(|e| anyhow::anyhow!("{e}"))
+        })
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
     let setup = Setup {
         cold: args.cold,

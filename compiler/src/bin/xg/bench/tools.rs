@@ -87,8 +87,10 @@ pub(crate) fn run(args: &ToolsArgs) -> Result<bool> {
         Slices::General,
         std::time::Duration::from_secs(2),
     )?;
-    let tokenizer = tokenizers::Tokenizer::from_file(&args.tokenizer)
-        .map_err(|e| anyhow::anyhow!("{e}"))
+    let tokenizer = crate::trace::read_tokenizer(&args.tokenizer, None)
+        .and_then(|files| {
+            tokenizers::Tokenizer::from_bytes(files.json).map_err(|e| anyhow::anyhow!("{e}"))
+        })
         .with_context(|| format!("cannot load `{}`", args.tokenizer.display()))?;
     let mut out = BufWriter::new(
         File::create(&args.out)
