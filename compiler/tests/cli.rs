@@ -170,7 +170,10 @@ fn match_accepts_and_locates_failures() {
     assert!(stderr.contains("(byte 5)"), "{stderr}");
 
     // Another entry rule.
+    // `--root` everywhere, `--rule` its alias.
     let key = xg(&["match", grammar, "--rule", "key", "--text", "abc"]);
+    assert!(key.status.success());
+    let key = xg(&["match", grammar, "--root", "key", "--text", "abc"]);
     assert!(
         key.status.success(),
         "{}",

@@ -115,7 +115,7 @@ pub fn resolve(
         diagnostic = match scope.suggest(0, root) {
             Some(similar) => diagnostic.with_help(format!("did you mean `{similar}`?")),
             None => diagnostic.with_help(format!(
-                "add `{root} ::= …`, or name another entry rule (`xg check --root NAME`)"
+                "add `{root} ::= …`, or name another entry rule (`--root NAME` on the command line)"
             )),
         };
         diagnostics.push(diagnostic);

@@ -23,7 +23,13 @@ pub struct DemoArgs {
     #[arg(long, value_name = "FILE")]
     grammar: Option<PathBuf>,
     /// The entry rule of `--grammar`.
-    #[arg(long, default_value = "root", requires = "grammar")]
+    #[arg(
+        long = "root",
+        visible_alias = "rule",
+        value_name = "ROOT",
+        default_value = "root",
+        requires = "grammar"
+    )]
     rule: String,
     /// A model's `tokenizer.json` instead of the embedded Qwen3 one.
     #[arg(long, value_name = "TOKENIZER.json")]

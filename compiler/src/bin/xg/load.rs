@@ -21,7 +21,12 @@ pub struct GrammarArgs {
     #[arg(required_unless_present = "regex")]
     pub grammar: Option<PathBuf>,
     /// The entry rule of a `.xg` grammar.
-    #[arg(long, default_value = "root")]
+    #[arg(
+        long = "root",
+        visible_alias = "rule",
+        value_name = "ROOT",
+        default_value = "root"
+    )]
     pub rule: String,
     /// A regular expression instead of a grammar file; the whole output
     /// must match it (inline flags such as `(?i)` and `(?s)` apply).

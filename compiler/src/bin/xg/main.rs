@@ -89,7 +89,7 @@ enum Command {
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// The entry rule.
-        #[arg(long, default_value = "root")]
+        #[arg(long, visible_alias = "rule", default_value = "root")]
         root: String,
         /// Output style of the diagnostics.
         #[arg(long, value_enum, default_value_t = Format::Human)]
@@ -107,7 +107,7 @@ enum Command {
         /// The `.xg` file or bundle.
         file: PathBuf,
         /// The entry rule.
-        #[arg(long, default_value = "root")]
+        #[arg(long, visible_alias = "rule", default_value = "root")]
         root: String,
         /// Print this rule's automaton in Graphviz dot format instead.
         #[arg(long, value_name = "RULE")]
