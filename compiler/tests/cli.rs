@@ -880,3 +880,66 @@ fn tokenizers_are_read_by_content_or_by_name() {
     assert!(!missing.status.success());
     assert!(String::from_utf8_lossy(&missing.stderr).contains("or `qwen3` for the built-in one"));
 }
+
+/// Every command takes every grammar form, decided by content: a JSON
+/// Schema saved as `.schema` (once parsed as `.xg`: ~30 errors) and a
+/// structural tag saved as `.txt` go through check, fmt, inspect, match,
+/// trace, compile and the main job's `--grammar`.
+#[test]
+fn every_command_takes_schemas_and_tags_whatever_their_name() {
+    let schema = temp_grammar(
+        "person.schema",
+        r#"{"type": "object", "properties": {"age": {"type": "integer", "maximum": 150}}, "required": ["age"]}"#,
+    );
+    let tag = temp_grammar(
+        "tag.txt",
+        r#"{"type": "structural_tag", "format": {"type": "const_string", "value": "hi"}}"#,
+    );
+    let (schema, tag) = (schema.to_str().unwrap(), tag.to_str().unwrap());
+    let run = |args: &[&str]| {
+        let out = xg(args);
+        let text = format!(
+            "{}{}",
+            String::from_utf8_lossy(&out.stdout),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        (out.status.code(), text)
+    };
+    let (code, text) = run(&["check", schema, tag]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(
+        text.contains("person.schema: ok") && text.contains("tag.txt: ok"),
+        "{text}"
+    );
+    let (code, text) = run(&["fmt", schema]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.starts_with("root ::= \"{\""), "{text}");
+    let (code, text) = run(&["inspect", schema]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("entry `root`"), "{text}");
+    let (code, text) = run(&["match", schema, "--text", r#"{"age": 36}"#]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, _) = run(&["match", schema, "--text", r#"{"age": 151}"#]);
+    assert_eq!(code, Some(1));
+    let (code, text) = run(&["match", tag, "--text", "hi"]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run(&[
+        "trace",
+        schema,
+        "--tokenizer",
+        "qwen3",
+        "--text",
+        r#"{"age":3}"#,
+    ]);
+    assert_eq!(code, Some(0), "{text}");
+    let bundle = std::env::temp_dir().join(format!("xg-cli-person-{}.xgb", std::process::id()));
+    let (code, text) = run(&["compile", schema, "-o", bundle.to_str().unwrap()]);
+    assert_eq!(code, Some(0), "{text}");
+    let (code, text) = run(&["--grammar", schema, "--no-additional-properties"]);
+    assert_eq!(code, Some(0), "{text}");
+    assert!(text.contains("\"age\""), "{text}");
+    // A schema is printed, never rewritten, by fmt.
+    let (code, text) = run(&["fmt", "--write", schema]);
+    assert_eq!(code, Some(2), "{text}");
+    assert!(text.contains("apply to `.xg` files"), "{text}");
+}

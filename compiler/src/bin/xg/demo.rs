@@ -18,8 +18,9 @@ use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 /// The main job's flags (all optional).
 #[derive(Args)]
 pub struct DemoArgs {
-    /// A grammar to generate from (`.xg`, or a bundle `.xgb`) instead of the
-    /// embedded tool-calling turn.
+    /// A grammar to generate from instead of the embedded tool-calling
+    /// turn: `.xg`, a JSON Schema, a structural tag or a bundle (decided by
+    /// the content).
     #[arg(long, value_name = "FILE")]
     grammar: Option<PathBuf>,
     /// The entry rule of `--grammar`.
@@ -40,6 +41,8 @@ pub struct DemoArgs {
     /// Stop after this many tokens.
     #[arg(long, default_value_t = 300)]
     max_tokens: usize,
+    #[command(flatten)]
+    schema: crate::schema::SchemaFlags,
 }
 
 /// The tools of the embedded default request.
@@ -89,7 +92,10 @@ pub fn run(args: &DemoArgs, color: bool) -> Result<bool> {
 
     let started = Instant::now();
     let grammar = match &args.grammar {
-        Some(path) => load(path, &args.rule, &vocabulary, color)?,
+        Some(path) => {
+            outln!("grammar: {} (rule `{}`)", path.display(), args.rule);
+            crate::load::load_file(path, &args.rule, &args.schema, Some(&vocabulary), color)?
+        }
         None => default_grammar(&vocabulary, color)?,
     };
     let compile_ms = started.elapsed().as_secs_f64() * 1e3;
@@ -191,16 +197,6 @@ fn default_grammar(vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar>
     );
     eprint!("{}", diagnostics.render(&sources, color));
     grammar.context("the embedded tools do not compile")
-}
-
-/// A grammar file (`.xg` or bundle) for `vocabulary`.
-fn load(path: &Path, rule: &str, vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar> {
-    outln!("grammar: {} (rule `{rule}`)", path.display());
-    if crate::load::is_bundle(path) {
-        return Grammar::open(path, Some(vocabulary))
-            .with_context(|| format!("`{}`", path.display()));
-    }
-    crate::load::compile(path, rule, Some(vocabulary), color)
 }
 
 /// Seeded random logits in place of a model: a random allowed token, but —

@@ -1,7 +1,7 @@
-//! Which grammar `xg match`, `xg trace` and `xg compile` run, and compiling
-//! it: a `.xg` file, a JSON file (a JSON Schema, or a structural tag when
-//! its `type` is `structural_tag`), a bundle (`.xgb`), or a regular
-//! expression on the command line.
+//! Which grammar a command runs, and compiling it: a `.xg` file, a JSON
+//! file (a JSON Schema, or a structural tag when its `type` is
+//! `structural_tag`), a bundle, or a regular expression on the command
+//! line. What a file holds is decided by its content ([`kind_of`]).
 
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -60,22 +60,67 @@ pub fn load_grammar(
 ) -> Result<xg_runtime::Grammar> {
     match (&args.regex, &args.grammar) {
         (Some(pattern), _) => compile_regex(pattern, args.json_string, color),
-        (None, Some(path)) if is_bundle(path) => {
-            xg_runtime::Grammar::open(path, vocabulary.map(|v| &**v))
-                .with_context(|| format!("`{}`", path.display()))
-        }
-        (None, Some(path)) if schema::is_schema(path) => {
+        (None, Some(path)) => load_file(path, &args.rule, &args.schema, vocabulary, color),
+        (None, None) => anyhow::bail!("give a grammar file or --regex"),
+    }
+}
+
+/// Compiles the grammar file `path` whatever it holds ([`kind_of`]): a
+/// bundle, a JSON Schema or structural tag (with `schema`'s options), or
+/// `.xg` entered at `rule`; printing its diagnostics.
+pub fn load_file(
+    path: &Path,
+    rule: &str,
+    schema: &SchemaFlags,
+    vocabulary: Option<&Arc<Vocabulary>>,
+    color: bool,
+) -> Result<xg_runtime::Grammar> {
+    match kind_of(path) {
+        FileKind::Bundle => xg_runtime::Grammar::open(path, vocabulary.map(|v| &**v))
+            .with_context(|| format!("`{}`", path.display())),
+        FileKind::Json => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
             match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(value) if is_structural_tag(&value) => {
                     compile_structural_tag(path, &value, text, vocabulary.map(|v| &**v), color)
                 }
-                _ => schema::compile(path, &args.schema, color),
+                _ => schema::compile(path, schema, color),
             }
         }
-        (None, Some(path)) => compile(path, &args.rule, vocabulary, color),
-        (None, None) => anyhow::bail!("give a grammar file or --regex"),
+        FileKind::Xg => compile(path, rule, vocabulary, color),
+    }
+}
+
+/// What a grammar file holds, decided by its content (a schema saved as
+/// `.txt` is still a schema).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum FileKind {
+    /// A bundle (`.xgb`): the extension, or the format's first bytes.
+    Bundle,
+    /// JSON: a JSON Schema or a structural tag (the text starts with `{`,
+    /// which no `.xg` grammar does).
+    Json,
+    /// `.xg` text.
+    Xg,
+}
+
+/// The kind of the grammar file `path` (`.xg` if it cannot be read: the
+/// error comes when it is loaded).
+pub fn kind_of(path: &Path) -> FileKind {
+    if is_bundle(path) {
+        return FileKind::Bundle;
+    }
+    let mut head = [0u8; 512];
+    let read = std::fs::File::open(path)
+        .and_then(|mut file| std::io::Read::read(&mut file, &mut head))
+        .unwrap_or(0);
+    let text = head[..read]
+        .strip_prefix(b"\xEF\xBB\xBF")
+        .unwrap_or(&head[..read]);
+    match text.iter().find(|b| !b.is_ascii_whitespace()) {
+        Some(b'{') => FileKind::Json,
+        _ => FileKind::Xg,
     }
 }
 
@@ -91,7 +136,7 @@ pub fn is_bundle(path: &Path) -> bool {
 }
 
 /// Whether a JSON file holds a structural tag rather than a schema.
-fn is_structural_tag(value: &serde_json::Value) -> bool {
+pub fn is_structural_tag(value: &serde_json::Value) -> bool {
     value.get("type").and_then(serde_json::Value::as_str) == Some("structural_tag")
 }
 

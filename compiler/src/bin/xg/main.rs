@@ -85,7 +85,8 @@ struct Cli {
 enum Command {
     /// Check grammars: parse, resolve names and imports, report every problem.
     Check {
-        /// The `.xg` files to check.
+        /// The grammar files to check: `.xg`, JSON Schemas, structural tags
+        /// (decided by the content).
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// The entry rule.
@@ -98,13 +99,16 @@ enum Command {
         /// text (`Token("<|channel|>")`).
         #[arg(long)]
         tokenizer: Option<PathBuf>,
+        #[command(flatten)]
+        schema: schema::SchemaFlags,
     },
     /// Compile a grammar and show its automata: per-rule node and edge
     /// counts and structural hashes, or one rule's automaton as Graphviz.
     /// Given a bundle (`.xgb`): its version, sections, sizes, checksums,
     /// precomputed mask entries and vocabulary.
     Inspect {
-        /// The `.xg` file or bundle.
+        /// The grammar: `.xg`, a JSON Schema, a structural tag or a bundle
+        /// (decided by the content).
         file: PathBuf,
         /// The entry rule.
         #[arg(long, visible_alias = "rule", default_value = "root")]
@@ -112,6 +116,8 @@ enum Command {
         /// Print this rule's automaton in Graphviz dot format instead.
         #[arg(long, value_name = "RULE")]
         dot: Option<String>,
+        #[command(flatten)]
+        schema: schema::SchemaFlags,
     },
     /// Compile a grammar into a bundle (`.xgb`) that an inference server
     /// maps and serves at once: its tables and, with `--tokenizer`, token
@@ -179,7 +185,8 @@ enum Command {
     Bench(bench::Bench),
     /// Print grammars in canonical form.
     Fmt {
-        /// The `.xg` files to format.
+        /// The `.xg` files to format; a JSON Schema (decided by the content)
+        /// prints as its `.xg` grammar.
         #[arg(required = true)]
         files: Vec<PathBuf>,
         /// Rewrite the files in place instead of printing them.
@@ -188,6 +195,8 @@ enum Command {
         /// Print nothing; fail if a file is not in canonical form.
         #[arg(long)]
         check: bool,
+        #[command(flatten)]
+        schema: schema::SchemaFlags,
     },
 }
 
@@ -233,14 +242,20 @@ fn main() -> ExitCode {
         Some(Command::Inspect {
             file, dot: None, ..
         }) if load::is_bundle(&file) => inspect::bundle(&file),
-        Some(Command::Inspect { file, root, dot }) => inspect(&file, &root, dot.as_deref(), color),
+        Some(Command::Inspect {
+            file,
+            root,
+            dot,
+            schema,
+        }) => inspect(&file, &root, dot.as_deref(), &schema, color),
         Some(Command::Compile(args)) => compile::run(&args, color),
         Some(Command::Check {
             files,
             root,
             format,
             tokenizer,
-        }) => check(&files, &root, format, tokenizer.as_deref(), color),
+            schema,
+        }) => check(&files, &root, format, tokenizer.as_deref(), &schema, color),
         Some(Command::Match {
             grammar,
             text,
@@ -281,7 +296,8 @@ fn main() -> ExitCode {
             files,
             write,
             check,
-        }) => fmt(&files, write, check, color),
+            schema,
+        }) => fmt(&files, write, check, &schema, color),
     };
     match result {
         Ok(true) => ExitCode::SUCCESS,
@@ -299,25 +315,33 @@ fn check(
     root: &str,
     format: Format,
     tokenizer: Option<&Path>,
+    schema: &schema::SchemaFlags,
     color: bool,
 ) -> Result<bool> {
     let mut sources = Sources::new();
+    let mut vocabulary = None;
     if let Some(tokenizer) = tokenizer {
         let model = trace::Model {
             tokenizer,
             config: None,
             stop: &[],
         };
-        sources.set_vocabulary(Arc::new(model.load()?.0));
+        let loaded = Arc::new(model.load()?.0);
+        sources.set_vocabulary(Arc::clone(&loaded));
+        vocabulary = Some(loaded);
     }
     let mut diagnostics = Diagnostics::new();
     let mut summaries = Vec::new();
     for path in files {
-        let file = sources
-            .load(path, &mut diagnostics)
-            .with_context(|| format!("cannot read `{}`", path.display()))?;
         let mut file_diagnostics = Diagnostics::new();
-        let grammar = pipeline::check(&mut sources, file, root, &mut file_diagnostics);
+        let grammar = front_end(
+            path,
+            root,
+            schema,
+            vocabulary.as_deref(),
+            &mut sources,
+            &mut file_diagnostics,
+        )?;
         summaries.push((path.display().to_string(), grammar.map(|g| g.rules.len())));
         diagnostics.append(file_diagnostics);
     }
@@ -347,14 +371,51 @@ fn check(
     Ok(!diagnostics.has_errors())
 }
 
+/// The front end on the grammar file `path`, whatever it holds
+/// ([`load::kind_of`]), added to `sources`: its checked tree, or `None`
+/// with its errors in `diagnostics`.
+fn front_end(
+    path: &Path,
+    root: &str,
+    schema: &schema::SchemaFlags,
+    vocabulary: Option<&xg_runtime::Vocabulary>,
+    sources: &mut Sources,
+    diagnostics: &mut Diagnostics,
+) -> Result<Option<xg_compiler::tree::Grammar>> {
+    match load::kind_of(path) {
+        load::FileKind::Bundle => anyhow::bail!(
+            "`{}` is a bundle, compiled already: `xg inspect` shows it",
+            path.display()
+        ),
+        load::FileKind::Json => schema::check_json(path, schema, vocabulary, sources, diagnostics),
+        load::FileKind::Xg => {
+            let file = sources
+                .load(path, diagnostics)
+                .with_context(|| format!("cannot read `{}`", path.display()))?;
+            Ok(pipeline::check(sources, file, root, diagnostics))
+        }
+    }
+}
+
 /// `xg inspect`: true if the grammar compiled (and the rule exists, with `--dot`).
-fn inspect(path: &Path, root: &str, dot: Option<&str>, color: bool) -> Result<bool> {
+fn inspect(
+    path: &Path,
+    root: &str,
+    dot: Option<&str>,
+    schema: &schema::SchemaFlags,
+    color: bool,
+) -> Result<bool> {
     let mut sources = Sources::new();
     let mut diagnostics = Diagnostics::new();
-    let file = sources
-        .load(path, &mut diagnostics)
-        .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let compiled = pipeline::compile(&mut sources, file, root, &mut diagnostics);
+    let tree = front_end(path, root, schema, None, &mut sources, &mut diagnostics)?;
+    let compiled = tree.and_then(|tree| {
+        pipeline::compile_tree(
+            &tree,
+            &xg_compiler::Budget::unlimited(),
+            &xg_compiler::CompileCache::default(),
+            &mut diagnostics,
+        )
+    });
     eprint!("{}", diagnostics.render(&sources, color));
     let Some(compiled) = compiled else {
         return Ok(false);
@@ -431,11 +492,37 @@ fn match_input(
 }
 
 /// `xg fmt`: true if every file parsed (and, with `--check`, was canonical).
-fn fmt(files: &[PathBuf], write: bool, check: bool, color: bool) -> Result<bool> {
+/// A JSON Schema prints as its `.xg` grammar.
+fn fmt(
+    files: &[PathBuf],
+    write: bool,
+    check: bool,
+    schema: &schema::SchemaFlags,
+    color: bool,
+) -> Result<bool> {
     let mut all_ok = true;
     for path in files {
         let mut sources = Sources::new();
         let mut diagnostics = Diagnostics::new();
+        if load::kind_of(path) == load::FileKind::Json {
+            if write || check {
+                anyhow::bail!(
+                    "`{}` is JSON: `--write` and `--check` apply to `.xg` files (`xg fmt FILE` prints a schema's `.xg`)",
+                    path.display()
+                );
+            }
+            match schema::xg_text(path, schema, &mut sources, &mut diagnostics)? {
+                Some(text) => {
+                    eprint!("{}", diagnostics.render(&sources, color));
+                    out!("{text}");
+                }
+                None => {
+                    eprint!("{}", diagnostics.render(&sources, color));
+                    all_ok = false;
+                }
+            }
+            continue;
+        }
         let file = sources
             .load(path, &mut diagnostics)
             .with_context(|| format!("cannot read `{}`", path.display()))?;

@@ -1,6 +1,6 @@
 //! `xg json-schema`: a JSON Schema as `.xg` text, or the report of what was
 //! enforced, approximated and ignored; and the shared loading of schema
-//! files for `xg match` and `xg trace`.
+//! files for every command that takes a grammar.
 
 use std::path::Path;
 
@@ -93,11 +93,6 @@ impl SchemaFlags {
     }
 }
 
-/// Whether `path` names a JSON Schema (by its extension) rather than `.xg`.
-pub fn is_schema(path: &Path) -> bool {
-    path.extension().is_some_and(|e| e == "json")
-}
-
 /// Reads and parses a schema file into `sources`; a JSON syntax error is
 /// a diagnostic at its line and column.
 fn load(
@@ -131,6 +126,65 @@ fn byte_offset(text: &str, line: usize, column: usize) -> usize {
         .map(str::len)
         .sum();
     (start + column.saturating_sub(1)).min(text.len())
+}
+
+/// The front end on the JSON file `path` — a JSON Schema, or a structural
+/// tag when its `type` is `structural_tag` — added to `sources`, its
+/// diagnostics (at their places in the file) in `diagnostics`: the checked
+/// tree, or `None` if it does not compile. `vocabulary` resolves a tag's
+/// tokens given by text.
+pub fn check_json(
+    path: &Path,
+    flags: &SchemaFlags,
+    vocabulary: Option<&xg_runtime::Vocabulary>,
+    sources: &mut Sources,
+    diagnostics: &mut Diagnostics,
+) -> Result<Option<xg_compiler::tree::Grammar>> {
+    let Some((file, value)) = load(path, sources, diagnostics)? else {
+        return Ok(None);
+    };
+    let budget = Budget::new(flags.limits());
+    if crate::load::is_structural_tag(&value) {
+        return Ok(xg_compiler::structural_tag::check(
+            &value,
+            vocabulary,
+            &budget,
+            &CompileCache::default(),
+            sources,
+            file,
+            diagnostics,
+        ));
+    }
+    Ok(json_schema::check(
+        &value,
+        &flags.options(),
+        &budget,
+        sources,
+        file,
+        diagnostics,
+    ))
+}
+
+/// The `.xg` text of the JSON Schema in `path` (what `xg fmt` prints for
+/// one), or `None` with its diagnostics in `diagnostics`.
+pub fn xg_text(
+    path: &Path,
+    flags: &SchemaFlags,
+    sources: &mut Sources,
+    diagnostics: &mut Diagnostics,
+) -> Result<Option<String>> {
+    let Some((file, schema)) = load(path, sources, diagnostics)? else {
+        return Ok(None);
+    };
+    if crate::load::is_structural_tag(&schema) {
+        anyhow::bail!(
+            "`{}` is a structural tag: `xg fmt` prints JSON Schemas and `.xg` grammars as `.xg` text",
+            path.display()
+        );
+    }
+    let outcome = json_schema::generate(&schema, &flags.options(), &Budget::new(flags.limits()));
+    json_schema::diagnose(&outcome, sources, file, diagnostics);
+    Ok(outcome.ok().map(|generated| generated.to_xg()))
 }
 
 /// Compiles the schema in `path` into a runtime grammar, printing its
