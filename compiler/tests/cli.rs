@@ -943,3 +943,43 @@ fn every_command_takes_schemas_and_tags_whatever_their_name() {
     assert_eq!(code, Some(2), "{text}");
     assert!(text.contains("apply to `.xg` files"), "{text}");
 }
+
+/// The quick start's mistake, run as the book shows it: `xg check` on its
+/// `answer.xg` with `numbr` for `number` prints the book's excerpt (and no
+/// follow-on warning that `number` is unused: the suggestion is taken as
+/// meant).
+#[test]
+fn the_quick_start_shows_what_check_prints() {
+    let page = std::fs::read_to_string(concat!(
+        env!("CARGO_MANIFEST_DIR"),
+        "/../book/src/quick-start.md"
+    ))
+    .expect("the quick start");
+    let block = |fence: &str, after: &str| -> String {
+        let from = page.find(after).expect("the paragraph");
+        let start = page[from..].find(fence).expect("the block") + from + fence.len();
+        let end = page[start..].find("```").expect("its end") + start;
+        page[start..end].to_string()
+    };
+    let grammar = block("```xg\n", "Save this as `answer.xg`");
+    let shown = block("```text\n", "refers\nto `numbr`");
+    let dir = std::env::temp_dir().join(format!("xg-quick-start-{}", std::process::id()));
+    std::fs::create_dir_all(&dir).expect("temp dir");
+    std::fs::write(
+        dir.join("answer.xg"),
+        grammar.replace("| number\n", "| numbr\n"),
+    )
+    .expect("answer.xg");
+    let out = Command::new(env!("CARGO_BIN_EXE_xg"))
+        .args(["check", "--color", "never", "answer.xg"])
+        .current_dir(&dir)
+        .output()
+        .expect("xg runs");
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        stderr.starts_with(&shown),
+        "the book shows\n{shown}\nxg prints\n{stderr}"
+    );
+    assert!(stderr.contains("1 error(s), 0 warning(s)"), "{stderr}");
+}

@@ -157,13 +157,19 @@ impl<'a> Lowerer<'a> {
             span,
             "no rule with this name",
         );
+        // With a fix to suggest, the rest of the check goes on as if it
+        // were made: the suggested rule is used (not reported unused), and
+        // no error follows from the reference.
+        let mut meant = None;
         if let Some(qualified) = self.scope.qualified_in_import(self.module, name) {
             diagnostic = diagnostic.with_help(format!("a rule of an import: write `{qualified}`"));
+            meant = self.scope.lookup(self.module, &qualified);
         } else if let Some(similar) = self.scope.suggest(self.module, name) {
             diagnostic = diagnostic.with_help(format!("did you mean `{similar}`?"));
+            meant = self.scope.lookup(self.module, &similar);
         }
         self.diagnostics.push(diagnostic);
-        ExprKind::Empty
+        meant.map_or(ExprKind::Empty, ExprKind::Ref)
     }
 
     fn regex_literal(&mut self, pattern: &str, flags: &str, span: Span) -> ExprKind {

@@ -115,7 +115,8 @@ pub fn resolve(
         diagnostic = match scope.suggest(0, root) {
             Some(similar) => diagnostic.with_help(format!("did you mean `{similar}`?")),
             None => diagnostic.with_help(format!(
-                "add `{root} ::= …`, or name another entry rule (`--root NAME` on the command line)"
+                "add `{root} ::= …`, or name another entry rule (`--root NAME` on the command \
+                 line, `root = \"NAME\"` in `grammar!`)"
             )),
         };
         diagnostics.push(diagnostic);
@@ -393,7 +394,9 @@ impl Scope {
         self.lookup(import.module, rest)
     }
 
-    /// A visible name close to `name`, for "did you mean".
+    /// A visible name close to `name`, for "did you mean": within a third
+    /// of its length in edits, a swap of two neighbouring letters counting
+    /// as one (`nmae` → `name`).
     pub(crate) fn suggest(&self, module: usize, name: &str) -> Option<String> {
         let scope = &self.modules[module];
         let local = scope.rules.keys().cloned();
@@ -406,7 +409,7 @@ impl Scope {
         let limit = (name.chars().count() / 3).max(1);
         local
             .chain(imported)
-            .map(|candidate| (strsim::levenshtein(name, &candidate), candidate))
+            .map(|candidate| (strsim::osa_distance(name, &candidate), candidate))
             .filter(|(distance, _)| *distance <= limit)
             .min()
             .map(|(_, candidate)| candidate)
