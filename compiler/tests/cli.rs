@@ -983,3 +983,31 @@ fn the_quick_start_shows_what_check_prints() {
     );
     assert!(stderr.contains("1 error(s), 0 warning(s)"), "{stderr}");
 }
+
+/// An object whose properties are in another order than the schema's is
+/// refused (the schema's order is the default) with a help saying so and
+/// naming `--any-order`; a refusal for another reason has no such help.
+#[test]
+fn match_says_when_the_properties_order_is_the_reason() {
+    let schema = temp_grammar(
+        "order.json",
+        r#"{"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "maximum": 150}}, "required": ["name", "age"]}"#,
+    );
+    let schema = schema.to_str().unwrap();
+    let swapped = xg(&["match", schema, "--text", r#"{"age": 36, "name": "Ada"}"#]);
+    let stderr = String::from_utf8_lossy(&swapped.stderr);
+    assert_eq!(swapped.status.code(), Some(1), "{stderr}");
+    assert!(stderr.contains("`--any-order` accepts them"), "{stderr}");
+    let any = xg(&[
+        "match",
+        schema,
+        "--any-order",
+        "--text",
+        r#"{"age": 36, "name": "Ada"}"#,
+    ]);
+    assert_eq!(any.status.code(), Some(0));
+    let too_old = xg(&["match", schema, "--text", r#"{"name": "Ada", "age": 151}"#]);
+    let stderr = String::from_utf8_lossy(&too_old.stderr);
+    assert_eq!(too_old.status.code(), Some(1), "{stderr}");
+    assert!(!stderr.contains("--any-order"), "{stderr}");
+}

@@ -260,8 +260,26 @@ fn main() -> ExitCode {
             grammar,
             text,
             file,
-        }) => load::load_grammar(&grammar, None, color)
-            .and_then(|g| match_input(g, grammar.rule_name(), text, file.as_deref(), color)),
+        }) => load::load_grammar(&grammar, None, color).and_then(|g| {
+            // For a schema in the given order: the same schema in any order,
+            // to tell whether the order is what refused the input.
+            let any_order = || match &grammar.grammar {
+                Some(path)
+                    if grammar.regex.is_none() && load::kind_of(path) == load::FileKind::Json =>
+                {
+                    schema::any_order_variant(path, &grammar.schema)
+                }
+                _ => None,
+            };
+            match_input(
+                g,
+                grammar.rule_name(),
+                text,
+                file.as_deref(),
+                &any_order,
+                color,
+            )
+        }),
         Some(Command::Trace {
             grammar,
             tokenizer,
@@ -444,6 +462,7 @@ fn match_input(
     rule: &str,
     text: Option<String>,
     file: Option<&Path>,
+    any_order: &dyn Fn() -> Option<xg_runtime::Grammar>,
     color: bool,
 ) -> Result<bool> {
     let mut sources = Sources::new();
@@ -481,12 +500,22 @@ fn match_input(
         _ => shown,
     };
     let mut report = Diagnostics::new();
-    report.push(Diagnostic::error(
+    let mut diagnostic = Diagnostic::error(
         "no-match",
         format!("the input does not match `{rule}` at {line}:{column} (byte {offset})"),
         Span::new(input_file, shown, end),
         message,
-    ));
+    );
+    if any_order().is_some_and(|grammar| {
+        let mut matcher = Matcher::new(Arc::new(grammar));
+        matcher.accept_bytes(&input).is_ok() && matcher.terminate().is_ok()
+    }) {
+        diagnostic = diagnostic.with_help(
+            "the properties are not in the order the schema lists them, which is the order \
+             this grammar follows; `--any-order` accepts them in any order",
+        );
+    }
+    report.push(diagnostic);
     eprint!("{}", report.render(&sources, color));
     Ok(false)
 }

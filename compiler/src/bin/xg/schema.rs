@@ -187,6 +187,35 @@ pub fn xg_text(
     Ok(outcome.ok().map(|generated| generated.to_xg()))
 }
 
+/// The schema in `path` compiled with properties in any order, when the
+/// flags ask for the schema's order; `None` otherwise or if it does not
+/// compile (nothing is printed). `xg match` tries it when an output is
+/// refused, to say whether the properties' order was the reason.
+pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime::Grammar> {
+    if flags.any_order {
+        return None;
+    }
+    let flags = SchemaFlags {
+        any_order: true,
+        ..flags.clone()
+    };
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let (file, schema) = load(path, &mut sources, &mut diagnostics).ok()??;
+    if crate::load::is_structural_tag(&schema) {
+        return None;
+    }
+    pipeline::json_schema(
+        &schema,
+        &flags.options(),
+        &flags.limits(),
+        &CompileCache::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    )
+}
+
 /// Compiles the schema in `path` into a runtime grammar, printing its
 /// diagnostics (errors, and the report's warnings).
 pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runtime::Grammar> {
