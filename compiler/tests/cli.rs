@@ -986,7 +986,8 @@ fn the_quick_start_shows_what_check_prints() {
 
 /// An object whose properties are in another order than the schema's is
 /// refused (the schema's order is the default) with a help saying so and
-/// naming `--any-order`; a refusal for another reason has no such help.
+/// naming `--any-order`; a value the schema refuses gets a help naming the
+/// place in the schema and its constraints.
 #[test]
 fn match_says_when_the_properties_order_is_the_reason() {
     let schema = temp_grammar(
@@ -1010,4 +1011,11 @@ fn match_says_when_the_properties_order_is_the_reason() {
     let stderr = String::from_utf8_lossy(&too_old.stderr);
     assert_eq!(too_old.status.code(), Some(1), "{stderr}");
     assert!(!stderr.contains("--any-order"), "{stderr}");
+    // It names the place in the schema that refuses the value instead.
+    assert!(
+        stderr.contains(
+            r#"the schema at `#/properties/age` refuses it: {"type":"integer","maximum":150}"#
+        ),
+        "{stderr}"
+    );
 }

@@ -81,6 +81,8 @@ pub(crate) struct Emitter<'a> {
     report: Report,
     /// Where each `(pointer, keyword)` note is in the report.
     noted: HashMap<(String, String), usize>,
+    /// Per rule name, the JSON pointer of the schema it was made for.
+    origins: HashMap<String, String>,
     errors: Vec<SchemaError>,
     budget: &'a Budget,
 }
@@ -114,6 +116,7 @@ impl<'a> Emitter<'a> {
             depth: 0,
             report: Report::default(),
             noted: HashMap::new(),
+            origins: HashMap::new(),
             errors: Vec::new(),
             budget,
         }
@@ -174,6 +177,7 @@ impl<'a> Emitter<'a> {
         Ok(Generated {
             rules: self.rules,
             report: self.report,
+            origins: self.origins,
         })
     }
 
@@ -266,6 +270,10 @@ impl<'a> Emitter<'a> {
             return rule;
         }
         let rule = self.rules.declare(name);
+        if let Some(pointer) = key.first() {
+            self.origins
+                .insert(self.rules.name(rule).to_owned(), format!("#{pointer}"));
+        }
         self.memo.insert(memo_key, rule);
         if let Some(content_key) = content_key {
             let rules = self.by_content.entry(content_key).or_default();

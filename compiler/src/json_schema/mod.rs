@@ -248,6 +248,8 @@ pub struct Generated {
     rules: Rules,
     /// What was enforced, approximated and ignored.
     pub report: Report,
+    /// Per rule name, the JSON pointer of the schema it was made for.
+    origins: std::collections::HashMap<String, String>,
 }
 
 impl Generated {
@@ -262,6 +264,14 @@ impl Generated {
         self.rules.len()
     }
 
+    /// The JSON pointer (`#/properties/age`) of the schema the rule named
+    /// `rule` was made for: where a refusal inside it comes from. `None`
+    /// for rules that stand for several places (`shared_N`) or for no
+    /// schema of their own.
+    pub fn origin(&self, rule: &str) -> Option<&str> {
+        self.origins.get(rule).map(String::as_str)
+    }
+
     /// The approximate bytes it holds (what a cache counts).
     pub(crate) fn bytes(&self) -> usize {
         let notes: usize = self
@@ -270,7 +280,12 @@ impl Generated {
             .iter()
             .map(|n| size_of::<Note>() + n.pointer.len() + n.keyword.len() + n.detail.len())
             .sum();
-        self.rules.bytes() + notes
+        let origins: usize = self
+            .origins
+            .iter()
+            .map(|(name, pointer)| 2 * size_of::<String>() + name.len() + pointer.len())
+            .sum();
+        self.rules.bytes() + notes + origins
     }
 
     /// The rules as resolved rules numbered from `first`, every span `span`,

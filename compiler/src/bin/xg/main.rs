@@ -260,26 +260,7 @@ fn main() -> ExitCode {
             grammar,
             text,
             file,
-        }) => load::load_grammar(&grammar, None, color).and_then(|g| {
-            // For a schema in the given order: the same schema in any order,
-            // to tell whether the order is what refused the input.
-            let any_order = || match &grammar.grammar {
-                Some(path)
-                    if grammar.regex.is_none() && load::kind_of(path) == load::FileKind::Json =>
-                {
-                    schema::any_order_variant(path, &grammar.schema)
-                }
-                _ => None,
-            };
-            match_input(
-                g,
-                grammar.rule_name(),
-                text,
-                file.as_deref(),
-                &any_order,
-                color,
-            )
-        }),
+        }) => run_match(&grammar, text, file.as_deref(), color),
         Some(Command::Trace {
             grammar,
             tokenizer,
@@ -455,6 +436,43 @@ fn inspect(
     Ok(true)
 }
 
+/// `xg match`: compiles the grammar and matches the input.
+fn run_match(
+    grammar: &load::GrammarArgs,
+    text: Option<String>,
+    file: Option<&Path>,
+    color: bool,
+) -> Result<bool> {
+    let g = load::load_grammar(grammar, None, color)?;
+    let schema_file = grammar
+        .grammar
+        .as_deref()
+        .filter(|path| grammar.regex.is_none() && load::kind_of(path) == load::FileKind::Json);
+    // For a schema: whether the properties' order is what refused
+    // the input (the same schema in any order takes it), else where
+    // in the schema the refusal comes from.
+    let explain = |input: &[u8], rules: &[String]| {
+        let path = schema_file?;
+        let any_order = schema::any_order_variant(path, &grammar.schema);
+        if any_order.is_some_and(|grammar| {
+            let mut matcher = Matcher::new(Arc::new(grammar));
+            matcher.accept_bytes(input).is_ok() && matcher.terminate().is_ok()
+        }) {
+            return Some(
+                "the properties are not in the order the schema lists them, which is \
+                 the order this grammar follows; `--any-order` accepts them in any order"
+                    .to_owned(),
+            );
+        }
+        schema::refusal_place(path, &grammar.schema, rules)
+    };
+    match_input(g, grammar.rule_name(), text, file, &explain, color)
+}
+
+/// Given a refused input and the rules the refusal was in (innermost
+/// first), a help that explains it in the user's terms, if there is one.
+type Explain<'a> = dyn Fn(&[u8], &[String]) -> Option<String> + 'a;
+
 /// `xg match`: true if the input matches. A grammar that does not compile
 /// is an error (exit 2), not a mismatch.
 fn match_input(
@@ -462,7 +480,7 @@ fn match_input(
     rule: &str,
     text: Option<String>,
     file: Option<&Path>,
-    any_order: &dyn Fn() -> Option<xg_runtime::Grammar>,
+    explain: &Explain<'_>,
     color: bool,
 ) -> Result<bool> {
     let mut sources = Sources::new();
@@ -476,16 +494,20 @@ fn match_input(
     };
     let mut matcher = Matcher::new(Arc::new(grammar));
     let failure = match matcher.accept_bytes(&input) {
-        Err(rejection) => Some((rejection.position(), format!("{rejection:#}"))),
+        Err(rejection) => Some((
+            rejection.position(),
+            format!("{rejection:#}"),
+            rejection.expected().rules().to_vec(),
+        )),
         Ok(()) => matcher.terminate().err().map(|rejection| {
             let message = format!(
                 "the input ends too early; expected {}",
                 rejection.expected()
             );
-            (input.len(), message)
+            (input.len(), message, rejection.expected().rules().to_vec())
         }),
     };
-    let Some((offset, message)) = failure else {
+    let Some((offset, message, rules)) = failure else {
         eprintln!("ok: {} bytes match `{rule}`", input.len());
         return Ok(true);
     };
@@ -506,14 +528,8 @@ fn match_input(
         Span::new(input_file, shown, end),
         message,
     );
-    if any_order().is_some_and(|grammar| {
-        let mut matcher = Matcher::new(Arc::new(grammar));
-        matcher.accept_bytes(&input).is_ok() && matcher.terminate().is_ok()
-    }) {
-        diagnostic = diagnostic.with_help(
-            "the properties are not in the order the schema lists them, which is the order \
-             this grammar follows; `--any-order` accepts them in any order",
-        );
+    if let Some(help) = explain(&input, &rules) {
+        diagnostic = diagnostic.with_help(help);
     }
     report.push(diagnostic);
     eprint!("{}", report.render(&sources, color));

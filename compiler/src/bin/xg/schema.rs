@@ -216,6 +216,43 @@ pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime:
     )
 }
 
+/// Where in the schema of `path` a refusal comes from: the first of the
+/// `rules` (innermost first, as a rejection lists them) made for a schema
+/// of its own, as `the schema at POINTER refuses it: {keywords}` — the
+/// subschema's constraints, its annotations left out. `None` if the file
+/// is not a schema or no rule has a place.
+pub fn refusal_place(path: &Path, flags: &SchemaFlags, rules: &[String]) -> Option<String> {
+    let mut sources = Sources::new();
+    let mut diagnostics = Diagnostics::new();
+    let (_, schema) = load(path, &mut sources, &mut diagnostics).ok()??;
+    if crate::load::is_structural_tag(&schema) {
+        return None;
+    }
+    let generated =
+        json_schema::generate(&schema, &flags.options(), &Budget::new(flags.limits())).ok()?;
+    let pointer = rules.iter().find_map(|rule| generated.origin(rule))?;
+    let mut place = schema.pointer(pointer.trim_start_matches('#'))?.clone();
+    if let Some(object) = place.as_object_mut() {
+        for annotation in [
+            "description",
+            "title",
+            "examples",
+            "default",
+            "$comment",
+            "deprecated",
+            "readOnly",
+            "writeOnly",
+        ] {
+            object.remove(annotation);
+        }
+    }
+    let mut shown = place.to_string();
+    if shown.chars().count() > 160 {
+        shown = shown.chars().take(157).collect::<String>() + "...";
+    }
+    Some(format!("the schema at `{pointer}` refuses it: {shown}"))
+}
+
 /// Compiles the schema in `path` into a runtime grammar, printing its
 /// diagnostics (errors, and the report's warnings).
 pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runtime::Grammar> {
