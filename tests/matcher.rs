@@ -357,3 +357,34 @@ proptest! {
         }
     }
 }
+
+/// `validate_tokens` counts the valid prefix of a draft and leaves the
+/// matcher as it was (its masks too); `accept_tokens` stops at the first
+/// refused token, keeping those before it.
+#[test]
+fn drafts_are_validated_without_moving_and_accepted_up_to_a_refusal() {
+    use xg_runtime::{TokenId, Vocabulary};
+    let grammar = common::runtime_grammar(r#"root ::= "[" [0-9]+ ("," [0-9]+)* "]""#);
+    let tokens: [&[u8]; 5] = [b"[", b"1", b",", b"]", b"x"];
+    let vocabulary = Arc::new(Vocabulary::from_byte_strings(&tokens, &[]).unwrap());
+    let id = |i: usize| TokenId::new(i).unwrap();
+    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
+    let mut before = vec![0u32; 1];
+    matcher.fill_next_token_bitmask(&mut before).unwrap();
+    for (draft, valid) in [
+        (vec![], 0),
+        (vec![id(4)], 0),
+        (vec![id(0), id(1), id(2), id(1), id(3)], 5),
+        (vec![id(0), id(1), id(3), id(1)], 3),
+    ] {
+        assert_eq!(matcher.validate_tokens(&draft), valid, "{draft:?}");
+        assert_eq!(matcher.steps(), 0);
+        let mut after = vec![0u32; 1];
+        matcher.fill_next_token_bitmask(&mut after).unwrap();
+        assert_eq!(before, after);
+    }
+    let (accepted, _) = matcher.accept_tokens(&[id(0), id(1), id(4)]).unwrap_err();
+    assert_eq!((accepted, matcher.steps()), (2, 2));
+    assert!(matcher.accept_tokens(&[id(3)]).is_ok());
+    assert!(matcher.can_terminate());
+}

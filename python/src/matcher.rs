@@ -91,6 +91,18 @@ impl GrammarMatcher {
         Ok(report(self.matcher.accept_token(id), debug_print))
     }
 
+    /// How many of `tokens` the grammar accepts in a row from here (a
+    /// speculative draft's valid prefix); the matcher is left as it was.
+    /// An id outside the vocabulary raises `ValueError` (nothing checked).
+    fn validate_tokens(&mut self, tokens: Vec<i64>) -> PyResult<usize> {
+        let len = self.vocab_len();
+        let ids = tokens
+            .iter()
+            .map(|&token| token_id(token, len))
+            .collect::<PyResult<Vec<_>>>()?;
+        Ok(self.matcher.validate_tokens(&ids))
+    }
+
     /// Accepts text (str or bytes) as one step; false (and nothing
     /// changed) if the grammar forbids it.
     #[pyo3(signature = (input_str, *, debug_print = false))]

@@ -337,3 +337,13 @@ def test_only_real_arrays_are_written(compiler, info):
     m = xg.GrammarMatcher(compiler.compile_regex("a+"))
     with pytest.raises(TypeError, match="NumPy array"):
         m.fill_next_token_bitmask(Liar())
+
+
+def test_validate_tokens(compiler, tokenize):
+    m = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, any_whitespace=False))
+    draft = tokenize('{"name": "A", "age": 1}') + [151645]
+    assert m.validate_tokens(draft) == len(draft)
+    assert m.validate_tokens(draft[:3] + tokenize("]")) == 3
+    assert m.num_steps() == 0 and m.find_jump_forward_string() == '{"name": "'
+    with pytest.raises(ValueError, match="outside the vocabulary"):
+        m.validate_tokens([draft[0], -1])

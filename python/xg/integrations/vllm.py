@@ -73,16 +73,7 @@ class XgGrammar(_Grammar):  # type: ignore[misc,valid-type]
         the state is unchanged."""
         if self._terminated:
             return []
-        accepted: List[int] = []
-        for token in tokens:
-            if not self.matcher.accept_token(token):
-                break
-            accepted.append(token)
-            if self.matcher.is_terminated():
-                break
-        if accepted:
-            self.matcher.rollback(len(accepted))
-        return accepted
+        return list(tokens[: self.matcher.validate_tokens(tokens)])
 
     def rollback(self, num_tokens: int) -> None:
         """Undoes the last ``num_tokens`` accepted tokens."""

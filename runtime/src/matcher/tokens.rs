@@ -39,4 +39,36 @@ impl Matcher {
             TokenKind::Absent => Err(self.rejection(super::Found::Token(id))),
         }
     }
+
+    /// How many of `tokens` the grammar accepts in a row from here (a
+    /// speculative draft's valid prefix, what vLLM's `validate_tokens`
+    /// asks); the matcher is left as it was. Costs the accepted tokens'
+    /// steps, and their rollback.
+    pub fn validate_tokens(&mut self, tokens: &[TokenId]) -> usize {
+        let mut accepted = 0;
+        for &token in tokens {
+            if self.accept_token(token).is_err() {
+                break;
+            }
+            accepted += 1;
+            if self.is_terminated() {
+                break;
+            }
+        }
+        self.rollback(accepted)
+            .expect("the steps just taken can be rolled back");
+        accepted
+    }
+
+    /// Accepts `tokens` in order, one step each; at the first the grammar
+    /// refuses, stops and returns how many were accepted with the
+    /// rejection (the accepted ones stay: roll them back with
+    /// [`Matcher::rollback`] if the whole draft must go).
+    pub fn accept_tokens(&mut self, tokens: &[TokenId]) -> Result<(), (usize, super::Rejection)> {
+        for (accepted, &token) in tokens.iter().enumerate() {
+            self.accept_token(token)
+                .map_err(|rejection| (accepted, rejection))?;
+        }
+        Ok(())
+    }
 }
