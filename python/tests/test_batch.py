@@ -106,3 +106,56 @@ def test_batch_fill_releases_the_gil(info):
     assert progressed > 0.3 * rate * elapsed, (
         f"the other thread counted {progressed} in {elapsed:.3f} s; alone, {rate:.0f} per second"
     )
+
+
+def test_compiles_release_the_gil_and_run_in_parallel(info):
+    # A schema of 300 objects takes tens of milliseconds to compile; a Python
+    # thread must keep counting meanwhile, and four threads compiling
+    # different schemas at once with one compiler all get their grammar.
+    wide = {
+        "type": "object",
+        "properties": {
+            f"p{i}": {"type": "object", "properties": {f"q{i}": {"type": "integer", "minimum": i}}}
+            for i in range(300)
+        },
+    }
+    compiler = xg.GrammarCompiler(info, time_limit=None)
+    counter, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    thread = threading.Thread(target=spin)
+    try:
+        thread.start()
+        alone_count, alone_start = counter[0], time.perf_counter()
+        time.sleep(0.05)
+        rate = (counter[0] - alone_count) / (time.perf_counter() - alone_start)
+        start_count, start = counter[0], time.perf_counter()
+        compiler.compile_json_schema(wide)
+        elapsed = time.perf_counter() - start
+        progressed = counter[0] - start_count
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(switch)
+    assert elapsed > 0.01, f"the compile took {elapsed:.3f} s: too short to tell"
+    assert progressed > 0.3 * rate * elapsed, (progressed, rate, elapsed)
+
+    results = {}
+
+    def compile_one(i):
+        schema = {"type": "object", "properties": {f"k{i}": {"type": "string", "maxLength": i}}}
+        results[i] = xg.GrammarMatcher(compiler.compile_json_schema(schema)).accept_string(
+            '{"k%d": "%s"}' % (i, "x" * i)
+        )
+
+    threads = [threading.Thread(target=compile_one, args=(i,)) for i in range(1, 5)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert results == {1: True, 2: True, 3: True, 4: True}
