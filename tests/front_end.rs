@@ -48,6 +48,7 @@ const CODES: &[&str] = &[
     "number-too-large",
     "repetition-too-large",
     "reversed-range",
+    "single-quoted-string",
     "token-needs-vocabulary",
     "undefined-rule",
     "unexpected-character",

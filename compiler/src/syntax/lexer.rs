@@ -229,6 +229,23 @@ impl Lexer<'_> {
             '.' => punct(cursor, 1, Tok::Dot),
             c if c.is_ascii_digit() => Some(self.integer(start)),
             c if is_name_start(c) => Some(self.word(start)),
+            '\'' if cursor.single_quoted(start).is_some() => {
+                // A string in single quotes (other EBNF dialects): one error,
+                // and the text read as the string meant, so that nothing
+                // follows from it (its letters are not rule names).
+                let end = cursor.single_quoted(start).expect("checked above");
+                let text = cursor.src[start + 1..end - 1].to_string();
+                cursor.pos = end;
+                cursor.error(
+                    start,
+                    end,
+                    "single-quoted-string",
+                    "string literals use double quotes",
+                    "single quotes",
+                    Some("write it in double quotes: \"…\""),
+                );
+                Some(Tok::Str(text))
+            }
             _ => {
                 cursor.bump();
                 let (message, help) = match c {
@@ -422,6 +439,14 @@ impl<'a> Cursor<'a> {
     }
 
     /// The body of a string literal whose opening quote was at `open`.
+    /// Where a string in single quotes opened at `open` ends (after its
+    /// closing quote), if it closes on the same line without a backslash.
+    fn single_quoted(&self, open: usize) -> Option<usize> {
+        let rest = &self.src[open + 1..];
+        let close = rest.find(['\'', '\n', '\r', '\\'])?;
+        (rest.as_bytes()[close] == b'\'').then_some(open + 1 + close + 1)
+    }
+
     fn string_body(&mut self, open: usize) -> Decoded {
         let mut decoded = Decoded {
             text: String::new(),
