@@ -12,6 +12,35 @@ import xg
 from conftest import allowed
 
 
+def counting_during(work):
+    """Runs `work()` while a Python thread counts; returns how far it
+    counted during the call, its rate alone (per second) and the call's
+    time. With the GIL held for the whole call, it would not count at all."""
+    counter, stop = [0], threading.Event()
+
+    def spin():
+        while not stop.is_set():
+            counter[0] += 1
+
+    switch = sys.getswitchinterval()
+    sys.setswitchinterval(0.0005)
+    thread = threading.Thread(target=spin)
+    try:
+        thread.start()
+        alone_count, alone_start = counter[0], time.perf_counter()
+        time.sleep(0.05)
+        rate = (counter[0] - alone_count) / (time.perf_counter() - alone_start)
+        start_count, start = counter[0], time.perf_counter()
+        work()
+        elapsed = time.perf_counter() - start
+        progressed = counter[0] - start_count
+    finally:
+        stop.set()
+        thread.join()
+        sys.setswitchinterval(switch)
+    return progressed, rate, elapsed
+
+
 def matchers_for(compiler, n):
     out = []
     for i in range(n):
@@ -80,28 +109,9 @@ def test_batch_fill_releases_the_gil(info):
     ]
     compiler.clear_cache()
     bitmask = xg.allocate_token_bitmask(len(matchers), info.vocab_size)
-    counter, stop = [0], threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            counter[0] += 1
-
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    thread = threading.Thread(target=spin)
-    try:
-        thread.start()
-        alone_count, alone_start = counter[0], time.perf_counter()
-        time.sleep(0.05)
-        rate = (counter[0] - alone_count) / (time.perf_counter() - alone_start)
-        start_count, start = counter[0], time.perf_counter()
-        xg.BatchGrammarMatcher(1).batch_fill_next_token_bitmask(matchers, bitmask)
-        elapsed = time.perf_counter() - start
-        progressed = counter[0] - start_count
-    finally:
-        stop.set()
-        thread.join()
-        sys.setswitchinterval(switch)
+    progressed, rate, elapsed = counting_during(
+        lambda: xg.BatchGrammarMatcher(1).batch_fill_next_token_bitmask(matchers, bitmask)
+    )
     assert elapsed > 0.02, f"the fill took {elapsed:.3f} s: too short to tell"
     assert progressed > 0.3 * rate * elapsed, (
         f"the other thread counted {progressed} in {elapsed:.3f} s; alone, {rate:.0f} per second"
@@ -120,28 +130,7 @@ def test_compiles_release_the_gil_and_run_in_parallel(info):
         },
     }
     compiler = xg.GrammarCompiler(info, time_limit=None)
-    counter, stop = [0], threading.Event()
-
-    def spin():
-        while not stop.is_set():
-            counter[0] += 1
-
-    switch = sys.getswitchinterval()
-    sys.setswitchinterval(0.0005)
-    thread = threading.Thread(target=spin)
-    try:
-        thread.start()
-        alone_count, alone_start = counter[0], time.perf_counter()
-        time.sleep(0.05)
-        rate = (counter[0] - alone_count) / (time.perf_counter() - alone_start)
-        start_count, start = counter[0], time.perf_counter()
-        compiler.compile_json_schema(wide)
-        elapsed = time.perf_counter() - start
-        progressed = counter[0] - start_count
-    finally:
-        stop.set()
-        thread.join()
-        sys.setswitchinterval(switch)
+    progressed, rate, elapsed = counting_during(lambda: compiler.compile_json_schema(wide))
     assert elapsed > 0.01, f"the compile took {elapsed:.3f} s: too short to tell"
     assert progressed > 0.3 * rate * elapsed, (progressed, rate, elapsed)
 

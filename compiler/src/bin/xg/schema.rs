@@ -199,12 +199,7 @@ pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime:
         any_order: true,
         ..flags.clone()
     };
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let (file, schema) = load(path, &mut sources, &mut diagnostics).ok()??;
-    if crate::load::is_structural_tag(&schema) {
-        return None;
-    }
+    let (sources, file, schema) = quiet_schema(path)?;
     pipeline::json_schema(
         &schema,
         &flags.options(),
@@ -212,8 +207,16 @@ pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime:
         &CompileCache::default(),
         &sources,
         file,
-        &mut diagnostics,
+        &mut Diagnostics::new(),
     )
+}
+
+/// The JSON Schema in `path` and its place in new sources, if the file
+/// holds one (not a structural tag); nothing is printed.
+fn quiet_schema(path: &Path) -> Option<(Sources, xg_compiler::FileId, serde_json::Value)> {
+    let mut sources = Sources::new();
+    let (file, schema) = load(path, &mut sources, &mut Diagnostics::new()).ok()??;
+    (!crate::load::is_structural_tag(&schema)).then_some((sources, file, schema))
 }
 
 /// Where in the schema of `path` a refusal comes from: the first of the
@@ -222,12 +225,7 @@ pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime:
 /// subschema's constraints, its annotations left out. `None` if the file
 /// is not a schema or no rule has a place.
 pub fn refusal_place(path: &Path, flags: &SchemaFlags, rules: &[String]) -> Option<String> {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let (_, schema) = load(path, &mut sources, &mut diagnostics).ok()??;
-    if crate::load::is_structural_tag(&schema) {
-        return None;
-    }
+    let (_, _, schema) = quiet_schema(path)?;
     let generated =
         json_schema::generate(&schema, &flags.options(), &Budget::new(flags.limits())).ok()?;
     let pointer = rules.iter().find_map(|rule| generated.origin(rule))?;
