@@ -200,14 +200,25 @@ pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime:
         ..flags.clone()
     };
     let (sources, file, schema) = quiet_schema(path)?;
+    compile_loaded(&schema, &flags, &sources, file, &mut Diagnostics::new())
+}
+
+/// The grammar of `schema`, the text of `file` in `sources`, with `flags`.
+fn compile_loaded(
+    schema: &serde_json::Value,
+    flags: &SchemaFlags,
+    sources: &Sources,
+    file: xg_compiler::FileId,
+    diagnostics: &mut Diagnostics,
+) -> Option<xg_runtime::Grammar> {
     pipeline::json_schema(
-        &schema,
+        schema,
         &flags.options(),
         &flags.limits(),
         &CompileCache::default(),
-        &sources,
+        sources,
         file,
-        &mut Diagnostics::new(),
+        diagnostics,
     )
 }
 
@@ -257,15 +268,7 @@ pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runti
     let mut sources = Sources::new();
     let mut diagnostics = Diagnostics::new();
     let grammar = load(path, &mut sources, &mut diagnostics)?.and_then(|(file, schema)| {
-        pipeline::json_schema(
-            &schema,
-            &flags.options(),
-            &flags.limits(),
-            &CompileCache::default(),
-            &sources,
-            file,
-            &mut diagnostics,
-        )
+        compile_loaded(&schema, flags, &sources, file, &mut diagnostics)
     });
     eprint!("{}", diagnostics.render(&sources, color));
     grammar.with_context(|| format!("`{}` does not compile", path.display()))
