@@ -7,6 +7,9 @@
 //! and the control characters, which are escaped (`\"`, `\\`, `\n` or
 //! `\u000a`, …). An unconstrained string accepts every escape JSON has.
 
+use std::cell::RefCell;
+use std::collections::HashMap;
+
 use regex_syntax::hir::{Class, Hir, HirKind, Look};
 
 use super::grammar::G;
@@ -375,9 +378,34 @@ pub(crate) fn pattern_body(pattern: &str) -> Result<G, PatternError> {
 
 /// A matcher for the ECMA-262 `pattern` (unanchored, as JSON Schema means
 /// it), if it compiles.
+///
+/// Compiled patterns are kept per thread (at most [`PATTERN_MEMO`]): a
+/// schema tests every declared property name against each of its
+/// `patternProperties`, and building the matcher costs about 100 µs where
+/// running it costs well under one (Snowplow's 130-property events spent
+/// 35 ms compiling two patterns again and again).
 pub(crate) fn pattern_regex(pattern: &str) -> Option<regex_automata::meta::Regex> {
-    regex_automata::meta::Regex::new(&ecma_to_rust(pattern).ok()?).ok()
+    thread_local! {
+        static COMPILED: RefCell<HashMap<String, Option<regex_automata::meta::Regex>>> =
+            RefCell::new(HashMap::new());
+    }
+    COMPILED.with_borrow_mut(|compiled| {
+        if let Some(regex) = compiled.get(pattern) {
+            return regex.clone();
+        }
+        let regex = ecma_to_rust(pattern)
+            .ok()
+            .and_then(|rust| regex_automata::meta::Regex::new(&rust).ok());
+        if compiled.len() >= PATTERN_MEMO {
+            compiled.clear();
+        }
+        compiled.insert(pattern.to_owned(), regex.clone());
+        regex
+    })
 }
+
+/// How many compiled patterns [`pattern_regex`] keeps per thread.
+const PATTERN_MEMO: usize = 256;
 
 fn strip_captures(hir: &Hir) -> &Hir {
     match hir.kind() {
