@@ -337,3 +337,76 @@ fn the_reference_compares_exactly() {
     assert!(Exact::parse("6000.0").is_integer());
     assert!(!Exact::parse("6000.5").is_integer());
 }
+
+/// A bound of 10^38 or beyond (generated schemas bound doubles by
+/// `±1.7976931348623157e308`) compiles, reported as approximated: numbers
+/// are still numbers, the bound is not enforced.
+#[test]
+fn bounds_past_ten_to_the_38_are_approximated_not_refused() {
+    let schema = json!({"type": "number", "minimum": f64::MIN, "maximum": 1e300});
+    let grammar = compile(&schema, &CompileCache::default()).unwrap();
+    for text in ["0", "-1.5e300", "1e301", "12.5"] {
+        assert!(accepts(&grammar, text), "{text}");
+    }
+    assert!(!accepts(&grammar, "\"1\""));
+    let budget = xg_compiler::Budget::new(Limits::unlimited());
+    let report = xg_compiler::json_schema::generate(&schema, &Options::default(), &budget)
+        .unwrap()
+        .report;
+    let approximated: Vec<&str> = report
+        .notes
+        .iter()
+        .filter(|note| note.treatment == xg_compiler::json_schema::Treatment::Approximated)
+        .map(|note| note.keyword.as_str())
+        .collect();
+    assert_eq!(approximated, ["minimum", "maximum"]);
+}
+
+/// `Options::plain_integers` (what serde reads as an integer): no fraction
+/// of zeros and no `-0`, bounded or not; JSON Schema's integers take both.
+#[test]
+fn plain_integers_are_digits_only() {
+    let plain = Options {
+        plain_integers: true,
+        ..Options::default()
+    };
+    for schema in [
+        json!({"type": "integer"}),
+        json!({"type": "integer", "minimum": -5, "maximum": 300}),
+    ] {
+        let mut sources = Sources::new();
+        let file = sources.add("schema.json", schema.to_string(), None);
+        let grammar = pipeline::json_schema(
+            &schema,
+            &plain,
+            &Limits::unlimited(),
+            &CompileCache::default(),
+            &sources,
+            file,
+            &mut Diagnostics::new(),
+        )
+        .map(Arc::new)
+        .unwrap();
+        for (text, plain_accepts) in [
+            ("0", true),
+            ("-5", true),
+            ("255", true),
+            ("2.0", false),
+            ("-0", false),
+            ("1e2", false),
+        ] {
+            assert_eq!(
+                accepts(&grammar, text),
+                plain_accepts,
+                "{schema} {text} (plain)"
+            );
+        }
+        let default = compile(&schema, &CompileCache::default()).unwrap();
+        for text in ["2.0", "-0"] {
+            assert!(
+                accepts(&default, text),
+                "{schema} {text} (JSON Schema's integers)"
+            );
+        }
+    }
+}

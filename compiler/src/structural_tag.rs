@@ -867,6 +867,7 @@ impl Builder<'_> {
                 json_schema::PropertyOrder::Given
             },
             additional_properties: !get("strict_mode").and_then(Value::as_bool).unwrap_or(true),
+            ..json_schema::Options::default()
         }
     }
 

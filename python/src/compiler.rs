@@ -547,6 +547,7 @@ fn schema_options(
             json_schema::PropertyOrder::Given
         },
         additional_properties: !strict_mode,
+        ..json_schema::Options::default()
     }
 }
 

@@ -5,7 +5,9 @@
 //! [`Vocabulary`], [`bundle`], …), the [`grammar!`] macro that compiles
 //! grammars at build time, and — feature `compiler`, on by default — the
 //! [`compiler`] for grammars that arrive with requests (JSON Schemas,
-//! regular expressions, structural tags, `.xg` text).
+//! regular expressions, structural tags, `.xg` text); with feature
+//! `schemars`, [`typed`] outputs: the grammar of a Rust type's JSON, and
+//! the output read back as that type.
 //!
 //! ```
 //! use std::sync::Arc;
@@ -90,6 +92,11 @@ pub use xg_macros::grammar;
 #[cfg(feature = "compiler")]
 pub use xg_compiler as compiler;
 
+#[cfg(feature = "schemars")]
+pub mod typed;
+#[cfg(feature = "schemars")]
+pub use typed::{GrammarForType, TypedMatcher};
+
 /// The Rust examples of the README and of the book's pages that use this
 /// crate, compiled and run as doctests.
 #[cfg(doctest)]
@@ -105,4 +112,8 @@ mod documentation {
 
     #[doc = include_str!("../../book/src/rust-api.md")]
     struct RustApi;
+
+    #[cfg(feature = "schemars")]
+    #[doc = include_str!("../../book/src/typed-outputs.md")]
+    struct TypedOutputs;
 }

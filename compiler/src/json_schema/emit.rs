@@ -54,6 +54,8 @@ pub(crate) struct Emitter<'a> {
     /// Draft-06 or later (or none named): `type: integer` counts `1.0` an
     /// integer, as drafts 3 and 4 do not.
     zero_fraction_integers: bool,
+    /// Whether `-0` is an integer (see [`Options::plain_integers`]).
+    negative_zero: bool,
     /// The root's `$id`, so absolute `$ref`s into the same document resolve.
     pub(crate) root_id: Option<String>,
     pub(crate) anchors: HashMap<String, String>,
@@ -93,7 +95,8 @@ impl<'a> Emitter<'a> {
         let legacy_ref = ["draft-03", "draft-04", "draft-06", "draft-07"]
             .iter()
             .any(|d| draft.contains(d));
-        let zero_fraction_integers = !["draft-03", "draft-04"].iter().any(|d| draft.contains(d));
+        let zero_fraction_integers =
+            !options.plain_integers && !["draft-03", "draft-04"].iter().any(|d| draft.contains(d));
         let root_id = ["$id", "id"]
             .iter()
             .find_map(|k| doc.get(*k).and_then(Value::as_str))
@@ -103,6 +106,7 @@ impl<'a> Emitter<'a> {
             options,
             legacy_ref,
             zero_fraction_integers,
+            negative_zero: !options.plain_integers,
             root_id,
             anchors: schema::anchors(doc),
             rules: Rules::default(),
@@ -457,7 +461,9 @@ impl<'a> Emitter<'a> {
             ]),
             Block::NotPlainChar => strings::encoded_class(&strings::NOT_PLAIN),
             Block::Number => numbers::any_number(),
-            Block::Integer => numbers::integers(None, None, self.zero_fraction_integers),
+            Block::Integer => {
+                numbers::integers(None, None, self.zero_fraction_integers, self.negative_zero)
+            }
             Block::Whitespace => {
                 let max = match self.options.whitespace {
                     Whitespace::Flexible { max } => max,
@@ -795,7 +801,7 @@ impl<'a> Emitter<'a> {
                 return self.block(Block::Integer, self.depth);
             }
             let (lo, hi) = numbers::integer_range(node.lower.as_ref(), node.upper.as_ref());
-            return numbers::integers(lo, hi, zero_fraction);
+            return numbers::integers(lo, hi, zero_fraction, self.negative_zero);
         }
         if let Some(digits) = fraction_digits {
             // Digits beyond the step's must be zeros.

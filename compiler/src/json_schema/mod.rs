@@ -159,12 +159,16 @@ pub struct Options {
     /// `additionalProperties` allows other properties: `true` is JSON Schema's
     /// rule, `false` OpenAI's strict structured outputs.
     pub additional_properties: bool,
+    /// Integers as a reader that tells integers from floats by their
+    /// spelling (serde's) needs them: digits only — no fraction of zeros
+    /// (`6000.0`, an integer from draft 6 on) and no `-0` (JSON Schema's
+    /// zero, serde's float). `false` is JSON Schema's rule.
+    pub plain_integers: bool,
 }
 
 impl Default for Options {
     /// Flexible whitespace, `,` and `:`, lenient, properties in the given
-    /// order, JSON Schema's
-    /// `additionalProperties` default.
+    /// order, JSON Schema's `additionalProperties` default and integers.
     fn default() -> Self {
         Self {
             whitespace: Whitespace::Flexible { max: None },
@@ -173,6 +177,7 @@ impl Default for Options {
             strict: false,
             property_order: PropertyOrder::Given,
             additional_properties: true,
+            plain_integers: false,
         }
     }
 }

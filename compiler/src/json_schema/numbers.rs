@@ -106,10 +106,16 @@ pub(crate) fn magnitudes(lo: u128, hi: Option<u128>) -> G {
     G::alt(out)
 }
 
-/// Integers in `lo ..= hi` (either side may be open): plain digits, and
-/// a fraction of zeros after them if `zero_fraction`.
-pub(crate) fn integers(lo: Option<i128>, hi: Option<i128>, zero_fraction: bool) -> G {
-    let digits = integer_digits(lo, hi);
+/// Integers in `lo ..= hi` (either side may be open): plain digits (`-0`
+/// among them if `negative_zero`), and a fraction of zeros after them if
+/// `zero_fraction`.
+pub(crate) fn integers(
+    lo: Option<i128>,
+    hi: Option<i128>,
+    zero_fraction: bool,
+    negative_zero: bool,
+) -> G {
+    let digits = integer_digits(lo, hi, negative_zero);
     if !zero_fraction {
         return digits;
     }
@@ -118,7 +124,7 @@ pub(crate) fn integers(lo: Option<i128>, hi: Option<i128>, zero_fraction: bool) 
 }
 
 /// Integers in `lo ..= hi` (either side may be open), plain digits.
-fn integer_digits(lo: Option<i128>, hi: Option<i128>) -> G {
+fn integer_digits(lo: Option<i128>, hi: Option<i128>, negative_zero: bool) -> G {
     if let (Some(lo), Some(hi)) = (lo, hi)
         && hi < lo
     {
@@ -136,7 +142,7 @@ fn integer_digits(lo: Option<i128>, hi: Option<i128>) -> G {
         let largest = lo.map(i128::unsigned_abs);
         out.push(G::seq([G::lit("-"), magnitudes(smallest, largest)]));
     }
-    if lo.is_none_or(|lo| lo <= 0) && hi.is_none_or(|hi| hi >= 0) {
+    if negative_zero && lo.is_none_or(|lo| lo <= 0) && hi.is_none_or(|hi| hi >= 0) {
         out.push(G::lit("-0"));
     }
     G::alt(out)

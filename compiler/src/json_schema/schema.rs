@@ -802,11 +802,17 @@ impl<'a> Emitter<'a> {
             self.enforced(pointer, keyword);
             return;
         }
-        let Some(decimal) = value
-            .as_number()
-            .and_then(|n| Decimal::parse(&n.to_string()))
-        else {
+        let Some(number) = value.as_number() else {
             self.error(&at, format!("`{keyword}` must be a number"));
+            return;
+        };
+        let Some(decimal) = Decimal::parse(&number.to_string()) else {
+            // Generated schemas bound doubles by `±1.7976931348623157e308`.
+            self.approximate(
+                pointer,
+                keyword,
+                "bounds of 10^38 and beyond are not enforced",
+            );
             return;
         };
         let lower = keyword.ends_with("inimum");

@@ -82,6 +82,7 @@ impl SchemaFlags {
                 PropertyOrder::Given
             },
             additional_properties: !self.no_additional_properties,
+            plain_integers: false,
         }
     }
 
