@@ -1104,3 +1104,67 @@ fn tokens_running_past_a_counted_word_are_decided_by_the_entry() {
     let uncertain: Vec<u32> = stats.iter().map(|s| s.uncertain).collect();
     assert!(uncertain.iter().all(|&n| n == 0), "{uncertain:?}");
 }
+
+/// Where a rule ends inside a token (a string's closing quote inside `",`,
+/// a number's last digit inside `1}`), the rest of the token is checked
+/// from the state where the rule has just matched, with verdicts kept per
+/// state: every token that can end a rule — each containing `"`, `,`, `}`,
+/// `]` or `:` — is checked against the reference at every step along
+/// instances of schemas built for it (bounded strings of several lengths
+/// among many optional properties, nullable values, nested objects and
+/// arrays), on Llama 3.1, in both property orders.
+#[test]
+fn rests_after_rule_ends_are_exact_on_a_real_vocabulary() {
+    use serde_json::json;
+    use xg_compiler::json_schema::{Options, PropertyOrder};
+
+    let mut properties = serde_json::Map::new();
+    for (i, max) in [3, 12, 50, 255, 8, 128].iter().cycle().take(24).enumerate() {
+        properties.insert(
+            format!("p{i}"),
+            json!({"type": ["string", "null"], "maxLength": max}),
+        );
+    }
+    properties.insert("n".into(), json!({"type": "integer", "minimum": 0}));
+    properties.insert(
+        "tags".into(),
+        json!({"type": "array", "items": {"type": "string", "maxLength": 10}}),
+    );
+    properties.insert(
+        "inner".into(),
+        json!({"type": "object", "properties": {"a": {"type": "string"}, "b": {"type": "number"}}}),
+    );
+    let schema = json!({"type": "object", "properties": properties, "additionalProperties": false});
+    let instance = json!({
+        "p0": "USD", "p1": null, "p2": "Chrome 96.0", "p3": "en-US", "p7": "ab\"c",
+        "p9": "my_app_name", "p12": "end", "n": 1920,
+        "tags": ["a", "bb", "Hi, you"], "inner": {"a": "x", "b": -1.5e3},
+    });
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
+    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let enders: Vec<TokenId> = (0..vocabulary.len())
+        .map(token)
+        .filter(|&id| vocabulary.bytes(id).iter().any(|b| b"\",}]:".contains(b)))
+        .collect();
+    for order in [PropertyOrder::Given, PropertyOrder::Any] {
+        let options = Options {
+            property_order: order,
+            ..maskbench_options()
+        };
+        let cache = xg_compiler::CompileCache::default();
+        let grammar = schema_grammar(&schema, &options, &cache).unwrap();
+        let text = compact(&instance);
+        let ids = model.encode(text.as_str(), false).unwrap();
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
+        for (step, &id) in ids.get_ids().iter().enumerate() {
+            let next = token(id as usize);
+            let mut checked = enders.clone();
+            checked.push(next);
+            let allowed = check_mask(&mut matcher, &checked)
+                .unwrap_or_else(|error| panic!("{order:?}, step {step}: {error}"));
+            assert!(allowed.contains(&next), "{order:?}: step {step}");
+            matcher.accept_token(next).unwrap();
+        }
+    }
+}

@@ -499,6 +499,13 @@ impl MaskCache {
             .find_map(|section| section.find(key, vocabulary))
     }
 
+    /// The entry for `key` if the pool holds it (nothing is built, loaded
+    /// or counted).
+    pub(crate) fn cached_entry(&self, key: &Key) -> Option<Arc<Classified>> {
+        let pool = self.lock();
+        pool.entries.get(key).map(|slot| Arc::clone(&slot.value))
+    }
+
     /// The entry for `key`: cached, else precomputed in an attached bundle,
     /// else built with `build`.
     pub(crate) fn entry<E>(

@@ -18,6 +18,7 @@ use super::Matcher;
 use super::classify::Cost;
 use super::item::{Item, Kind, WILD};
 use super::mask::{MaskError, PrefixWalk, RankSet};
+use crate::cache::StateKey;
 use crate::grammar::{Caller, Grammar};
 use crate::tables::RuleRecord;
 
@@ -47,9 +48,53 @@ pub(super) struct Rest<'a> {
 
 /// Per vocabulary (fingerprint), rule, token (trie rank) and place in the
 /// token: whether what can follow the rule takes the token's rest there.
+/// And per vocabulary, parse state, token and place: whether the state
+/// takes the rest there ([`Matcher::rests_after`](super::Matcher)), one
+/// small map per state, so that no insert rehashes them all (a 20 ms
+/// step when they were one map of half a million).
 #[derive(Default)]
 pub(crate) struct ContextVerdicts {
     verdicts: FxHashMap<(u64, u32, u32, u8), bool>,
+    after: FxHashMap<(u64, StateKey), FxHashMap<(u32, u8), bool>>,
+    /// Verdicts held in `after`.
+    after_len: usize,
+}
+
+impl ContextVerdicts {
+    /// Whether the parse state `state` takes the rest of token `rank` from
+    /// byte `end` on, if known (for the vocabulary `vocabulary`).
+    pub(super) fn after(
+        &self,
+        vocabulary: u64,
+        state: StateKey,
+    ) -> Option<&FxHashMap<(u32, u8), bool>> {
+        self.after.get(&(vocabulary, state))
+    }
+
+    /// Keeps verdicts of [`ContextVerdicts::after`], starting over past
+    /// the bound.
+    pub(super) fn keep_after(
+        &mut self,
+        vocabulary: u64,
+        state: StateKey,
+        found: impl ExactSizeIterator<Item = (u32, u8, bool)>,
+    ) {
+        self.make_room(found.len());
+        self.after_len += found.len();
+        let verdicts = self.after.entry((vocabulary, state)).or_default();
+        for (rank, end, taken) in found {
+            verdicts.insert((rank, end), taken);
+        }
+    }
+
+    /// Clears every verdict if `more` would take them past the bound.
+    fn make_room(&mut self, more: usize) {
+        if (self.verdicts.len() + self.after_len + more) * VERDICT_BYTES > VERDICTS_BYTES {
+            self.verdicts.clear();
+            self.after.clear();
+            self.after_len = 0;
+        }
+    }
 }
 
 /// Adds to `uncertain` the tokens of `rests` whose rest what can follow
@@ -115,9 +160,7 @@ pub(super) fn expand(
         found.extend(rests.iter().map(|rest| (rest.rank, rest.end, false)));
     }
     let mut known = grammar.context_verdicts();
-    if (known.verdicts.len() + found.len()) * VERDICT_BYTES > VERDICTS_BYTES {
-        known.verdicts.clear();
-    }
+    known.make_room(found.len());
     for (rank, end, taken) in found {
         known.verdicts.insert((vocabulary, rule, rank, end), taken);
     }

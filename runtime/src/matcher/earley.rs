@@ -35,6 +35,10 @@ pub(super) enum Start {
     Seed(Item),
     /// Row 1 of a context matcher: the rule has matched from row 0.
     Complete(u32),
+    /// The row after the last one, where `rule`, begun at row `origin`
+    /// by an item of context `pred`, has matched: what follows the rule
+    /// there, without the text it matched.
+    CompleteAt { rule: u32, origin: u32, pred: u32 },
     /// The row after the last one and a symbol.
     Scan(Symbol),
 }
@@ -107,6 +111,17 @@ pub(super) fn build(
             ctx: 0,
         }),
         Start::Seed(item) => builder.add(item),
+        Start::CompleteAt { rule, origin, pred } => builder.complete(
+            rule,
+            Item {
+                kind: Kind::Ended,
+                a: rule,
+                aux: 0,
+                origin,
+                pred,
+                ctx: 0,
+            },
+        ),
         Start::Complete(rule) => builder.complete(
             rule,
             Item {

@@ -15,8 +15,11 @@
 //!    matcher *seeded* with that item alone.
 //! 2. The mask is the union of the entries' accepted tokens.
 //! 3. The uncertain tokens that are not in it yet are checked against the
-//!    full state: their bytes are pushed in trie order, sharing prefixes,
-//!    and popped again.
+//!    full state: past each place an item's rule can end in a token, its
+//!    rest is checked from the row where the rule has matched (verdicts
+//!    kept per parse state there); the few tokens that cannot be taken
+//!    apart so are pushed whole in trie order, sharing prefixes, and
+//!    popped again.
 //!
 //! A token rejected by every item is never looked at. Grammars with
 //! lookahead assertions skip the cache and walk the whole trie with the
@@ -258,6 +261,9 @@ impl Matcher {
             Seed::add(&grammar, &self.history, item, longest_token, &mut seeds);
         }
         seeds.sort_unstable_by_key(|seed| (seed.key, seed.rule));
+        // Every seed's place in the parse, for the uncertain tokens; one
+        // per entry and rule for the combination.
+        let all_seeds = seeds.clone();
         seeds.dedup_by_key(|seed| (seed.key, seed.rule));
         self.mask_stats.entries = u32::try_from(seeds.len()).expect("row items fit in u32");
         let keys: Vec<(Key, u32)> = seeds.iter().map(|seed| (seed.key, seed.rule)).collect();
@@ -292,11 +298,11 @@ impl Matcher {
         // state.
         let Some(state) = self.state() else {
             return self
-                .check_uncertain(mask, vocabulary, &combined.uncertain, start)
+                .check_uncertain(mask, vocabulary, &all_seeds, &combined.uncertain, start)
                 .map(drop);
         };
         let (accepted, lookup) = vocabulary.mask_cache().checked(state, || {
-            self.check_uncertain(mask, vocabulary, &combined.uncertain, start)
+            self.check_uncertain(mask, vocabulary, &all_seeds, &combined.uncertain, start)
         })?;
         if lookup == Lookup::Hit {
             self.mask_stats.state_hits = 1;
@@ -308,25 +314,57 @@ impl Matcher {
     }
 
     /// Checks the tokens of `ranks` (sorted) that are not in `mask` yet
-    /// against the full state, in trie order so that shared prefixes are
-    /// pushed once; adds those accepted to `mask` and returns them.
+    /// against the full state; adds those accepted to `mask` and returns
+    /// them.
+    ///
+    /// An uncertain token is uncertain for an item of the row (a seed)
+    /// because the seed's rule can end inside it; past that place, what
+    /// the parse takes depends only on where the rule began, not on the
+    /// bytes inside it. So each rest is checked from the state where the
+    /// rule has just matched ([`Matcher::rests_after`]), whose verdicts
+    /// are kept: every count of a bounded string, every character of a
+    /// property value, reaches one such state, and checks its rests once.
+    /// Tokens no seed explains that way (a rest past 62 bytes, a trigger
+    /// in free text) are pushed whole into the full state, in trie order so
+    /// that shared prefixes are pushed once.
     fn check_uncertain(
         &mut self,
         mask: &mut [u32],
         vocabulary: &Vocabulary,
+        seeds: &[Seed],
         ranks: &[u32],
         start: u64,
     ) -> Result<Vec<TokenId>, MaskError> {
-        let mut accepted = Vec::new();
         let ranked = vocabulary.trie().ranked();
+        let pending: Vec<u32> = ranks
+            .iter()
+            .copied()
+            .filter(|&rank| !is_set(mask, ranked[rank as usize]))
+            .collect();
+        self.mask_stats.uncertain += u32::try_from(pending.len()).expect("tokens fit in u32");
+        let mut accepted = Vec::new();
+        let whole = match Self::rests_by_route(vocabulary, seeds, &pending) {
+            Some((routes, whole)) => {
+                for (route, rests) in routes {
+                    for rank in self.rests_after(vocabulary, route, rests, start)? {
+                        let id = ranked[rank as usize];
+                        if !is_set(mask, id) {
+                            set(mask, id);
+                            accepted.push(id);
+                        }
+                    }
+                }
+                whole
+            }
+            None => pending,
+        };
         let base = self.history.rows();
         let mut walk = PrefixWalk::default();
-        for &rank in ranks {
+        for rank in whole {
             let id = ranked[rank as usize];
             if is_set(mask, id) {
                 continue;
             }
-            self.mask_stats.uncertain += 1;
             let (viable, pushed) = walk.accepts(self, base, vocabulary.bytes(id));
             self.mask_stats.bytes_pushed += pushed;
             if viable {
@@ -340,6 +378,174 @@ impl Matcher {
         }
         self.truncate(base);
         Ok(accepted)
+    }
+
+    /// The rests of the `pending` tokens (trie ranks, sorted) by the place
+    /// their seed's rule began — `(rank, place)` per rest, the place being
+    /// where in the token the rest starts — and the tokens that must be
+    /// checked whole. `None` if an entry is no longer cached (everything is
+    /// then checked whole).
+    fn rests_by_route(
+        vocabulary: &Vocabulary,
+        seeds: &[Seed],
+        pending: &[u32],
+    ) -> Option<(Routes, Vec<u32>)> {
+        let ranked = vocabulary.trie().ranked();
+        let mut routes: Routes = Vec::new();
+        let mut whole = Vec::new();
+        for seed in seeds {
+            let entry = vocabulary.mask_cache().cached_entry(&seed.key)?;
+            let top = seed
+                .parents
+                .iter()
+                .rev()
+                .flatten()
+                .next()
+                .copied()
+                .unwrap_or(seed.item);
+            let route = (seed.item.kind == Kind::Node
+                && matches!(top.kind, Kind::Node | Kind::Repeat))
+            .then_some(Route {
+                rule: seed.rule,
+                origin: top.origin,
+                pred: top.pred,
+            });
+            let at = route.map(|route| match routes.iter().position(|(r, _)| *r == route) {
+                Some(at) => at,
+                None => {
+                    routes.push((route, Vec::new()));
+                    routes.len() - 1
+                }
+            });
+            for group in &entry.groups {
+                let first = pending.partition_point(|&rank| rank < group.start);
+                for &rank in pending[first..]
+                    .iter()
+                    .take_while(|&&rank| rank < group.end)
+                {
+                    let Some(at) = at else {
+                        whole.push(rank);
+                        continue;
+                    };
+                    let len = vocabulary.bytes(ranked[rank as usize]).len();
+                    let mut ends = group.ends;
+                    while ends != 0 {
+                        let end = ends.trailing_zeros() as usize;
+                        ends &= ends - 1;
+                        if end == 63 || end >= len {
+                            whole.push(rank);
+                        } else {
+                            let end = u8::try_from(end).expect("ends are below 63");
+                            routes[at].1.push((rank, end));
+                        }
+                    }
+                }
+            }
+        }
+        whole.sort_unstable();
+        whole.dedup();
+        Some((routes, whole))
+    }
+
+    /// The tokens (trie ranks) among `rests` — `(rank, place)` — whose rest
+    /// from the place on the parse takes once `route`'s rule has matched:
+    /// the row where it has is built once, in a copy of the matcher cut
+    /// back to where the rule began, and named; verdicts on rests at that
+    /// state are looked up, and the others pushed in byte order (shared
+    /// prefixes once) and kept.
+    fn rests_after(
+        &mut self,
+        vocabulary: &Vocabulary,
+        route: Route,
+        mut rests: Rests,
+        start: u64,
+    ) -> Result<Vec<u32>, MaskError> {
+        let mut after = self.clone();
+        after.truncate(route.origin as usize + 1);
+        let completed = after.push(Start::CompleteAt {
+            rule: route.rule,
+            origin: route.origin,
+            pred: route.pred,
+        });
+        self.work += after.work;
+        self.mask_stats.bytes_pushed += 1;
+        if !completed {
+            return Ok(Vec::new());
+        }
+        let named = after.state();
+        // The copy named the rows the new one's items began at: they are
+        // this matcher's rows too, and keep their names.
+        self.states.adopt(&after.states, route.origin as usize + 1);
+        let Some(state) = named else {
+            // No name to keep verdicts under: check them all here.
+            return Ok(self
+                .walk_rests(&mut after, vocabulary, &mut rests, start)?
+                .into_iter()
+                .filter_map(|(rank, _, taken)| taken.then_some(rank))
+                .collect());
+        };
+        let fingerprint = vocabulary.fingerprint();
+        let mut taken = Vec::new();
+        {
+            let known = self.grammar.context_verdicts();
+            if let Some(verdicts) = known.after(fingerprint, state) {
+                rests.retain(|&(rank, end)| match verdicts.get(&(rank, end)) {
+                    Some(true) => {
+                        taken.push(rank);
+                        false
+                    }
+                    Some(false) => false,
+                    None => true,
+                });
+            }
+        }
+        if rests.is_empty() {
+            return Ok(taken);
+        }
+        let found = self.walk_rests(&mut after, vocabulary, &mut rests, start)?;
+        taken.extend(
+            found
+                .iter()
+                .filter(|&&(_, _, t)| t)
+                .map(|&(rank, _, _)| rank),
+        );
+        self.grammar
+            .context_verdicts()
+            .keep_after(fingerprint, state, found.into_iter());
+        Ok(taken)
+    }
+
+    /// Pushes each rest of `rests` into `after` (its last row the state
+    /// they follow), sorted so that shared prefixes are pushed once:
+    /// `(rank, place, taken)` per rest.
+    fn walk_rests(
+        &mut self,
+        after: &mut Matcher,
+        vocabulary: &Vocabulary,
+        rests: &mut [(u32, u8)],
+        start: u64,
+    ) -> Result<Vec<(u32, u8, bool)>, MaskError> {
+        let ranked = vocabulary.trie().ranked();
+        let rest =
+            |&(rank, end): &(u32, u8)| &vocabulary.bytes(ranked[rank as usize])[end as usize..];
+        rests.sort_unstable_by(|a, b| rest(a).cmp(rest(b)));
+        let base = after.history.rows();
+        let mut walk = PrefixWalk::default();
+        let mut found = Vec::with_capacity(rests.len());
+        let before = after.work;
+        for item in rests.iter() {
+            let (taken, pushed) = walk.accepts(after, base, rest(item));
+            self.mask_stats.bytes_pushed += pushed;
+            found.push((item.0, item.1, taken));
+            if self.work + (after.work - before) - start > self.mask_budget {
+                self.work += after.work - before;
+                return Err(MaskError::BudgetExceeded {
+                    budget: self.mask_budget,
+                });
+            }
+        }
+        self.work += after.work - before;
+        Ok(found)
     }
 
     /// Text tokens by walking the whole trie with the full state.
@@ -610,6 +816,24 @@ impl PrefixWalk {
         (true, pushed)
     }
 }
+
+/// Where an item's rule began, for the rests of its uncertain tokens (see
+/// [`Matcher::rests_after`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+struct Route {
+    /// The rule (the topmost covered by the item's entry).
+    rule: u32,
+    /// The row where its match began.
+    origin: u32,
+    /// The context of the item that predicted it.
+    pred: u32,
+}
+
+/// Rests of uncertain tokens: `(trie rank, place in the token)`.
+type Rests = Vec<(u32, u8)>;
+
+/// Rests by the place their seed's rule began.
+type Routes = Vec<(Route, Rests)>;
 
 /// A set of trie ranks as a bitset.
 pub(super) struct RankSet(Vec<u64>);

@@ -94,6 +94,27 @@ impl RowStates {
         self.names.truncate(rows);
     }
 
+    /// Takes the names `other` — a copy of this matcher cut back to its
+    /// first `rows` rows, then grown — gave those rows, where this one has
+    /// none yet: what a copy named stays named.
+    pub(super) fn adopt(&mut self, other: &RowStates, rows: usize) {
+        if other.generation != self.generation {
+            if !self.names.is_empty() {
+                return;
+            }
+            self.generation = other.generation;
+        }
+        let rows = rows.min(other.names.len());
+        if self.names.len() < rows {
+            self.names.resize(rows, UNNAMED);
+        }
+        for (mine, &theirs) in self.names[..rows].iter_mut().zip(&other.names[..rows]) {
+            if *mine == UNNAMED {
+                *mine = theirs;
+            }
+        }
+    }
+
     fn restart(&mut self, generation: u64) {
         self.names.clear();
         self.generation = generation;
