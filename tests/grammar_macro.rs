@@ -96,3 +96,20 @@ fn masks_precomputed_at_build_time_are_loaded_and_exact() {
     let stats = ours.mask_cache().stats();
     assert!(stats.loaded > 0, "{stats:?}");
 }
+
+/// `#` comments in an inline grammar, whose words are Rust tokens, end at
+/// the end of their line, as in a `.xg` file.
+static HASH_COMMENTS: StaticGrammar = xg::grammar! {
+    root ::= "yes" | "no" | other   # an answer, or the other
+    other ::= "maybe"               # a third "rule" ::= here is only a comment
+};
+
+#[test]
+fn hash_comments_in_inline_grammars_end_at_the_line_end() {
+    for (text, accepted) in [("yes", true), ("maybe", true), ("here", false)] {
+        let mut matcher = Matcher::new(HASH_COMMENTS.grammar());
+        let taken = matcher.accept_str(text).is_ok() && matcher.can_terminate();
+        assert_eq!(taken, accepted, "{text}");
+    }
+    assert_eq!(HASH_COMMENTS.rule_name(HASH_COMMENTS.root()), "root");
+}

@@ -44,9 +44,9 @@ pub use xg_runtime::*;
 ///     number ::= [0-9]+
 /// };
 ///
-/// // A string literal, for text Rust cannot split into tokens (`#`
-/// // comments, `'`, unbalanced brackets, escapes Rust does not know),
-/// // with settings after it.
+/// // A string literal, for text Rust cannot split into tokens (`'`,
+/// // unbalanced brackets, escapes Rust does not know, comments that are
+/// // not Rust tokens), with settings after it.
 /// static LIST: StaticGrammar = xg::grammar!(
 ///     r#"
 ///     list ::= "[" item ("," item)* "]"   # a `.xg` comment
@@ -84,7 +84,8 @@ pub use xg_runtime::*;
 ///
 /// Inline grammars must be Rust tokens: strings with Rust's escapes only
 /// (`\n`, `\t`, `\"`, `\\`, `\x41`, `\u{e9}` is not `.xg`), no `'`, and
-/// `//` comments. Anything else goes in a string literal.
+/// `//` comments (or `#` comments whose words are Rust tokens). Anything
+/// else goes in a string literal.
 pub use xg_macros::grammar;
 
 /// The xg compiler: `.xg` text, JSON Schemas, regular expressions and
