@@ -91,6 +91,76 @@ impl GrammarMatcher {
         Ok(report(self.matcher.accept_token(id), debug_print))
     }
 
+    /// Fills one bitmask row per node of a speculative draft tree
+    /// (XGrammar's `traverse_draft_tree`): node 0 is where the matcher is
+    /// (its token already accepted), `retrieve_next_token[i]` and
+    /// `retrieve_next_sibling[i]` node `i`'s first child and next sibling
+    /// (-1: none), `draft_tokens[i]` its token. Row `i` allows what may
+    /// follow the path to node `i`; a node its parent refuses, and
+    /// everything below it, gets an empty row. One step and one mask per
+    /// node; the matcher is left as it was. `time_threshold` is accepted
+    /// for XGrammar's signature (xg always completes: its masks are
+    /// bounded by the mask budget instead); `temperatures`, if given, is
+    /// filled with -1 (xg has no per-node temperature). Returns True.
+    #[pyo3(signature = (retrieve_next_token, retrieve_next_sibling, draft_tokens, token_bitmask, time_threshold = -1.0, temperatures = None))]
+    fn traverse_draft_tree(
+        &mut self,
+        retrieve_next_token: Vec<i64>,
+        retrieve_next_sibling: Vec<i64>,
+        draft_tokens: Vec<i64>,
+        token_bitmask: &Bound<'_, PyAny>,
+        time_threshold: f64,
+        temperatures: Option<&Bound<'_, PyAny>>,
+    ) -> PyResult<bool> {
+        let _ = time_threshold;
+        let py = token_bitmask.py();
+        let count = draft_tokens.len();
+        let tokens = draft_tokens
+            .iter()
+            .map(|&token| {
+                usize::try_from(token)
+                    .ok()
+                    .and_then(|token| xg_runtime::TokenId::new(token).ok())
+                    .ok_or_else(|| {
+                        PyValueError::new_err(format!("draft token {token} is not a token id"))
+                    })
+            })
+            .collect::<PyResult<Vec<_>>>()?;
+        let mut array = MaskArray::new(token_bitmask)?;
+        if count > 0 {
+            array.check_row(count - 1)?;
+        }
+        let needed = self.vocabulary.mask_words();
+        array.check_width(needed)?;
+        let tree = xg_runtime::DraftTree {
+            tokens: &tokens,
+            first_child: &retrieve_next_token,
+            next_sibling: &retrieve_next_sibling,
+        };
+        let mut masks = vec![0u32; count * needed];
+        let matcher = &mut self.matcher;
+        py.detach(|| matcher.fill_draft_tree_bitmasks(tree, &mut masks))
+            .map_err(|e| match e {
+                xg_runtime::MaskError::DraftTree(_) => PyValueError::new_err(e.to_string()),
+                _ => PyRuntimeError::new_err(e.to_string()),
+            })?;
+        let words = array.words;
+        for (row, mask) in masks.chunks(needed.max(1)).enumerate().take(count) {
+            let out = &mut array.words_mut()[row * words..(row + 1) * words];
+            out[..needed].copy_from_slice(&mask[..needed]);
+            out[needed..].fill(0);
+        }
+        if let Some(temperatures) = temperatures {
+            let method = if temperatures.hasattr("fill_")? {
+                "fill_"
+            } else {
+                "fill"
+            };
+            temperatures.call_method1(method, (-1.0,))?;
+        }
+        Ok(true)
+    }
+
     /// How many of `tokens` the grammar accepts in a row from here (a
     /// speculative draft's valid prefix); the matcher is left as it was.
     /// An id outside the vocabulary raises `ValueError` (nothing checked).

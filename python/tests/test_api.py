@@ -347,3 +347,37 @@ def test_validate_tokens(compiler, tokenize):
     assert m.num_steps() == 0 and m.find_jump_forward_string() == '{"name": "'
     with pytest.raises(ValueError, match="outside the vocabulary"):
         m.validate_tokens([draft[0], -1])
+
+
+def test_traverse_draft_tree_equals_a_mask_per_replayed_path(compiler, info, tokenize):
+    """XGrammar's traverse_draft_tree: row i is the mask after the path to
+    node i (replayed here on a fork); refused nodes and their subtrees get
+    empty rows; the matcher is unchanged; temperatures are filled with -1."""
+    m = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, any_whitespace=False))
+    m.accept_string('{"name": "')
+    ids = tokenize('Ada", "age": 36}')
+    # 0 (root) -> 1 ids[0] -> 2 ids[1] -> 3 ids[2]; 1 -> 4 a raw line break (refused) -> 5 ids[1]
+    tokens = [0, ids[0], ids[1], ids[2], tokenize("\n")[0], ids[1]]
+    parent = [-1, 0, 1, 2, 1, 4]
+    first_child = [1, 2, 3, -1, 5, -1]
+    next_sibling = [-1, -1, 4, -1, -1, -1]
+    bitmask = xg.allocate_token_bitmask(len(tokens), info.vocab_size)
+    temperatures = np.zeros(len(tokens), dtype=np.float32)
+    steps = m.num_steps()
+    assert m.traverse_draft_tree(first_child, next_sibling, tokens, bitmask, temperatures=temperatures)
+    assert m.num_steps() == steps and m.find_jump_forward_string() == ""
+    assert (temperatures == -1).all()
+    for node in range(len(tokens)):
+        path, at = [], node
+        while at > 0:
+            path.append(tokens[at])
+            at = parent[at]
+        fork = m.fork()
+        expected = xg.allocate_token_bitmask(1, info.vocab_size)
+        expected[:] = 0
+        if all(fork.accept_token(t) for t in reversed(path)):
+            fork.fill_next_token_bitmask(expected)
+        assert (bitmask[node] == expected[0]).all(), node
+    assert not bitmask[4].any() and not bitmask[5].any()
+    with pytest.raises(ValueError, match="not a draft tree"):
+        m.traverse_draft_tree([1, 1], [-1, -1], [0, ids[0]], bitmask)

@@ -21,7 +21,7 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+use xg_runtime::{DraftTree, Grammar, Matcher, TokenId, Vocabulary};
 
 /// The most MaskBench files read.
 const FILES: usize = 120;
@@ -141,6 +141,69 @@ fn run(name: &str, vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens:
     );
 }
 
+/// Draft trees along the documents: tree masks in one call against one
+/// replayed mask per node (see the module docs).
+fn draft_trees(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u32>]) {
+    const DEPTH: usize = 8;
+    let words = vocabulary.mask_words();
+    let refused = TokenId::new(vocabulary.len() - 1).expect("a token id");
+    let (mut tree_secs, mut replay_secs, mut trees) = (0.0, 0.0, 0);
+    for ids in tokens {
+        let ids: Vec<TokenId> = ids
+            .iter()
+            .map(|&id| TokenId::new(id as usize).expect("token id"))
+            .collect();
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
+        for (k, &id) in ids.iter().enumerate() {
+            if k % DEPTH == 0 && k + DEPTH < ids.len() {
+                // Node 2i+1: the next document token below node 2i-1 (or
+                // the root); node 2i+2: a refused sibling of it.
+                let mut tokens = vec![id];
+                let (mut first_child, mut next_sibling) = (vec![1i64], vec![-1i64]);
+                for level in 0..DEPTH {
+                    let node = i64::try_from(tokens.len()).expect("small");
+                    tokens.extend([ids[k + level], refused]);
+                    first_child.extend([if level + 1 < DEPTH { node + 2 } else { -1 }, -1]);
+                    next_sibling.extend([node + 1, -1]);
+                }
+                let tree = DraftTree {
+                    tokens: &tokens,
+                    first_child: &first_child,
+                    next_sibling: &next_sibling,
+                };
+                let mut masks = vec![0; tokens.len() * words];
+                let t = Instant::now();
+                matcher
+                    .fill_draft_tree_bitmasks(tree, &mut masks)
+                    .expect("tree masks");
+                tree_secs += t.elapsed().as_secs_f64();
+                let t = Instant::now();
+                for node in 0..tokens.len() {
+                    let mut fork = matcher.fork();
+                    let depth = node.div_ceil(2);
+                    let path = &ids[k..k + depth];
+                    let refused_leaf = node > 0 && node % 2 == 0;
+                    let taken = path.iter().all(|&t| fork.accept_token(t).is_ok());
+                    if taken && !refused_leaf {
+                        fork.fill_next_token_bitmask(&mut masks[node * words..][..words])
+                            .expect("mask");
+                    }
+                }
+                replay_secs += t.elapsed().as_secs_f64();
+                trees += 1;
+            }
+            matcher.accept_token(id).expect("the document's token");
+        }
+    }
+    println!(
+        "  draft trees ({} nodes, {trees} trees): {:.0} µs per tree in one call, {:.0} µs replaying each node's path ({:.1}x)",
+        2 * DEPTH + 1,
+        tree_secs / f64::from(trees) * 1e6,
+        replay_secs / f64::from(trees) * 1e6,
+        replay_secs / tree_secs
+    );
+}
+
 fn main() {
     let documents = documents();
     let grammar = common::runtime_grammar(xg_compiler::std_text("std/json.xg").expect("std json"));
@@ -161,5 +224,6 @@ fn main() {
             })
             .collect();
         run(tokenizer.name, &vocabulary, &grammar, &tokens);
+        draft_trees(&vocabulary, &grammar, &tokens);
     }
 }

@@ -3,7 +3,9 @@
 //! byte, as a server feeding single-byte tokens would).
 //!
 //! `cargo bench -p xg-tests --bench matcher` prints one line per case: the
-//! median of several runs, in MB/s, with Earley items per byte.
+//! median of several runs, in MB/s, with Earley items per byte. Then what
+//! rolling one step back (and taking it again) costs after 10, 1,000 and
+//! 100,000 steps: the same, whatever the depth.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -102,6 +104,31 @@ fn bench(label: &str, grammar: &Arc<Grammar>, input: &str) {
     );
 }
 
+/// Rollback of one step, and the step taken again, after `steps` one-byte
+/// steps of the JSON document: median nanoseconds.
+fn rollback(grammar: &Arc<Grammar>, document: &str, steps: usize) {
+    let bytes = &document.as_bytes()[..steps];
+    let mut matcher = Matcher::new(Arc::clone(grammar));
+    for byte in bytes {
+        matcher
+            .accept_bytes(std::slice::from_ref(byte))
+            .expect("input matches");
+    }
+    let last = std::slice::from_ref(&bytes[steps - 1]);
+    let seconds = measure(|| {
+        for _ in 0..1000 {
+            matcher.rollback(1).expect("a step to roll back");
+            matcher
+                .accept_bytes(black_box(last))
+                .expect("input matches");
+        }
+    });
+    println!(
+        "rollback 1 + accept 1 after {steps:>7} steps  {:>7.0} ns",
+        seconds / 1000.0 * 1e9
+    );
+}
+
 fn main() {
     let json = grammar(
         "std/json.xg",
@@ -114,4 +141,8 @@ fn main() {
         &arithmetic_grammar,
         &arithmetic(16 * 1024),
     );
+    let document = json_document(128 * 1024);
+    for steps in [10, 1_000, 100_000] {
+        rollback(&json, &document, steps);
+    }
 }

@@ -61,6 +61,9 @@ pub enum MaskError {
         /// The budget, in Earley items.
         budget: u64,
     },
+    /// The links of a draft tree do not form a tree (see
+    /// [`Matcher::fill_draft_tree_bitmasks`]): what is wrong.
+    DraftTree(String),
 }
 
 impl fmt::Display for MaskError {
@@ -74,6 +77,7 @@ impl fmt::Display for MaskError {
                 f,
                 "computing the token mask needs more than the budget of {budget} Earley items"
             ),
+            Self::DraftTree(problem) => write!(f, "not a draft tree: {problem}"),
         }
     }
 }

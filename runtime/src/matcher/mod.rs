@@ -8,6 +8,7 @@
 
 mod classify;
 mod context;
+mod draft;
 mod earley;
 mod expected;
 mod history;
@@ -31,6 +32,7 @@ use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
 
 pub(crate) use self::context::ContextVerdicts;
+pub use self::draft::DraftTree;
 pub use self::expected::Expected;
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 pub(crate) use self::memo::StepStore;
