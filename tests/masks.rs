@@ -1194,6 +1194,17 @@ fn draft_tree_masks_equal_a_replay_per_node() {
             .filter(|&id| allowed(mask, id))
             .collect()
     };
+    // The tokens from the root (left out) down to `node`.
+    let path_to = |node: usize, tokens: &[TokenId], parent_of: &[usize]| {
+        let mut path = vec![];
+        let mut at = node;
+        while at != 0 {
+            path.push(tokens[at]);
+            at = parent_of[at];
+        }
+        path.reverse();
+        path
+    };
     for (step, &id) in ids.get_ids().iter().enumerate() {
         // A random tree: each new node hangs below a random earlier one.
         let count = 1 + rng.below(40);
@@ -1203,13 +1214,9 @@ fn draft_tree_masks_equal_a_replay_per_node() {
         for node in 1..count {
             let parent = rng.below(node);
             let mut fork = matcher.fork();
-            let mut path = vec![];
-            let mut at = parent;
-            while at != 0 {
-                path.push(tokens[at]);
-                at = parent_of[at];
-            }
-            let reachable = path.iter().rev().all(|&t| fork.accept_token(t).is_ok());
+            let reachable = path_to(parent, &tokens, &parent_of)
+                .into_iter()
+                .all(|t| fork.accept_token(t).is_ok());
             let pick = if reachable && rng.below(5) != 0 {
                 fork.fill_next_token_bitmask(&mut mask).unwrap();
                 let ok = allowed_in(&mask);
@@ -1242,14 +1249,11 @@ fn draft_tree_masks_equal_a_replay_per_node() {
         );
         for node in 0..count {
             let mut fork = matcher.fork();
-            let mut path = vec![];
-            let mut at = node;
-            while at != 0 {
-                path.push(tokens[at]);
-                at = parent_of[at];
-            }
             let mut expected = vec![0u32; words];
-            if path.iter().rev().all(|&t| fork.accept_token(t).is_ok()) {
+            if path_to(node, &tokens, &parent_of)
+                .into_iter()
+                .all(|t| fork.accept_token(t).is_ok())
+            {
                 fork.fill_next_token_bitmask(&mut expected).unwrap();
             }
             assert!(
