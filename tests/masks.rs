@@ -1169,6 +1169,18 @@ fn rests_after_rule_ends_are_exact_on_a_real_vocabulary() {
     }
 }
 
+/// The tokens from a draft tree's root (left out) down to `node`.
+fn path_to(node: usize, tokens: &[TokenId], parent_of: &[usize]) -> Vec<TokenId> {
+    let mut path = vec![];
+    let mut at = node;
+    while at != 0 {
+        path.push(tokens[at]);
+        at = parent_of[at];
+    }
+    path.reverse();
+    path
+}
+
 /// Draft-tree masks (`Matcher::fill_draft_tree_bitmasks`) equal one mask
 /// per node computed by replaying the node's path on a fork, on random
 /// trees of 1 to 40 nodes along a JSON instance on Llama 3.1 (children
@@ -1193,17 +1205,6 @@ fn draft_tree_masks_equal_a_replay_per_node() {
             .map(token)
             .filter(|&id| allowed(mask, id))
             .collect()
-    };
-    // The tokens from the root (left out) down to `node`.
-    let path_to = |node: usize, tokens: &[TokenId], parent_of: &[usize]| {
-        let mut path = vec![];
-        let mut at = node;
-        while at != 0 {
-            path.push(tokens[at]);
-            at = parent_of[at];
-        }
-        path.reverse();
-        path
     };
     for (step, &id) in ids.get_ids().iter().enumerate() {
         // A random tree: each new node hangs below a random earlier one.
