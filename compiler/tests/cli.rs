@@ -812,16 +812,27 @@ fn the_cli_reference_documents_every_subcommand_and_flag() {
     assert!(missing.is_empty(), "{}", missing.join("\n"));
 }
 
-/// A bundle path that is a folder: one clear error, the OS's reason said
-/// once (it was printed twice, from the error and from its source).
+/// A bundle path that is a folder: one clear error naming it as a folder,
+/// the path said once; a missing bundle's error names its path once, with
+/// the OS's reason once.
 #[test]
 fn a_folder_named_like_a_bundle_is_one_clear_error() {
     let dir = std::env::temp_dir().join(format!("xg-cli-folder-{}.xgb", std::process::id()));
     std::fs::create_dir_all(&dir).expect("temp dir");
-    let output = xg(&["match", dir.to_str().unwrap(), "--text", "x"]);
+    let folder = dir.to_str().expect("utf-8 path");
+    let output = xg(&["match", folder, "--text", "x"]);
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert_eq!(output.status.code(), Some(2), "{stderr}");
-    assert!(stderr.contains("cannot read"), "{stderr}");
+    assert!(
+        stderr.contains("is a folder, not a grammar file"),
+        "{stderr}"
+    );
+    assert_eq!(stderr.matches(folder).count(), 1, "{stderr}");
+    let missing = dir.join("missing.xgb");
+    let missing = missing.to_str().expect("utf-8 path");
+    let output = xg(&["match", missing, "--text", "x"]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(stderr.matches(missing).count(), 1, "{stderr}");
     assert_eq!(stderr.matches("os error").count(), 1, "{stderr}");
     let _ = std::fs::remove_dir(&dir);
 }

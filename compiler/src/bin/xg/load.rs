@@ -75,9 +75,17 @@ pub fn load_file(
     vocabulary: Option<&Arc<Vocabulary>>,
     color: bool,
 ) -> Result<xg_runtime::Grammar> {
+    if path.is_dir() {
+        anyhow::bail!("`{}` is a folder, not a grammar file", path.display());
+    }
     match kind_of(path) {
-        FileKind::Bundle => xg_runtime::Grammar::open(path, vocabulary.map(|v| &**v))
-            .with_context(|| format!("`{}`", path.display())),
+        FileKind::Bundle => {
+            xg_runtime::Grammar::open(path, vocabulary.map(|v| &**v)).map_err(|error| match error {
+                // It names the file already.
+                xg_runtime::BundleError::Io { .. } => anyhow::Error::new(error),
+                other => anyhow::Error::new(other).context(format!("`{}`", path.display())),
+            })
+        }
         FileKind::Json => {
             let text = std::fs::read_to_string(path)
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
