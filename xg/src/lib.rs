@@ -6,8 +6,8 @@
 //! grammars at build time, and — feature `compiler`, on by default — the
 //! [`compiler`] for grammars that arrive with requests (JSON Schemas,
 //! regular expressions, structural tags, `.xg` text); with feature
-//! `schemars`, [`typed`] outputs: the grammar of a Rust type's JSON, and
-//! the output read back as that type.
+//! `schemars`, typed outputs (`xg::typed`): the grammar of a Rust type's
+//! JSON, and the output read back as that type.
 //!
 //! ```
 //! use std::sync::Arc;

@@ -341,9 +341,14 @@ impl<'a> Emitter<'a> {
     pub(crate) fn lookup(&self, pointer: &str) -> Option<&'a Value> {
         let mut value = self.doc;
         for token in pointer.split('/').skip(1) {
-            let token = token.replace("~1", "/").replace("~0", "~");
+            // Most tokens have no escape: no copy for them.
+            let token = if token.contains('~') {
+                std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+            } else {
+                std::borrow::Cow::Borrowed(token)
+            };
             value = match value {
-                Value::Object(map) => map.get(&token)?,
+                Value::Object(map) => map.get(token.as_ref())?,
                 Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
                 _ => return None,
             };
@@ -702,18 +707,32 @@ impl<'a> Emitter<'a> {
     ) -> Option<Vec<String>> {
         match value.as_array() {
             Some(items) if !items.is_empty() => {
-                let branches: Vec<Vec<String>> = (0..items.len())
-                    .map(|i| vec![format!("{at}/{i}")])
-                    .collect();
-                let chosen = branches.iter().find(|b| key.contains(&b[0])).cloned();
-                if chosen.is_none() {
-                    node.choices.push(Choice {
-                        pointer: pointer.to_string(),
-                        keyword: if keyword == "anyOf" { "anyOf" } else { "oneOf" },
-                        branches,
-                    });
+                // The branch `key` chose, if any: the first `{at}/{i}` it
+                // holds. One pass over the key, not one per branch (a
+                // schema of hundreds of alternatives under long keys spent
+                // most of its compile time here).
+                let prefix = format!("{at}/");
+                let chosen = key
+                    .iter()
+                    .filter_map(|pointer| pointer.strip_prefix(&prefix))
+                    .filter_map(|index| {
+                        index
+                            .parse::<usize>()
+                            .ok()
+                            .filter(|&i| i < items.len() && i.to_string() == index)
+                    })
+                    .min();
+                if let Some(i) = chosen {
+                    return Some(vec![format!("{prefix}{i}")]);
                 }
-                chosen
+                node.choices.push(Choice {
+                    pointer: pointer.to_string(),
+                    keyword: if keyword == "anyOf" { "anyOf" } else { "oneOf" },
+                    branches: (0..items.len())
+                        .map(|i| vec![format!("{prefix}{i}")])
+                        .collect(),
+                });
+                None
             }
             _ => {
                 self.error(at, format!("`{keyword}` must be a non-empty array"));
