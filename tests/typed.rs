@@ -4,8 +4,9 @@
 //! The property: every output the grammar accepts deserializes into the
 //! type. Checked by random walks on the Llama 3.1 vocabulary (each step a
 //! token the mask allows, leaning towards tokens that close strings and
-//! containers so that walks end), for every type of the zoo below; and
-//! exact bounds checked text by text.
+//! containers so that walks end), for every type of the zoo below in the
+//! compact layout and for two of them with whitespace; and exact bounds
+//! checked text by text.
 
 #![allow(dead_code)] // the zoo's fields are read by serde, not by the tests
 
@@ -174,10 +175,11 @@ fn allowed(mask: &[u32]) -> Vec<TokenId> {
     ids
 }
 
-/// Random walks through `T`'s grammar: how many ended with a complete
-/// output; each of those must deserialize. Every token taken is one the
+/// Random walks through `T`'s grammar in `layout`: how many ended with a
+/// complete output; each of those must deserialize. Every token taken is one the
 /// mask allowed, and must be accepted.
 fn walks<T: JsonSchema + DeserializeOwned + Debug + 'static>(
+    layout: Layout,
     count: u64,
     max_steps: usize,
 ) -> usize {
@@ -192,7 +194,7 @@ fn walks<T: JsonSchema + DeserializeOwned + Debug + 'static>(
     let mut finished = 0;
     for seed in 0..count {
         let mut rng = Rng::new(seed * 7919 + 17);
-        let mut matcher = TypedMatcher::<T>::new(Arc::clone(&vocabulary), Layout::Compact).unwrap();
+        let mut matcher = TypedMatcher::<T>::new(Arc::clone(&vocabulary), layout).unwrap();
         for _ in 0..max_steps {
             matcher.fill_next_token_bitmask(&mut mask).unwrap();
             let ids = allowed(&mask);
@@ -235,16 +237,25 @@ fn walks<T: JsonSchema + DeserializeOwned + Debug + 'static>(
 #[test]
 fn every_output_the_grammar_accepts_deserializes_in_random_walks() {
     let runs = [
-        ("Weather", walks::<Weather>(24, 160)),
-        ("Condition", walks::<Condition>(24, 60)),
-        ("Internal", walks::<Internal>(24, 60)),
-        ("Adjacent", walks::<Adjacent>(24, 60)),
-        ("Untagged", walks::<Untagged>(24, 60)),
-        ("Integers", walks::<Integers>(24, 200)),
-        ("Shapes", walks::<Shapes>(24, 160)),
-        ("Tree", walks::<Tree>(24, 120)),
-        ("Defaults", walks::<Defaults>(24, 60)),
-        ("Vec<Meters>", walks::<Vec<Meters>>(24, 60)),
+        ("Weather", walks::<Weather>(Layout::Compact, 24, 160)),
+        ("Condition", walks::<Condition>(Layout::Compact, 24, 60)),
+        ("Internal", walks::<Internal>(Layout::Compact, 24, 60)),
+        ("Adjacent", walks::<Adjacent>(Layout::Compact, 24, 60)),
+        ("Untagged", walks::<Untagged>(Layout::Compact, 24, 60)),
+        ("Integers", walks::<Integers>(Layout::Compact, 24, 200)),
+        ("Shapes", walks::<Shapes>(Layout::Compact, 24, 160)),
+        ("Tree", walks::<Tree>(Layout::Compact, 24, 120)),
+        ("Defaults", walks::<Defaults>(Layout::Compact, 24, 60)),
+        ("Vec<Meters>", walks::<Vec<Meters>>(Layout::Compact, 24, 60)),
+        // Whitespace between tokens: serde_json reads any.
+        (
+            "Weather, spaced",
+            walks::<Weather>(Layout::Spaced(3), 24, 200),
+        ),
+        (
+            "Shapes, spaced",
+            walks::<Shapes>(Layout::Spaced(3), 24, 200),
+        ),
     ];
     // Walks that run out of steps are not outputs; most must finish for
     // the property to say something.
