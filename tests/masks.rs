@@ -1284,3 +1284,64 @@ fn draft_tree_masks_equal_a_replay_per_node() {
         assert!(masks.iter().all(|&word| word == 7), "a refused tree wrote");
     }
 }
+
+/// A batch of draft trees (`fill_draft_tree_bitmasks_batch`) fills the
+/// same rows as one call per matcher, rows wider than the vocabulary's
+/// cleared past it; lengths that disagree fail every matcher and write
+/// nothing.
+#[test]
+fn draft_tree_batches_equal_one_call_per_matcher() {
+    use xg_runtime::DraftTree;
+
+    let vocabulary = small_vocabulary();
+    let words = vocabulary.mask_words() + 1;
+    let grammars = [
+        runtime_grammar(&grammar_text("std/json.xg")),
+        runtime_grammar("root ::= (\"a\" | \"b\" \" \")+ \"!\""),
+    ];
+    // Single bytes are tokens of their own value: 0 -> 1 "a", 2 "{";
+    // 1 -> 3 "b" -> 4 " " -> 5 "!".
+    let tokens: Vec<TokenId> = [0, b'a', b'{', b'b', b' ', b'!']
+        .iter()
+        .map(|&b| token(usize::from(b)))
+        .collect();
+    let first_child = [1i64, 3, -1, 4, 5, -1];
+    let next_sibling = [-1i64, 2, -1, -1, -1, -1];
+    let tree = DraftTree {
+        tokens: &tokens,
+        first_child: &first_child,
+        next_sibling: &next_sibling,
+    };
+    let mut singles = vec![0u32; 2 * 6 * words];
+    for (matcher_rows, grammar) in singles.chunks_mut(6 * words).zip(&grammars) {
+        let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(&vocabulary));
+        matcher
+            .fill_draft_tree_bitmasks(tree, matcher_rows)
+            .unwrap();
+    }
+    let mut matchers: Vec<Matcher> = grammars
+        .iter()
+        .map(|g| Matcher::with_vocabulary(Arc::clone(g), Arc::clone(&vocabulary)))
+        .collect();
+    let mut refs: Vec<&mut Matcher> = matchers.iter_mut().collect();
+    let mut batch = vec![u32::MAX; 2 * 6 * words];
+    let results = Matcher::fill_draft_tree_bitmasks_batch(&mut refs, &[tree, tree], &mut batch);
+    assert!(results.iter().all(Result::is_ok), "{results:?}");
+    assert_eq!(batch, singles);
+    assert!(batch.chunks(words).all(|row| row[words - 1] == 0));
+    // Beyond the roots, some node was taken and masked.
+    let deeper = |rows: &[u32]| {
+        rows.chunks(words)
+            .skip(1)
+            .any(|row| row.iter().any(|&w| w != 0))
+    };
+    assert!(singles.chunks(6 * words).any(deeper));
+    let mut untouched = vec![7u32; 2 * 6 * words];
+    let results = Matcher::fill_draft_tree_bitmasks_batch(&mut refs, &[tree], &mut untouched);
+    assert!(
+        results
+            .iter()
+            .all(|r| matches!(r, Err(MaskError::DraftTree(_))))
+    );
+    assert!(untouched.iter().all(|&w| w == 7));
+}

@@ -75,7 +75,8 @@ impl DraftTree<'_> {
 
 impl Matcher {
     /// Fills one mask row per node of `tree` (rows one after another in
-    /// `masks`, each [`Vocabulary::mask_words`](crate::Vocabulary) wide):
+    /// `masks`, each `masks.len()` divided by the nodes wide, at least
+    /// [`Vocabulary::mask_words`](crate::Vocabulary::mask_words)):
     /// row `i` allows what the grammar takes after the path from the root
     /// to node `i`. A node whose token its parent's row refuses gets an
     /// empty row, and so does everything below it; nodes no link reaches
@@ -108,12 +109,13 @@ impl Matcher {
     ) -> Result<(), MaskError> {
         tree.check().map_err(MaskError::DraftTree)?;
         let count = tree.tokens.len();
-        let width = self
+        let needed = self
             .vocabulary()
             .map_or(0, |vocabulary| vocabulary.mask_words());
-        if masks.len() < count * width {
+        let width = masks.len() / count;
+        if width < needed {
             return Err(MaskError::BufferTooSmall {
-                needed: count * width,
+                needed: count * needed,
                 given: masks.len(),
             });
         }
@@ -168,5 +170,46 @@ impl Matcher {
             row.fill(0);
         }
         result
+    }
+}
+
+impl Matcher {
+    /// [`Matcher::fill_draft_tree_bitmasks`] for a batch, in parallel
+    /// across cores: matcher `i` fills `trees[i]`'s rows, which follow the
+    /// rows of the trees before it in `masks` (each row `width` words,
+    /// `masks.len()` divided by the nodes of all the trees). Returns each
+    /// matcher's result, in order; a batch whose lengths disagree fails
+    /// every matcher with [`MaskError::DraftTree`] and writes nothing.
+    pub fn fill_draft_tree_bitmasks_batch(
+        matchers: &mut [&mut Matcher],
+        trees: &[DraftTree<'_>],
+        masks: &mut [u32],
+    ) -> Vec<Result<(), MaskError>> {
+        use rayon::prelude::*;
+        let nodes: usize = trees.iter().map(|tree| tree.tokens.len()).sum();
+        if matchers.len() != trees.len() || nodes == 0 || !masks.len().is_multiple_of(nodes) {
+            let problem = format!(
+                "{} matchers, {} trees of {nodes} nodes, {} mask words: one tree per matcher, \
+                 rows of equal width",
+                matchers.len(),
+                trees.len(),
+                masks.len()
+            );
+            return vec![Err(MaskError::DraftTree(problem)); matchers.len()];
+        }
+        let width = masks.len() / nodes;
+        let mut rows = Vec::with_capacity(trees.len());
+        let mut rest = masks;
+        for tree in trees {
+            let (mine, after) = rest.split_at_mut(tree.tokens.len() * width);
+            rows.push(mine);
+            rest = after;
+        }
+        matchers
+            .par_iter_mut()
+            .zip(trees.par_iter())
+            .zip(rows.into_par_iter())
+            .map(|((matcher, tree), rows)| matcher.fill_draft_tree_bitmasks(*tree, rows))
+            .collect()
     }
 }
