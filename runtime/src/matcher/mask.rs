@@ -464,8 +464,7 @@ impl Matcher {
         mut rests: Rests,
         start: u64,
     ) -> Result<Vec<u32>, MaskError> {
-        let mut after = self.clone();
-        after.truncate(route.origin as usize + 1);
+        let mut after = self.cut_back(route.origin as usize + 1);
         let completed = after.push(Start::CompleteAt {
             rule: route.rule,
             origin: route.origin,

@@ -292,6 +292,23 @@ impl Matcher {
         matcher.push(Start::Complete(rule)).then_some(matcher)
     }
 
+    /// A matcher at this one's first `rows` rows, with no steps to roll
+    /// back: what a look ahead from an earlier row needs, without copying
+    /// the per-row state of the rows cut off.
+    fn cut_back(&self, rows: usize) -> Self {
+        let mut history = self.history.clone();
+        history.truncate(rows);
+        let mut lookahead = self.lookahead.clone();
+        lookahead.truncate(rows);
+        Self {
+            history,
+            lookahead,
+            mask_budget: self.mask_budget,
+            states: self.states.prefix(rows),
+            ..Self::empty(Arc::clone(&self.grammar), self.vocabulary.clone())
+        }
+    }
+
     /// Builds and appends the row from `start`; false (and nothing
     /// changed) if no derivation survives it.
     fn push(&mut self, start: Start) -> bool {

@@ -94,6 +94,14 @@ impl RowStates {
         self.names.truncate(rows);
     }
 
+    /// The names of the first `rows` rows only (a copy cut back there).
+    pub(super) fn prefix(&self, rows: usize) -> Self {
+        Self {
+            names: self.names[..rows.min(self.names.len())].to_vec(),
+            generation: self.generation,
+        }
+    }
+
     /// Takes the names `other` — a copy of this matcher cut back to its
     /// first `rows` rows, then grown — gave those rows, where this one has
     /// none yet: what a copy named stays named.
