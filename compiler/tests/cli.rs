@@ -10,8 +10,14 @@ fn xg(args: &[&str]) -> std::process::Output {
         .expect("xg runs")
 }
 
+/// A path in Cargo's folder for integration tests' files (under `target/`,
+/// the same each run: nothing piles up in the system's temporary folder).
+fn scratch(name: &str) -> PathBuf {
+    std::path::Path::new(env!("CARGO_TARGET_TMPDIR")).join(name)
+}
+
 fn temp_grammar(name: &str, text: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xg-cli-test-{}", std::process::id()));
+    let dir = scratch("cli-test");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join(name);
     std::fs::write(&path, text).expect("write grammar");
@@ -347,7 +353,7 @@ fn byte_level_tokenizer() -> PathBuf {
             "vocab": vocab, "merges": []
         }
     });
-    let dir = std::env::temp_dir().join(format!("xg-bench-test-{}", std::process::id()));
+    let dir = scratch("bench-test");
     std::fs::create_dir_all(&dir).expect("temp dir");
     std::fs::write(dir.join("tokenizer.json"), tokenizer.to_string()).expect("write");
     std::fs::write(
@@ -361,7 +367,7 @@ fn byte_level_tokenizer() -> PathBuf {
 /// Three MaskBench files in a directory of their own: two that compile
 /// (one valid and one invalid instance each) and one that does not.
 fn maskbench_files() -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xg-bench-files-{}", std::process::id()));
+    let dir = scratch("bench-files");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let files = [
         (
@@ -499,7 +505,7 @@ fn bench_maskbench_runs_llguidance_side_by_side() {
 /// The vendored Qwen3 tokenizer, unpacked into a directory of its own
 /// (one per `tag`: tests run at once).
 fn qwen3_tokenizer(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xg-qwen3-{tag}-{}", std::process::id()));
+    let dir = scratch(&format!("qwen3-{tag}"));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let path = dir.join("tokenizer.json");
     let data = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../data/tokenizers/qwen3");
@@ -514,7 +520,7 @@ fn qwen3_tokenizer(tag: &str) -> PathBuf {
 /// Two BFCL-style MaskBench files: three tools, a valid call of each (in
 /// a directory per `tag`).
 fn bfcl_files(tag: &str) -> PathBuf {
-    let dir = std::env::temp_dir().join(format!("xg-bfcl-{tag}-{}", std::process::id()));
+    let dir = scratch(&format!("bfcl-{tag}"));
     std::fs::create_dir_all(&dir).expect("temp dir");
     let weather = serde_json::json!({"type": "object",
         "properties": {"city": {"type": "string"}, "days": {"type": "integer", "minimum": 1}},
@@ -817,7 +823,7 @@ fn the_cli_reference_documents_every_subcommand_and_flag() {
 /// the OS's reason once.
 #[test]
 fn a_folder_named_like_a_bundle_is_one_clear_error() {
-    let dir = std::env::temp_dir().join(format!("xg-cli-folder-{}.xgb", std::process::id()));
+    let dir = scratch("cli-folder.xgb");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let folder = dir.to_str().expect("utf-8 path");
     let output = xg(&["match", folder, "--text", "x"]);
@@ -849,7 +855,7 @@ fn tokenizers_are_read_by_content_or_by_name() {
         "/../data/tokenizers/qwen3/tokenizer.json.gz"
     );
     // In a folder of its own: no tokenizer_config.json beside it.
-    let dir = std::env::temp_dir().join(format!("xg-cli-gz-{}", std::process::id()));
+    let dir = scratch("cli-gz");
     std::fs::create_dir_all(&dir).expect("temp dir");
     let renamed = dir.join("compressed-tokenizer.json");
     std::fs::copy(vendored, &renamed).expect("copy");
@@ -943,7 +949,7 @@ fn every_command_takes_schemas_and_tags_whatever_their_name() {
         r#"{"age":3}"#,
     ]);
     assert_eq!(code, Some(0), "{text}");
-    let bundle = std::env::temp_dir().join(format!("xg-cli-person-{}.xgb", std::process::id()));
+    let bundle = scratch("cli-person.xgb");
     let (code, text) = run(&["compile", schema, "-o", bundle.to_str().unwrap()]);
     assert_eq!(code, Some(0), "{text}");
     let (code, text) = run(&["--grammar", schema, "--no-additional-properties"]);
@@ -974,7 +980,7 @@ fn the_quick_start_shows_what_check_prints() {
     };
     let grammar = block("```xg\n", "Save this as `answer.xg`");
     let shown = block("```text\n", "refers\nto `numbr`");
-    let dir = std::env::temp_dir().join(format!("xg-quick-start-{}", std::process::id()));
+    let dir = scratch("quick-start");
     std::fs::create_dir_all(&dir).expect("temp dir");
     std::fs::write(
         dir.join("answer.xg"),

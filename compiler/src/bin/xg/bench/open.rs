@@ -140,6 +140,7 @@ pub(crate) fn run(args: &OpenArgs) -> Result<bool> {
         );
         std::fs::remove_file(&path)?;
     }
+    std::fs::remove_dir(&dir)?;
     Ok(true)
 }
 
