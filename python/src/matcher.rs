@@ -214,6 +214,43 @@ impl GrammarMatcher {
         }
     }
 
+    /// The forced text as tokens (jump-forward in tokens): returns
+    /// `(rollback, tokens)` — roll back `rollback` tokens, then accept
+    /// `tokens` — so that the output stays tokenized as the model's
+    /// tokenizer writes it. `tokenize` writes text as token ids with no
+    /// special tokens added (`lambda s: tok.encode(s, add_special_tokens=False)`
+    /// for a byte-level BPE tokenizer); the last few tokens are tokenized
+    /// again with the forced text and taken back where the tokenizer joins
+    /// them with it, and tokens the next text could still merge with are
+    /// left out. An exception raised by `tokenize` propagates.
+    fn find_jump_forward_tokens(
+        &self,
+        tokenize: &Bound<'_, PyAny>,
+    ) -> PyResult<(usize, Vec<usize>)> {
+        let mut failure = None;
+        let len = self.vocab_len();
+        let jump = self.matcher.forced_tokens(|text| {
+            if failure.is_some() {
+                return Vec::new();
+            }
+            let ids = tokenize
+                .call1((text,))
+                .and_then(|ids| ids.extract::<Vec<i64>>())
+                .and_then(|ids| crate::tokenizer::token_ids(&ids, len));
+            ids.unwrap_or_else(|error| {
+                failure = Some(error);
+                Vec::new()
+            })
+        });
+        if let Some(error) = failure {
+            return Err(error);
+        }
+        Ok((
+            jump.rollback,
+            jump.tokens.iter().map(|token| token.as_usize()).collect(),
+        ))
+    }
+
     /// The bytes every continuation starts with (`find_jump_forward_string`
     /// without the cut).
     fn forced_bytes(&self) -> Vec<u8> {

@@ -381,3 +381,41 @@ def test_traverse_draft_tree_equals_a_mask_per_replayed_path(compiler, info, tok
     assert not bitmask[4].any() and not bitmask[5].any()
     with pytest.raises(ValueError, match="not a draft tree"):
         m.traverse_draft_tree([1, 1], [-1, -1], [0, ids[0]], bitmask)
+
+
+def test_find_jump_forward_tokens_follows_the_tokenizer(compiler, info):
+    """Jump-forward in tokens on the vendored Qwen3 tokenizer: after a
+    model began a word the grammar then forces ("a" of "application/json"),
+    the returned rollback and tokens leave the output tokenized exactly as
+    the tokenizer writes the whole text; an error in `tokenize` propagates."""
+    import gzip
+
+    tokenizers = pytest.importorskip("tokenizers")
+    from conftest import QWEN3
+
+    tok = tokenizers.Tokenizer.from_str(gzip.decompress(QWEN3.read_bytes()).decode())
+
+    def tokenize(text):
+        return tok.encode(text, add_special_tokens=False).ids
+
+    schema = {"type": "object", "properties": {"type": {"enum": ["application/json", "text/plain"]}},
+              "required": ["type"]}
+    m = xg.GrammarMatcher(compiler.compile_json_schema(schema, any_whitespace=False))
+    written = tokenize('{"type": "a')
+    for token in written:
+        assert m.accept_token(token)
+    rollback, tokens = m.find_jump_forward_tokens(tokenize)
+    assert rollback >= 1 and tokens
+    m.rollback(rollback)
+    for token in tokens:
+        assert m.accept_token(token)
+    written = written[: len(written) - rollback] + tokens
+    whole = tokenize('{"type": "application/json"}')
+    assert written == whole[: len(written)]
+
+    def broken(text):
+        raise KeyError("tokenizer down")
+
+    m.reset()
+    with pytest.raises(KeyError, match="tokenizer down"):
+        m.find_jump_forward_tokens(broken)

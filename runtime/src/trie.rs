@@ -367,6 +367,25 @@ impl TokenTrie {
         self.ends[node] as usize
     }
 
+    /// Whether some token is longer than `bytes` and starts with them: a
+    /// token the text may still grow into.
+    pub(crate) fn extends(&self, bytes: &[u8]) -> bool {
+        // The children of a node are the nodes one deeper in its subtree,
+        // each subtree skipped whole.
+        let (mut first, mut past) = (0, self.len());
+        for &byte in bytes {
+            let mut child = first;
+            while child < past && self.bytes[child] != byte {
+                child = self.end(child);
+            }
+            if child >= past {
+                return false;
+            }
+            (first, past) = (child + 1, self.end(child));
+        }
+        first < past
+    }
+
     /// The tokens whose bytes end at `node`.
     pub(crate) fn tokens(&self, node: usize) -> &[TokenId] {
         &self.tokens[self.tokens_start[node] as usize..self.tokens_start[node + 1] as usize]

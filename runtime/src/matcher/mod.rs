@@ -11,6 +11,7 @@ mod context;
 mod draft;
 mod earley;
 mod expected;
+mod forced;
 mod history;
 mod item;
 mod lookahead;
@@ -34,14 +35,31 @@ use crate::vocab::Vocabulary;
 pub(crate) use self::context::ContextVerdicts;
 pub use self::draft::DraftTree;
 pub use self::expected::Expected;
+pub use self::forced::{CONTEXT_TOKENS, ForcedTokens};
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 pub(crate) use self::memo::StepStore;
 pub(crate) use self::precompute::precompute;
 use self::states::RowStates;
 pub(crate) use self::states::StateNames;
 
-/// The longest string [`Matcher::forced_bytes`] looks ahead.
-const FORCED_LIMIT: usize = 1 << 16;
+/// One step of a matcher: where its rows begin, and the text token it
+/// took, if it was one (what [`Matcher::forced_tokens`] may take back).
+#[derive(Clone, Copy, Debug)]
+struct Step {
+    /// The number of rows before the step.
+    rows: u32,
+    /// The model's token, when the step took a token by its text.
+    token: Option<TokenId>,
+}
+
+impl Step {
+    fn at(rows: usize) -> Self {
+        Self {
+            rows: u32::try_from(rows).expect("rows fit in u32"),
+            token: None,
+        }
+    }
+}
 
 /// Where a sequence is in a grammar: accepts input, says what may come next,
 /// rolls back.
@@ -65,8 +83,8 @@ pub struct Matcher {
     vocabulary: Option<Arc<Vocabulary>>,
     history: History,
     lookahead: Lookahead,
-    /// Per step: the number of rows before it.
-    steps: Vec<u32>,
+    /// The steps taken, for rollback.
+    steps: Vec<Step>,
     terminated: bool,
     scratch: Scratch,
     /// Earley items built so far: the measure of work for budgets.
@@ -364,8 +382,7 @@ impl Matcher {
                 return Err(rejection);
             }
         }
-        self.steps
-            .push(u32::try_from(start).expect("rows fit in u32"));
+        self.steps.push(Step::at(start));
         Ok(())
     }
 
@@ -391,8 +408,7 @@ impl Matcher {
         if self.terminated || !self.can_terminate() {
             return Err(self.rejection(Found::End));
         }
-        self.steps
-            .push(u32::try_from(self.history.rows()).expect("rows fit in u32"));
+        self.steps.push(Step::at(self.history.rows()));
         self.terminated = true;
         Ok(())
     }
@@ -421,7 +437,7 @@ impl Matcher {
         if steps == 0 {
             return Ok(());
         }
-        let rows = self.steps[taken - steps] as usize;
+        let rows = self.steps[taken - steps].rows as usize;
         self.steps.truncate(taken - steps);
         self.terminated = false;
         self.truncate(rows);
@@ -464,39 +480,6 @@ impl Matcher {
             expected: self.expected(),
             terminated: self.terminated,
         }
-    }
-
-    /// The longest byte string the grammar forces next: every continuation
-    /// of the output starts with it (jump-forward decoding). Empty when the
-    /// output may end here or more than one byte may follow.
-    pub fn forced_bytes(&self) -> Vec<u8> {
-        let mut probe = self.fork();
-        let mut forced = Vec::new();
-        while forced.len() < FORCED_LIMIT && !probe.terminated && !probe.can_terminate() {
-            let expected = probe.expected();
-            if expected.allows_text() || expected.allows_tokens() {
-                break;
-            }
-            let mut only = None;
-            let mut viable = 0;
-            for byte in expected.bytes() {
-                // Without lookahead every byte an item can scan is viable.
-                if !self.grammar.has_lookahead() || probe.viable(Symbol::Byte(byte)) {
-                    viable += 1;
-                    only = Some(byte);
-                    if viable > 1 {
-                        break;
-                    }
-                }
-            }
-            match only {
-                Some(byte) if viable == 1 && probe.push(Start::Scan(Symbol::Byte(byte))) => {
-                    forced.push(byte);
-                }
-                _ => break,
-            }
-        }
-        forced
     }
 
     /// Sizes of the state.

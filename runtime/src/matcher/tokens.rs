@@ -33,7 +33,11 @@ impl Matcher {
         }
         match vocabulary.kind_of(id) {
             TokenKind::Text if !self.terminated && !self.takes_by_id(id) => {
-                self.accept_bytes(vocabulary.bytes(id))
+                self.accept_bytes(vocabulary.bytes(id))?;
+                if let Some(step) = self.steps.last_mut() {
+                    step.token = Some(id);
+                }
+                Ok(())
             }
             TokenKind::Text | TokenKind::Special => self.accept_token_id(id),
             TokenKind::Absent => Err(self.rejection(super::Found::Token(id))),
