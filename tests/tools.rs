@@ -10,7 +10,9 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{DEEPSEEK_V3, MISTRAL_NEMO, REAL_TOKENIZERS, RealTokenizer, real_tokenizer};
+use common::{
+    DEEPSEEK_V3, LLAMA_3_2, MISTRAL_NEMO, REAL_TOKENIZERS, RealTokenizer, real_tokenizer,
+};
 use serde_json::{Value, json};
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
 use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
@@ -544,4 +546,365 @@ fn requests_with_overlapping_tools_share_the_compile_cache() {
         "{stats:?}"
     );
     assert!(stats.hits > stats.misses, "{stats:?}");
+}
+
+/// JSON as Python's `json.dumps(value, ensure_ascii=False)` writes it (what
+/// Hugging Face's `tojson` filter gives chat templates): `", "` and `": "`
+/// between items.
+struct PythonJson;
+
+impl serde_json::ser::Formatter for PythonJson {
+    fn begin_array_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_key<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+        first: bool,
+    ) -> std::io::Result<()> {
+        if first {
+            Ok(())
+        } else {
+            writer.write_all(b", ")
+        }
+    }
+
+    fn begin_object_value<W: ?Sized + std::io::Write>(
+        &mut self,
+        writer: &mut W,
+    ) -> std::io::Result<()> {
+        writer.write_all(b": ")
+    }
+}
+
+fn python_json(value: &Value) -> String {
+    let mut out = Vec::new();
+    let mut serializer = serde_json::Serializer::with_formatter(&mut out, PythonJson);
+    serde::Serialize::serialize(value, &mut serializer).unwrap();
+    String::from_utf8(out).unwrap()
+}
+
+/// A model's own chat template (from its `tokenizer_config.json`), rendered
+/// the way Hugging Face's transformers renders it: blocks trimmed, Python's
+/// string methods, `tojson` as `json.dumps`, `raise_exception`.
+struct ChatTemplate {
+    environment: minijinja::Environment<'static>,
+    bos: String,
+    eos: String,
+}
+
+impl ChatTemplate {
+    fn load(which: &RealTokenizer) -> ChatTemplate {
+        let (_, config) = real_tokenizer(which);
+        let config: Value = serde_json::from_slice(&config).unwrap();
+        let token = |key: &str| match &config[key] {
+            Value::String(text) => text.clone(),
+            Value::Object(added) => added["content"].as_str().unwrap().to_string(),
+            _ => String::new(),
+        };
+        let source = config["chat_template"]
+            .as_str()
+            .expect("the tokenizer config has a chat template")
+            .to_string();
+        let mut environment = minijinja::Environment::new();
+        environment.set_trim_blocks(true);
+        environment.set_lstrip_blocks(true);
+        environment
+            .set_unknown_method_callback(minijinja_contrib::pycompat::unknown_method_callback);
+        environment.add_filter(
+            "tojson",
+            |value: minijinja::Value, kwargs: minijinja::value::Kwargs| {
+                let invalid = |e: &dyn std::fmt::Display| {
+                    minijinja::Error::new(minijinja::ErrorKind::InvalidOperation, e.to_string())
+                };
+                let json = serde_json::to_value(&value).map_err(|e| invalid(&e))?;
+                let indent: Option<usize> = kwargs.get("indent")?;
+                kwargs.assert_all_used()?;
+                let text = match indent {
+                    // `json.dumps(indent=N)`: one item per line, `": "`.
+                    Some(indent) => {
+                        let spaces = " ".repeat(indent);
+                        let mut out = Vec::new();
+                        let formatter =
+                            serde_json::ser::PrettyFormatter::with_indent(spaces.as_bytes());
+                        let mut serializer =
+                            serde_json::Serializer::with_formatter(&mut out, formatter);
+                        serde::Serialize::serialize(&json, &mut serializer)
+                            .map_err(|e| invalid(&e))?;
+                        String::from_utf8(out).map_err(|e| invalid(&e))?
+                    }
+                    None => python_json(&json),
+                };
+                Ok::<_, minijinja::Error>(minijinja::Value::from_safe_string(text))
+            },
+        );
+        environment.add_function("raise_exception", |message: String| {
+            Err::<minijinja::Value, _>(minijinja::Error::new(
+                minijinja::ErrorKind::InvalidOperation,
+                message,
+            ))
+        });
+        environment.add_template_owned("chat", source).unwrap();
+        ChatTemplate {
+            environment,
+            bos: token("bos_token"),
+            eos: token("eos_token"),
+        }
+    }
+
+    fn render(&self, messages: &[Value], add_generation_prompt: bool) -> String {
+        let template = self.environment.get_template("chat").unwrap();
+        // Every tool in the Chat Completions form, as transformers hands
+        // them to templates.
+        let tools: Vec<Value> = (tools().as_array().unwrap().iter())
+            .map(|tool| match tool.get("function") {
+                Some(_) => tool.clone(),
+                None => json!({"type": "function", "function": tool}),
+            })
+            .collect();
+        template
+            .render(minijinja::context! {
+                messages => messages,
+                tools => tools,
+                add_generation_prompt => add_generation_prompt,
+                bos_token => self.bos,
+                eos_token => self.eos,
+            })
+            .unwrap()
+    }
+
+    /// The assistant's last turn as the model writes it: what rendering the
+    /// conversation adds to the prompt of its last message, up to the turn's
+    /// end marker `end` (the stop token the model writes).
+    fn turn(&self, messages: &[Value], end: &str) -> String {
+        let prompt = self.render(&messages[..messages.len() - 1], true);
+        let whole = self.render(messages, false);
+        let turn = whole
+            .strip_prefix(&prompt)
+            .unwrap_or_else(|| panic!("{whole:?} does not start with the prompt {prompt:?}"));
+        let end_at = turn
+            .rfind(end)
+            .unwrap_or_else(|| panic!("{turn:?} has no {end:?}"));
+        turn[..end_at].to_string()
+    }
+}
+
+/// A conversation whose last message is the assistant's `content` (none if
+/// `None`) with calls of `calls` (`(name, arguments)`), each arguments
+/// value as `arguments_as` makes it (the object, or a JSON string).
+fn conversation(
+    content: Option<&str>,
+    calls: &[(&str, Value)],
+    arguments_as: fn(&Value) -> Value,
+) -> Vec<Value> {
+    let tool_calls: Vec<Value> = calls
+        .iter()
+        .enumerate()
+        .map(|(i, (name, arguments))| {
+            // Mistral's template wants ids of 9 characters.
+            json!({"type": "function", "id": format!("call{i:04}x"),
+                "function": {"name": name, "arguments": arguments_as(arguments)}})
+        })
+        .collect();
+    let mut assistant = json!({"role": "assistant", "content": content});
+    if !tool_calls.is_empty() {
+        assistant["tool_calls"] = Value::Array(tool_calls);
+    }
+    // No system message: Mistral's template moves it into the last user
+    // message, which would change the prompt once the turn follows.
+    vec![
+        json!({"role": "user", "content": "What's the weather in Zürich, and any news?"}),
+        assistant,
+    ]
+}
+
+/// The calls every template test renders: a plain one, one whose strings
+/// hold quotes, a backslash, a newline and non-ASCII text, and one with
+/// nested objects and arrays.
+fn template_calls() -> Vec<(&'static str, Value)> {
+    vec![
+        ("get_weather", json!({"city": "Zürich", "unit": "celsius"})),
+        (
+            "search",
+            json!({"query": "news \"today\" \\ 日本\nsecond line", "filters": {"lang": "ja", "max_results": 5}}),
+        ),
+        (
+            "calendar.create_event",
+            json!({"title": "Sync", "attendees": [{"name": "Ada", "email": "ada@example.com"}, {"name": "Grace"}]}),
+        ),
+    ]
+}
+
+/// Qwen3's own template: one call, three parallel calls after text, a
+/// text answer; reasoning as the template writes it for the last turn
+/// (an empty `<think>` block) and a written-out one. The grammar accepts
+/// each rendered turn token by token, and refuses rendered turns calling
+/// an unknown tool, missing a required argument, giving a wrong type, a
+/// second call when parallel calls are off, and a call under tool choice
+/// `none`.
+#[test]
+fn qwen3_turns_rendered_by_its_chat_template() {
+    let model = Model::load(&REAL_TOKENIZERS[1], &[]);
+    let template = ChatTemplate::load(&REAL_TOKENIZERS[1]);
+    let grammar = model.grammar(&Options::new(Format::Qwen));
+    let calls = template_calls();
+    let object = |arguments: &Value| arguments.clone();
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, object), "<|im_end|>")
+    };
+    for (content, calls) in [
+        (Some(""), &calls[..1]),
+        (Some("Let me look these up."), &calls[..]),
+        (Some("It is 21 °C and sunny in Zürich."), &[][..]),
+        (
+            Some("<think>\nTwo lookups: \"weather\", then news.\n</think>\n\nOn it."),
+            &calls[..2],
+        ),
+    ] {
+        let text = turn(content, calls);
+        model
+            .run(&grammar, &text, 0)
+            .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+    }
+
+    let unknown = turn(Some(""), &[("get_time", json!({}))]);
+    model.refuses_at(&grammar, &unknown, "time");
+    let missing = turn(Some(""), &[("search", json!({"filters": {}}))]);
+    model.refuses_at(&grammar, &missing, "filters");
+    let wrong_type = turn(Some(""), &[("get_weather", json!({"city": 42}))]);
+    model.refuses_at(&grammar, &wrong_type, "42");
+
+    let single = model.grammar(&Options {
+        parallel_calls: false,
+        ..Options::new(Format::Qwen)
+    });
+    let two = turn(Some(""), &calls[..2]);
+    model
+        .run(&single, &turn(Some(""), &calls[1..2]), 0)
+        .unwrap();
+    // Refused at the line break before the second call.
+    let second = two.rfind("\n<tool_call>").unwrap();
+    model.refuses_at(&single, &two, &two[second..]);
+
+    let none = model.grammar(&Options {
+        tool_choice: ToolChoice::None,
+        ..Options::new(Format::Qwen)
+    });
+    model
+        .run(&none, &turn(Some("No tools needed."), &[]), 0)
+        .unwrap();
+    model.refuses_at(&none, &turn(Some(""), &calls[..1]), "<tool_call>");
+}
+
+/// DeepSeek V3's own template (arguments given as JSON strings, as the
+/// OpenAI API carries them): two calls, and a text answer. Its template
+/// closes the calls (`<｜tool▁calls▁end｜>`) only after a second call, and
+/// after each call from the second on, so one and three calls are not
+/// rendered as the model writes them; the grammar follows the model.
+#[test]
+fn deepseek_v3_turns_rendered_by_its_chat_template() {
+    let model = Model::load(&DEEPSEEK_V3, &[]);
+    let template = ChatTemplate::load(&DEEPSEEK_V3);
+    let grammar = model.grammar(&Options::new(Format::DeepSeek));
+    let calls = template_calls();
+    let string = |arguments: &Value| Value::String(python_json(arguments));
+    let end = "<｜end▁of▁sentence｜>";
+    for pair in [&calls[..2], &calls[1..]] {
+        let text = template.turn(&conversation(None, pair, string), end);
+        model
+            .run(&grammar, &text, 0)
+            .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+    }
+    let answer = template.turn(
+        &conversation(Some("Zürich: 21 °C, sunny."), &[], string),
+        end,
+    );
+    model.run(&grammar, &answer, 0).unwrap();
+    let unknown = template.turn(
+        &conversation(None, &[calls[0].clone(), ("get_time", json!({}))], string),
+        end,
+    );
+    model.refuses_at(&grammar, &unknown, "time");
+}
+
+/// Mistral NeMo's own template (tokenizer v3): two calls with ids, and a
+/// text answer; an unknown tool and a wrong type are refused.
+#[test]
+fn mistral_nemo_turns_rendered_by_its_chat_template() {
+    let model = Model::load(&MISTRAL_NEMO, &[]);
+    let template = ChatTemplate::load(&MISTRAL_NEMO);
+    let grammar = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..Options::new(Format::Mistral)
+    });
+    let calls = template_calls();
+    let object = |arguments: &Value| arguments.clone();
+    let end = "</s>";
+    for some in [&calls[..1], &calls[..]] {
+        let text = template.turn(&conversation(None, some, object), end);
+        model
+            .run(&grammar, &text, 0)
+            .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+    }
+    let answer = template.turn(
+        &conversation(Some("Zürich: 21 °C, sunny."), &[], object),
+        end,
+    );
+    model.run(&grammar, &answer, 0).unwrap();
+    let wrong_type = template.turn(
+        &conversation(
+            None,
+            &[("get_weather", json!({"city": ["Zürich"]}))],
+            object,
+        ),
+        end,
+    );
+    model.refuses_at(&grammar, &wrong_type, "[\"Z");
+}
+
+/// Llama 3.2's own template (the Llama 3.1 package's has no tool calls;
+/// the JSON form is the same): a call of each tool, one at a time as the
+/// template allows, and a text answer; an unknown tool and a wrong enum
+/// value are refused.
+#[test]
+fn llama3_turns_rendered_by_the_llama_3_2_chat_template() {
+    let model = Model::load(&LLAMA_3_2, &[]);
+    let template = ChatTemplate::load(&LLAMA_3_2);
+    let grammar = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..Options::new(Format::Llama3)
+    });
+    let object = |arguments: &Value| arguments.clone();
+    let end = "<|eot_id|>";
+    for call in template_calls() {
+        let text = template.turn(&conversation(None, &[call], object), end);
+        model
+            .run(&grammar, &text, 0)
+            .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+    }
+    let answer = template.turn(
+        &conversation(Some("Zürich: 21 °C, sunny."), &[], object),
+        end,
+    );
+    model.run(&grammar, &answer, 0).unwrap();
+    let unknown = template.turn(&conversation(None, &[("get_time", json!({}))], object), end);
+    model.refuses_at(&grammar, &unknown, "time");
+    let wrong = template.turn(
+        &conversation(
+            None,
+            &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+            object,
+        ),
+        end,
+    );
+    model.refuses_at(&grammar, &wrong, "kelvin");
 }

