@@ -8,6 +8,7 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::sync::Arc;
 
 use common::{
@@ -907,4 +908,95 @@ fn llama3_turns_rendered_by_the_llama_3_2_chat_template() {
         end,
     );
     model.refuses_at(&grammar, &wrong, "kelvin");
+}
+
+/// Qwen3-Coder's XML calls on the Qwen3 tokenizer (the coder models share
+/// its vocabulary), written as its chat template writes them: a string
+/// value raw (quotes, a backslash, line breaks and non-ASCII text as they
+/// are), an enum value, an object and an array as JSON, text before the
+/// first call and a second call. Refused: an unknown function, a
+/// required parameter left out, a value outside its enum, JSON of the
+/// wrong type, and `</parameter>` missing its line break.
+#[test]
+fn qwen3_coder_xml_parameters() {
+    let model = Model::load(&REAL_TOKENIZERS[1], &[]);
+    let grammar = model.grammar(&Options::new(Format::Qwen3Coder));
+    let call = |name: &str, parameters: &[(&str, &str)]| {
+        let mut call = format!("<tool_call>\n<function={name}>\n");
+        for (key, value) in parameters {
+            let _ = write!(call, "<parameter={key}>\n{value}\n</parameter>\n");
+        }
+        call + "</function>\n</tool_call>"
+    };
+    let weather = call("get_weather", &[("city", "Zürich"), ("unit", "celsius")]);
+    model.run(&grammar, &weather, 2).unwrap();
+    let search = call(
+        "search",
+        &[
+            ("query", "news \"today\" \\ 日本\nsecond line"),
+            ("filters", "{\"lang\": \"ja\", \"max_results\": 5}"),
+        ],
+    );
+    let event = call(
+        "calendar.create_event",
+        &[
+            ("title", "Sync <weekly>"),
+            (
+                "attendees",
+                "[{\"name\": \"Ada\", \"email\": \"ada@example.com\"}]",
+            ),
+        ],
+    );
+    let turn = format!("Let me look these up.\n\n{search}\n{event}");
+    model.run(&grammar, &turn, 1).unwrap();
+    model
+        .run(&grammar, "<think>\nA plain answer.\n</think>\n\nHello!", 0)
+        .unwrap();
+
+    model.refuses_at(&grammar, &call("get_time", &[]), "time");
+    model.refuses_at(&grammar, &call("search", &[("filters", "{}")]), "filters");
+    model.refuses_at(
+        &grammar,
+        &call("get_weather", &[("city", "Oslo"), ("unit", "kelvin")]),
+        "kelvin",
+    );
+    model.refuses_at(
+        &grammar,
+        &call("search", &[("query", "x"), ("filters", "[1]")]),
+        "[1]",
+    );
+    let unclosed = weather.replace("celsius\n</parameter>", "celsius</parameter>");
+    model.refuses_at(&grammar, &unclosed, "</parameter>\n</function>");
+}
+
+/// Tools whose names differ only in `.` and `_` get argument rules of their
+/// own in every format, their XML parameters' rules included (a collision
+/// found by `xg bench tools --format qwen3-coder` on BFCL's tool lists).
+#[test]
+fn tools_named_alike_compile_in_every_format() {
+    let tools = json!([
+        {"name": "flight_book", "parameters": {"type": "object",
+            "properties": {"from": {"type": "string"}, "to": {"type": "string"}, "seats": {"type": "integer"}},
+            "required": ["from", "to"]}},
+        {"name": "flight.book", "parameters": {"type": "object",
+            "properties": {"id": {"type": "string"}}}},
+        {"name": "flight_book_2", "parameters": {"type": "object",
+            "properties": {"when": {"type": "string"}}}}
+    ]);
+    let parsed = xg_compiler::tools::parse(&tools).unwrap();
+    for format in Format::ALL {
+        if matches!(format, Format::Mistral | Format::Harmony) {
+            continue; // special tokens: compiled with their models elsewhere
+        }
+        let text = xg_compiler::tools::to_xg(&parsed, &Options::new(format)).unwrap();
+        let mut sources = Sources::new();
+        let file = sources.add("tools.xg", text.clone(), None);
+        let mut diagnostics = Diagnostics::new();
+        let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics);
+        assert!(
+            grammar.is_some() && !diagnostics.has_errors(),
+            "{format}: {}\n{text}",
+            diagnostics.render(&sources, false)
+        );
+    }
 }

@@ -14,6 +14,10 @@ const LIBRARY: &[(&str, &str)] = &[
     ),
     ("std/qwen.xg", include_str!("../../grammars/std/qwen.xg")),
     (
+        "std/qwen3_coder.xg",
+        include_str!("../../grammars/std/qwen3_coder.xg"),
+    ),
+    (
         "std/llama3.xg",
         include_str!("../../grammars/std/llama3.xg"),
     ),

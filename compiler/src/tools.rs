@@ -37,12 +37,17 @@ pub enum Format {
     /// gpt-oss Harmony: channels `analysis`, `commentary`, `final`; calls
     /// to `functions.NAME` on `commentary`.
     Harmony,
+    /// Qwen3-Coder (and Qwen3.5): `<tool_call>\n<function=NAME>\n`, then
+    /// each argument as `<parameter=KEY>\nVALUE\n</parameter>\n`, then
+    /// `</function>\n</tool_call>`; a string value is raw text, others JSON.
+    Qwen3Coder,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 6] = [
+    pub const ALL: [Format; 7] = [
         Format::Qwen,
+        Format::Qwen3Coder,
         Format::Llama3,
         Format::Llama3Function,
         Format::Mistral,
@@ -59,6 +64,7 @@ impl Format {
             Format::Mistral => "mistral",
             Format::DeepSeek => "deepseek",
             Format::Harmony => "harmony",
+            Format::Qwen3Coder => "qwen3-coder",
         }
     }
 
@@ -387,12 +393,27 @@ impl Writer<'_> {
             Format::Mistral => self.mistral(),
             Format::DeepSeek => self.deepseek(),
             Format::Harmony => self.harmony(),
+            Format::Qwen3Coder => self.qwen3_coder(),
         };
         for (name, body) in rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
         }
         for (tool, rule) in &self.tools {
-            let _ = writeln!(out, "{rule} ::= %json {}\n", tool.parameters);
+            if format == Format::Qwen3Coder {
+                for (name, body) in xml_arguments(rule, &tool.parameters) {
+                    let _ = writeln!(out, "{name} ::= {body}\n");
+                }
+            } else {
+                let _ = writeln!(out, "{rule} ::= %json {}\n", tool.parameters);
+            }
+        }
+        if format == Format::Qwen3Coder && !self.tools.is_empty() {
+            let _ = writeln!(
+                out,
+                "# A raw text value: anything up to the line that closes it.\n\
+                 {XML_TEXT} ::= dispatch(stop={}) {{}}\n",
+                literal(PARAMETER_END)
+            );
         }
         out.pop();
         out
@@ -596,6 +617,21 @@ impl Writer<'_> {
         })
     }
 
+    fn qwen3_coder(&self) -> Vec<(&'static str, String)> {
+        let root = self.triggered(
+            "<tool_call>",
+            "\"\\n\" call \"\\n</tool_call>\"",
+            "\"<tool_call>\\n\" call \"\\n</tool_call>\"",
+            Some("\"\\n\" "),
+        );
+        self.with_calls(root, |tool, args| {
+            format!(
+                "{} {args} \"</function>\"",
+                literal(&format!("<function={}>\n", tool.name))
+            )
+        })
+    }
+
     /// `root` and, when tools are callable, `call` with one alternative
     /// per tool.
     fn with_calls(
@@ -609,4 +645,122 @@ impl Writer<'_> {
         }
         rules
     }
+}
+
+/// The rule of raw text values in XML arguments.
+const XML_TEXT: &str = "xml_text";
+
+/// What ends a raw text value in XML arguments.
+const PARAMETER_END: &str = "\n</parameter>";
+
+/// The rules of a tool's arguments as XML parameters (Qwen3-Coder's
+/// template): `rule` is the sequence of the schema's properties in its
+/// order, each optional unless required, each `<parameter=KEY>\nVALUE\n
+/// </parameter>\n`. A value the schema lets be a string is raw text (what
+/// the template writes for strings; a value of any other type is text
+/// too); a value that cannot be a string is JSON by its schema, and
+/// booleans and null may also be Python's `True`, `False`, `None` (what the
+/// template's `| string` writes); an enum lists its values as written.
+/// Without `properties`, any keys with raw text values.
+fn xml_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
+    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+        let key = "[A-Za-z0-9_.\\-]+";
+        return vec![(
+            rule.to_string(),
+            format!("(\"<parameter=\" {key} \">\\n\" {XML_TEXT} \"\\n\")*"),
+        )];
+    };
+    let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut rules = Vec::new();
+    let mut sequence = Vec::new();
+    for (i, (key, schema)) in properties.iter().enumerate() {
+        // `args_…` names the tools' rules: `argN_…` never collides with one.
+        let name = format!("arg{i}_{rule}");
+        let open = literal(&format!("<parameter={key}>\n"));
+        let body = match xml_value(schema, parameters) {
+            XmlValue::Text => format!("{open} {XML_TEXT} \"\\n\""),
+            XmlValue::Grammar(value) => {
+                format!(
+                    "{open} ({value}) {}",
+                    literal(&format!("{PARAMETER_END}\n"))
+                )
+            }
+        };
+        let optional = if required.contains(&key.as_str()) {
+            ""
+        } else {
+            "?"
+        };
+        sequence.push(format!("{name}{optional}"));
+        rules.push((name, body));
+    }
+    let sequence = if sequence.is_empty() {
+        "\"\"".to_string()
+    } else {
+        sequence.join(" ")
+    };
+    rules.insert(0, (rule.to_string(), sequence));
+    rules
+}
+
+/// How one XML argument's value is written.
+enum XmlValue {
+    /// Raw text up to [`PARAMETER_END`].
+    Text,
+    /// `.xg` text of the value.
+    Grammar(String),
+}
+
+/// The value of a property with `schema` (of the tool's `parameters`,
+/// whose definitions its references name).
+fn xml_value(schema: &Value, parameters: &Value) -> XmlValue {
+    let values = schema
+        .get("enum")
+        .and_then(Value::as_array)
+        .cloned()
+        .or_else(|| schema.get("const").map(|value| vec![value.clone()]));
+    if let Some(values) = values {
+        let written: Vec<String> = values
+            .iter()
+            .flat_map(|value| match value {
+                Value::String(text) => vec![literal(text)],
+                Value::Bool(true) => vec![literal("true"), literal("True")],
+                Value::Bool(false) => vec![literal("false"), literal("False")],
+                Value::Null => vec![literal("null"), literal("None")],
+                other => vec![format!("%json {}", serde_json::json!({"const": other}))],
+            })
+            .collect();
+        return if written.is_empty() {
+            XmlValue::Grammar("\"\"".to_string())
+        } else {
+            XmlValue::Grammar(written.join(" | "))
+        };
+    }
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(kind)) => vec![kind.as_str()],
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if types.is_empty() || types.contains(&"string") {
+        return XmlValue::Text;
+    }
+    // The value's schema with the definitions its references may name.
+    let mut own = schema.clone();
+    if let Some(object) = own.as_object_mut() {
+        for key in ["$defs", "definitions"] {
+            if let Some(definitions) = parameters.get(key) {
+                object.entry(key).or_insert_with(|| definitions.clone());
+            }
+        }
+    }
+    let mut written = vec![format!("%json {own}")];
+    if types.contains(&"boolean") {
+        written.extend([literal("True"), literal("False")]);
+    }
+    if types.contains(&"null") {
+        written.push(literal("None"));
+    }
+    XmlValue::Grammar(written.join(" | "))
 }

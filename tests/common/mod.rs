@@ -359,6 +359,7 @@ pub const LIBRARY: &[&str] = &[
     "std/json_compact.xg",
     "std/reasoning.xg",
     "std/qwen.xg",
+    "std/qwen3_coder.xg",
     "std/llama3.xg",
     "std/llama3_function.xg",
     "std/deepseek.xg",

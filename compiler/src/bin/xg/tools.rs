@@ -55,6 +55,8 @@ enum FormatArg {
     Deepseek,
     /// gpt-oss Harmony: channels, calls to `functions.NAME`.
     Harmony,
+    /// Qwen3-Coder / Qwen3.5: `<function=NAME>` and XML parameters.
+    Qwen3Coder,
 }
 
 impl FormatArg {
@@ -66,6 +68,7 @@ impl FormatArg {
             FormatArg::Mistral => Format::Mistral,
             FormatArg::Deepseek => Format::DeepSeek,
             FormatArg::Harmony => Format::Harmony,
+            FormatArg::Qwen3Coder => Format::Qwen3Coder,
         }
     }
 }

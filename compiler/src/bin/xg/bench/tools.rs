@@ -11,6 +11,7 @@
 //! token-mask entries).
 
 use std::collections::BTreeMap;
+use std::fmt::Write as _;
 use std::fs::File;
 use std::io::{BufWriter, Write as _};
 use std::path::PathBuf;
@@ -366,6 +367,17 @@ fn output(format: Format, tool: &Tool) -> String {
         Format::DeepSeek => format!(
             "{text}<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{arguments}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
         ),
+        Format::Qwen3Coder => {
+            let mut call = format!("{text}\n\n<tool_call>\n<function={name}>\n");
+            for (key, value) in tool.call.as_object().into_iter().flatten() {
+                let value = match value {
+                    serde_json::Value::String(text) => text.clone(),
+                    other => other.to_string(),
+                };
+                let _ = write!(call, "<parameter={key}>\n{value}\n</parameter>\n");
+            }
+            call + "</function>\n</tool_call>"
+        }
         Format::Harmony => format!(
             "<|channel|>analysis<|message|>{text}<|end|><|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{arguments}"
         ),
