@@ -472,8 +472,8 @@ fn bad_tags_are_errors_naming_the_place() {
             "the trigger `<a>` contains the excluded `a`",
         ),
         (
-            json!({"type": "json_schema", "json_schema": {}, "style": "qwen_xml"}),
-            "#/format/style: the argument style `qwen_xml` is not an xg format",
+            json!({"type": "json_schema", "json_schema": {}, "style": "yaml"}),
+            "#/format/style: unknown argument style `yaml`",
         ),
         (
             json!({"type": "json_schema", "json_schema": {}, "any_whitespace": false, "indent": "\t"}),
@@ -493,5 +493,64 @@ fn bad_tags_are_errors_naming_the_place() {
     assert!(
         error.contains("undefined") && error.contains("#/format/grammar:1:10"),
         "{error}"
+    );
+}
+
+/// The `json_schema` format's XML argument styles: a string argument is raw
+/// text up to its closing tag (quotes, `<` and line breaks as they are), an
+/// enum its values, others JSON by their schema; arguments in the schema's
+/// order, the required ones present; line breaks around values optional.
+/// XGrammar's older `qwen_xml_parameter` type is `qwen_xml`.
+#[test]
+fn xml_argument_styles() {
+    let schema = json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer", "minimum": 0},
+        "mode": {"enum": ["fast", "slow"]}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "age"]});
+    let style = |style: &str| json!({"type": "json_schema", "json_schema": schema, "style": style});
+    check(
+        &style("qwen_xml"),
+        &[
+            "<parameter=name>Bob</parameter><parameter=age>100</parameter>",
+            "<parameter=name>\n\"Bob&lt;\" <b>\nsecond line\n</parameter>\n<parameter=age>\n7\n</parameter>\n",
+            "<parameter=name>A</parameter><parameter=age>1</parameter><parameter=mode>slow</parameter><parameter=tags>[\"x\", \"y\"]</parameter>",
+        ],
+        &[
+            "<parameter=name>Bob</parameter>",
+            "<parameter=age>1</parameter><parameter=name>Bob</parameter>",
+            "<parameter=name>A</parameter><parameter=age>-1</parameter>",
+            "<parameter=name>A</parameter><parameter=age>1</parameter><parameter=mode>medium</parameter>",
+            "<parameter=name>A</parameter><parameter=age>1</parameter><parameter=tags>x</parameter>",
+            "<parameter=name>A</parameter><parameter=age>1</parameter><parameter=other>1</parameter>",
+        ],
+    );
+    check(
+        &json!({"type": "qwen_xml_parameter", "json_schema": schema}),
+        &["<parameter=name>Bob</parameter><parameter=age>100</parameter>"],
+        &["<parameter=name>Bob</parameter>"],
+    );
+    check(
+        &style("glm_xml"),
+        &[
+            "<arg_key>name</arg_key>\n<arg_value>Bob \"B\"</arg_value>\n<arg_key>age</arg_key>\n<arg_value>3</arg_value>\n",
+            "<arg_key>name</arg_key><arg_value>Bob</arg_value><arg_key>age</arg_key><arg_value>3</arg_value>",
+        ],
+        &[
+            "<arg_key>name</arg_key><arg_value>Bob</arg_value><arg_key>age</arg_key><arg_value>three</arg_value>",
+        ],
+    );
+    check(
+        &style("minimax_xml"),
+        &["<parameter name=\"name\">Bob</parameter>\n<parameter name=\"age\">3</parameter>\n"],
+        &["<parameter name=\"name\">Bob</parameter><parameter name=\"age\">\"3\"</parameter>"],
+    );
+    check(
+        &style("deepseek_xml"),
+        &[
+            "<｜DSML｜parameter name=\"name\" string=\"true\">Bob</｜DSML｜parameter>\n<｜DSML｜parameter name=\"age\" string=\"false\">3</｜DSML｜parameter>\n",
+        ],
+        &[
+            "<｜DSML｜parameter name=\"name\" string=\"true\">Bob</｜DSML｜parameter><｜DSML｜parameter name=\"age\" string=\"true\">3</｜DSML｜parameter>",
+        ],
     );
 }

@@ -914,9 +914,10 @@ fn llama3_turns_rendered_by_the_llama_3_2_chat_template() {
 /// its vocabulary), written as its chat template writes them: a string
 /// value raw (quotes, a backslash, line breaks and non-ASCII text as they
 /// are), an enum value, an object and an array as JSON, text before the
-/// first call and a second call. Refused: an unknown function, a
-/// required parameter left out, a value outside its enum, JSON of the
-/// wrong type, and `</parameter>` missing its line break.
+/// first call and a second call, and the same without the line breaks
+/// around values. Refused: an unknown function, a required parameter left
+/// out, a value outside its enum, JSON of the wrong type, parameters out
+/// of the schema's order.
 #[test]
 fn qwen3_coder_xml_parameters() {
     let model = Model::load(&REAL_TOKENIZERS[1], &[]);
@@ -965,8 +966,12 @@ fn qwen3_coder_xml_parameters() {
         &call("search", &[("query", "x"), ("filters", "[1]")]),
         "[1]",
     );
-    let unclosed = weather.replace("celsius\n</parameter>", "celsius</parameter>");
-    model.refuses_at(&grammar, &unclosed, "</parameter>\n</function>");
+    // Line breaks around values are optional (parsers strip them).
+    let compact = weather.replace("\n</parameter>", "</parameter>");
+    model.run(&grammar, &compact, 0).unwrap();
+    // Parameters follow the schema's order.
+    let swapped = call("get_weather", &[("unit", "celsius"), ("city", "Oslo")]);
+    model.refuses_at(&grammar, &swapped, "unit");
 }
 
 /// Tools whose names differ only in `.` and `_` get argument rules of their

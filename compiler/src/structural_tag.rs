@@ -20,6 +20,8 @@
 //! (tag dispatch's stop strings). Token-level free formats exclude an end
 //! token and are followed by it.
 
+use std::fmt::Write as _;
+
 use serde_json::{Map, Value};
 use xg_runtime::{RuleId, TokenId, Vocabulary};
 
@@ -28,7 +30,7 @@ use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Sources, Span};
 use crate::tree::{self, Expr, ExprKind};
-use crate::{json_schema, regex, resolve};
+use crate::{json_schema, regex, resolve, tools};
 
 /// What must follow a format: the end of its enclosing tag, if it is the
 /// tag's last part.
@@ -259,10 +261,20 @@ impl Builder<'_> {
             }
             "token_triggered_tags" => self.token_triggered_tags(&fields, end),
             "token_dispatch" => self.token_dispatch(&fields, end),
-            "qwen_xml_parameter" => self.error(
-                pointer,
-                "`qwen_xml_parameter` (XML-style arguments) is not an xg format; use `json_schema`",
-            ),
+            // XGrammar's older name for `json_schema` with `style: qwen_xml`.
+            "qwen_xml_parameter" => {
+                let expr = match fields.object.get("json_schema") {
+                    Some(schema @ Value::Object(_)) => {
+                        let schema = schema.clone();
+                        self.xml_arguments(&fields, tools::XmlStyle::Qwen, &schema)
+                    }
+                    _ => self.error(
+                        pointer,
+                        "`qwen_xml_parameter` needs `json_schema`: an object",
+                    ),
+                };
+                self.then_end(expr, end)
+            }
             other => self.error(pointer, format!("unknown format type `{other}`")),
         }
     }
@@ -777,10 +789,16 @@ impl Builder<'_> {
             .and_then(Value::as_str)
             .unwrap_or("json");
         if style != "json" {
-            return self.error(
-                &format!("{}/style", fields.pointer),
-                format!("the argument style `{style}` is not an xg format; only `json` is"),
-            );
+            let Some(xml) = tools::XmlStyle::from_name(style) else {
+                return self.error(
+                    &format!("{}/style", fields.pointer),
+                    format!(
+                        "unknown argument style `{style}`: `json`, `qwen_xml`, `glm_xml`, \
+                         `minimax_xml` or `deepseek_xml`"
+                    ),
+                );
+            };
+            return self.xml_arguments(fields, xml, schema);
         }
         let options = self.schema_options(fields);
         let budget = self.budget;
@@ -875,8 +893,30 @@ impl Builder<'_> {
     /// its rules appended; errors point into its text.
     fn grammar(&mut self, fields: &Fields<'_>) -> Expr {
         let text = self.string(fields, "grammar");
-        let name = format!("{}/grammar", fields.pointer);
-        let file = self.sources.add(name.clone(), text, None);
+        self.embed(&format!("{}/grammar", fields.pointer), text)
+    }
+
+    /// A JSON Schema's object as XML arguments in `style` (the `json_schema`
+    /// format's `style`): the `.xg` rules [`tools::XmlStyle::arguments`]
+    /// writes, embedded as a grammar.
+    fn xml_arguments(
+        &mut self,
+        fields: &Fields<'_>,
+        style: tools::XmlStyle,
+        schema: &Value,
+    ) -> Expr {
+        let mut text = String::from("root ::= args\n");
+        for (name, body) in style.arguments("args", schema) {
+            let _ = writeln!(text, "{name} ::= {body}");
+        }
+        text.push_str(&style.text_rule());
+        self.embed(&format!("{}/json_schema", fields.pointer), text)
+    }
+
+    /// The grammar `text` (named `name` in diagnostics), its rules added
+    /// under that name; its `root` rule.
+    fn embed(&mut self, name: &str, text: String) -> Expr {
+        let file = self.sources.add(name, text, None);
         let Some(grammar) = resolve::resolve(
             self.sources,
             file,

@@ -400,7 +400,7 @@ impl Writer<'_> {
         }
         for (tool, rule) in &self.tools {
             if format == Format::Qwen3Coder {
-                for (name, body) in xml_arguments(rule, &tool.parameters) {
+                for (name, body) in XmlStyle::Qwen.arguments(rule, &tool.parameters) {
                     let _ = writeln!(out, "{name} ::= {body}\n");
                 }
             } else {
@@ -408,12 +408,7 @@ impl Writer<'_> {
             }
         }
         if format == Format::Qwen3Coder && !self.tools.is_empty() {
-            let _ = writeln!(
-                out,
-                "# A raw text value: anything up to the line that closes it.\n\
-                 {XML_TEXT} ::= dispatch(stop={}) {{}}\n",
-                literal(PARAMETER_END)
-            );
+            let _ = writeln!(out, "{}", XmlStyle::Qwen.text_rule());
         }
         out.pop();
         out
@@ -647,63 +642,150 @@ impl Writer<'_> {
     }
 }
 
+/// How a model family writes a call's arguments as XML: one element per
+/// argument, its key in the opening tag, a string value as raw text and
+/// any other value as JSON. The structural tag's `json_schema` `style`
+/// names them (`qwen_xml`, `glm_xml`, `minimax_xml`, `deepseek_xml`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum XmlStyle {
+    /// Qwen3-Coder, Qwen3.5: `<parameter=KEY>VALUE</parameter>`.
+    Qwen,
+    /// GLM-4.5 to 4.7: `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>`.
+    Glm,
+    /// MiniMax M2: `<parameter name="KEY">VALUE</parameter>`.
+    MiniMax,
+    /// DeepSeek V3.2 (DSML): `<｜DSML｜parameter name="KEY" string="true">`
+    /// (`"false"` for a JSON value) `VALUE</｜DSML｜parameter>`.
+    DeepSeek,
+}
+
+impl XmlStyle {
+    /// The style a structural tag's `style` names.
+    pub fn from_name(name: &str) -> Option<XmlStyle> {
+        match name {
+            "qwen_xml" => Some(XmlStyle::Qwen),
+            "glm_xml" => Some(XmlStyle::Glm),
+            "minimax_xml" => Some(XmlStyle::MiniMax),
+            "deepseek_xml" => Some(XmlStyle::DeepSeek),
+            _ => None,
+        }
+    }
+
+    /// The opening of an argument: its key, and for DeepSeek whether the
+    /// value is raw text.
+    fn open(self, key: &str, text: bool) -> String {
+        match self {
+            XmlStyle::Qwen => format!("<parameter={key}>"),
+            XmlStyle::Glm => format!("<arg_key>{key}</arg_key>"),
+            XmlStyle::MiniMax => format!("<parameter name=\"{key}\">"),
+            XmlStyle::DeepSeek => {
+                format!("<｜DSML｜parameter name=\"{key}\" string=\"{text}\">")
+            }
+        }
+    }
+
+    /// Between the opening and the value (after an optional line break).
+    fn value_open(self) -> &'static str {
+        match self {
+            XmlStyle::Glm => "<arg_value>",
+            _ => "",
+        }
+    }
+
+    /// What closes a value: a raw text value runs up to it.
+    fn close(self) -> &'static str {
+        match self {
+            XmlStyle::Qwen | XmlStyle::MiniMax => "</parameter>",
+            XmlStyle::Glm => "</arg_value>",
+            XmlStyle::DeepSeek => "</｜DSML｜parameter>",
+        }
+    }
+
+    /// The `.xg` rules of `parameters` (a tool's JSON Schema) as XML
+    /// arguments: `rule` is the sequence of the schema's properties in its
+    /// order, each optional unless required. A value the schema lets be a
+    /// string is raw text up to the closing tag (a value of any other type
+    /// is text too); a value that cannot be a string is JSON by its schema,
+    /// and booleans and null may also be Python's `True`, `False`, `None`
+    /// (what templates' `| string` writes); an enum lists its values as
+    /// written. A line break may follow an opening tag and each element, and
+    /// come before a closing tag (parsers strip them; templates write them).
+    /// Without `properties`, any keys with raw text values. The rules use
+    /// [`XmlStyle::text_rule`], which the grammar must define once.
+    pub fn arguments(self, rule: &str, parameters: &Value) -> Vec<(String, String)> {
+        // Raw text begins with whatever line break it has; GLM's opens first.
+        let text = match self.value_open() {
+            "" => format!("{XML_TEXT} \"\\n\"?"),
+            open => format!("\"\\n\"? {} {XML_TEXT} \"\\n\"?", literal(open)),
+        };
+        let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+            let key = "[A-Za-z0-9_.\\-]+";
+            let element = match self {
+                XmlStyle::Qwen => format!("\"<parameter=\" {key} \">\""),
+                XmlStyle::Glm => format!("\"<arg_key>\" {key} \"</arg_key>\""),
+                XmlStyle::MiniMax => format!("\"<parameter name=\\\"\" {key} \"\\\">\""),
+                XmlStyle::DeepSeek => {
+                    format!("\"<｜DSML｜parameter name=\\\"\" {key} \"\\\" string=\\\"true\\\">\"")
+                }
+            };
+            return vec![(rule.to_string(), format!("({element} {text})*"))];
+        };
+        let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
+            .map(|names| names.iter().filter_map(Value::as_str).collect())
+            .unwrap_or_default();
+        let mut rules = Vec::new();
+        let mut sequence = Vec::new();
+        for (i, (key, schema)) in properties.iter().enumerate() {
+            // `args_…` names the tools' rules: `argN_…` never collides with one.
+            let name = format!("arg{i}_{rule}");
+            let value = xml_value(schema, parameters);
+            let open = literal(&self.open(key, matches!(value, XmlValue::Text)));
+            let body = match value {
+                XmlValue::Text => format!("{open} {text}"),
+                XmlValue::Grammar(value) => format!(
+                    "{open} {} ({value}) \"\\n\"? {} \"\\n\"?",
+                    self.head(),
+                    literal(self.close())
+                ),
+            };
+            let optional = if required.contains(&key.as_str()) {
+                ""
+            } else {
+                "?"
+            };
+            sequence.push(format!("{name}{optional}"));
+            rules.push((name, body));
+        }
+        let sequence = if sequence.is_empty() {
+            "\"\"".to_string()
+        } else {
+            sequence.join(" ")
+        };
+        rules.insert(0, (rule.to_string(), sequence));
+        rules
+    }
+
+    /// What comes between an opening tag and its value: an optional line
+    /// break (and GLM's `<arg_value>`).
+    fn head(self) -> String {
+        match self.value_open() {
+            "" => "\"\\n\"?".to_string(),
+            open => format!("\"\\n\"? {}", literal(open)),
+        }
+    }
+
+    /// The rule of raw text values, as `.xg` text: anything up to and
+    /// including the closing tag.
+    pub fn text_rule(self) -> String {
+        format!(
+            "# A raw text value: anything up to its closing tag.\n{XML_TEXT} ::= dispatch(stop={}) {{}}\n",
+            literal(self.close())
+        )
+    }
+}
+
 /// The rule of raw text values in XML arguments.
 const XML_TEXT: &str = "xml_text";
-
-/// What ends a raw text value in XML arguments.
-const PARAMETER_END: &str = "\n</parameter>";
-
-/// The rules of a tool's arguments as XML parameters (Qwen3-Coder's
-/// template): `rule` is the sequence of the schema's properties in its
-/// order, each optional unless required, each `<parameter=KEY>\nVALUE\n
-/// </parameter>\n`. A value the schema lets be a string is raw text (what
-/// the template writes for strings; a value of any other type is text
-/// too); a value that cannot be a string is JSON by its schema, and
-/// booleans and null may also be Python's `True`, `False`, `None` (what the
-/// template's `| string` writes); an enum lists its values as written.
-/// Without `properties`, any keys with raw text values.
-fn xml_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
-    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
-        let key = "[A-Za-z0-9_.\\-]+";
-        return vec![(
-            rule.to_string(),
-            format!("(\"<parameter=\" {key} \">\\n\" {XML_TEXT} \"\\n\")*"),
-        )];
-    };
-    let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let mut rules = Vec::new();
-    let mut sequence = Vec::new();
-    for (i, (key, schema)) in properties.iter().enumerate() {
-        // `args_…` names the tools' rules: `argN_…` never collides with one.
-        let name = format!("arg{i}_{rule}");
-        let open = literal(&format!("<parameter={key}>\n"));
-        let body = match xml_value(schema, parameters) {
-            XmlValue::Text => format!("{open} {XML_TEXT} \"\\n\""),
-            XmlValue::Grammar(value) => {
-                format!(
-                    "{open} ({value}) {}",
-                    literal(&format!("{PARAMETER_END}\n"))
-                )
-            }
-        };
-        let optional = if required.contains(&key.as_str()) {
-            ""
-        } else {
-            "?"
-        };
-        sequence.push(format!("{name}{optional}"));
-        rules.push((name, body));
-    }
-    let sequence = if sequence.is_empty() {
-        "\"\"".to_string()
-    } else {
-        sequence.join(" ")
-    };
-    rules.insert(0, (rule.to_string(), sequence));
-    rules
-}
 
 /// How one XML argument's value is written.
 enum XmlValue {
