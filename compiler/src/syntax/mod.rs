@@ -70,6 +70,8 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
 
     let parser = grammar::ItemParser::new();
     let mut items = Vec::new();
+    // Where in `items` the rules rebuilt after a syntax error are.
+    let mut recovered_rules = Vec::new();
     for (k, &start) in starts.iter().enumerate() {
         let end = starts.get(k + 1).copied().unwrap_or(tokens.len());
         let chunk = &tokens[start..end];
@@ -83,23 +85,79 @@ pub fn parse(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> ast::Fi
                 )
                 .with_help("split the expression into rules"),
             );
-            items.extend(placeholder_rule(file, chunk));
+            if let Some(rule) = placeholder_rule(file, chunk) {
+                recovered_rules.push(items.len());
+                items.push(rule);
+            }
             continue;
         }
-        match parser.parse(file, chunk.iter().cloned().map(Ok::<_, UserError>)) {
+        let mut recovered = Vec::new();
+        let parsed = parser.parse(
+            file,
+            &mut recovered,
+            chunk.iter().cloned().map(Ok::<_, UserError>),
+        );
+        for error in recovered {
+            diagnostics.push(error.into_diagnostic());
+        }
+        match parsed {
             Ok(item) => items.push(item),
             Err(error) => {
                 diagnostics.push(parse_error(file, chunk, error));
                 if let Some(rule) = placeholder_rule(file, chunk) {
+                    recovered_rules.push(items.len());
                     items.push(rule);
                 }
             }
         }
     }
+    keep_defined_references(&mut items, &recovered_rules);
     ast::File {
         items,
         comments: lexed.comments,
         blank_lines: lexed.blank_lines,
+    }
+}
+
+/// In the rules recovered from syntax errors (at `recovered` in `items`),
+/// keeps only the references to rules the file defines or imports: the
+/// words of a broken body may be anything (`once` in `dispatch(once {`),
+/// and an "undefined rule" made up from them would be noise.
+fn keep_defined_references(items: &mut [ast::Item], recovered: &[usize]) {
+    let mut defined: std::collections::HashSet<String> = std::collections::HashSet::new();
+    let mut aliases: std::collections::HashSet<String> = std::collections::HashSet::new();
+    for item in items.iter() {
+        match item {
+            ast::Item::Rule(rule) => {
+                defined.insert(rule.name.text.clone());
+            }
+            ast::Item::Import(import) => {
+                aliases.insert(import.alias.text.clone());
+            }
+        }
+    }
+    let known = |name: &str| match name.split_once('.') {
+        Some((alias, _)) => aliases.contains(alias),
+        None => defined.contains(name),
+    };
+    for &at in recovered {
+        let ast::Item::Rule(rule) = &mut items[at] else {
+            continue;
+        };
+        let references: Vec<Expr> = match std::mem::replace(&mut rule.body.kind, ExprKind::Empty) {
+            ExprKind::Sequence(items) => items,
+            kind => vec![Expr {
+                kind,
+                span: rule.body.span,
+            }],
+        };
+        let kept: Vec<Expr> = references
+            .into_iter()
+            .filter(|expr| matches!(&expr.kind, ExprKind::Ref(name) if known(name)))
+            .collect();
+        if !kept.is_empty() {
+            rule.body = sequence(kept, rule.body.span);
+        }
     }
 }
 
@@ -126,23 +184,41 @@ fn too_deep(chunk: &[(usize, Tok, usize)]) -> Option<(usize, usize)> {
     None
 }
 
-/// A rule whose body failed to parse is kept with an empty body, so that
-/// references to it resolve and one error does not cause many.
+/// A rule whose body failed to parse is kept, so that one error does not
+/// cause many: its name still resolves, and its body is the words of the
+/// broken body as references, in order (then only those naming rules the
+/// file has: [`keep_defined_references`]), so the rules it uses count as
+/// used.
 fn placeholder_rule(file: FileId, chunk: &[(usize, Tok, usize)]) -> Option<ast::Item> {
     let (start, Tok::RuleName(name), name_end) = chunk.first()? else {
         return None;
     };
     let end = chunk.last().map_or(*name_end, |(_, _, end)| *end);
     let span = Span::new(file, *start, end);
+    let references: Vec<Expr> = chunk
+        .iter()
+        .filter_map(|(start, tok, end)| match tok {
+            Tok::Ident(name) => Some(Expr {
+                kind: ExprKind::Ref(name.clone()),
+                span: Span::new(file, *start, *end),
+            }),
+            _ => None,
+        })
+        .collect();
+    let body = if references.is_empty() {
+        Expr {
+            kind: ExprKind::Empty,
+            span,
+        }
+    } else {
+        sequence(references, span)
+    };
     Some(ast::Item::Rule(ast::Rule {
         name: ast::Name {
             text: name.clone(),
             span: Span::new(file, *start, *name_end),
         },
-        body: Expr {
-            kind: ExprKind::Empty,
-            span,
-        },
+        body,
         lookahead: None,
         span,
     }))
@@ -170,6 +246,14 @@ impl UserError {
     pub(crate) fn with_help(mut self, help: impl Into<String>) -> Self {
         self.help = Some(help.into());
         self
+    }
+
+    fn into_diagnostic(self) -> Diagnostic {
+        let diagnostic = Diagnostic::error("invalid-syntax", self.message, self.span, self.label);
+        match self.help {
+            Some(help) => diagnostic.with_help(help),
+            None => diagnostic,
+        }
     }
 }
 
@@ -296,14 +380,7 @@ fn describe_parse_error(
                 format!("expected {} after this", expected_list(&expected)),
             )
         }
-        ParseError::User { error } => {
-            let diagnostic =
-                Diagnostic::error("invalid-syntax", error.message, error.span, error.label);
-            match error.help {
-                Some(help) => diagnostic.with_help(help),
-                None => diagnostic,
-            }
-        }
+        ParseError::User { error } => error.into_diagnostic(),
         // The lexer is external and every item is parsed to its end, so these
         // do not occur; report them plainly all the same.
         ParseError::InvalidToken { location }
