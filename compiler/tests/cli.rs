@@ -1035,4 +1035,25 @@ fn match_says_when_the_properties_order_is_the_reason() {
         ),
         "{stderr}"
     );
+    // Inside items reached through a `$ref`, where the value's rule is
+    // inlined into its caller: the place is found from the instance path.
+    let people = temp_grammar(
+        "people.json",
+        r##"{"definitions": {"person": {"type": "object", "properties": {"name": {"type": "string"}, "age": {"type": "integer", "minimum": 0, "maximum": 150}}, "required": ["name", "age"]}},
+            "type": "object", "properties": {"people": {"type": "array", "items": {"$ref": "#/definitions/person"}}}, "required": ["people"]}"##,
+    );
+    let output = xg(&[
+        "match",
+        people.to_str().unwrap(),
+        "--text",
+        r#"{"people": [{"name": "Ada", "age": 36}, {"name": "Bob", "age": 151}]}"#,
+    ]);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert_eq!(output.status.code(), Some(1), "{stderr}");
+    assert!(
+        stderr.contains(
+            r#"the schema at `#/definitions/person/properties/age` refuses it: {"type":"integer","minimum":0,"maximum":150}"#
+        ),
+        "{stderr}"
+    );
 }

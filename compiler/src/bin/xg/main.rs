@@ -451,7 +451,7 @@ fn run_match(
     // For a schema: whether the properties' order is what refused
     // the input (the same schema in any order takes it), else where
     // in the schema the refusal comes from.
-    let explain = |input: &[u8], rules: &[String]| {
+    let explain = |input: &[u8], offset: usize, rules: &[String]| {
         let path = schema_file?;
         let any_order = schema::any_order_variant(path, &grammar.schema);
         if any_order.is_some_and(|grammar| {
@@ -464,14 +464,15 @@ fn run_match(
                     .to_owned(),
             );
         }
-        schema::refusal_place(path, &grammar.schema, rules)
+        schema::refusal_place(path, &grammar.schema, rules, &input[..offset])
     };
     match_input(g, grammar.rule_name(), text, file, &explain, color)
 }
 
-/// Given a refused input and the rules the refusal was in (innermost
-/// first), a help that explains it in the user's terms, if there is one.
-type Explain<'a> = dyn Fn(&[u8], &[String]) -> Option<String> + 'a;
+/// Given a refused input, the offset of the refused byte and the rules the
+/// refusal was in (innermost first), a help that explains it in the user's
+/// terms, if there is one.
+type Explain<'a> = dyn Fn(&[u8], usize, &[String]) -> Option<String> + 'a;
 
 /// `xg match`: true if the input matches. A grammar that does not compile
 /// is an error (exit 2), not a mismatch.
@@ -528,7 +529,7 @@ fn match_input(
         Span::new(input_file, shown, end),
         message,
     );
-    if let Some(help) = explain(&input, &rules) {
+    if let Some(help) = explain(&input, offset, &rules) {
         diagnostic = diagnostic.with_help(help);
     }
     report.push(diagnostic);

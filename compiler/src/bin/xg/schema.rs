@@ -231,16 +231,31 @@ fn quiet_schema(path: &Path) -> Option<(Sources, xg_compiler::FileId, serde_json
     (!crate::load::is_structural_tag(&schema)).then_some((sources, file, schema))
 }
 
-/// Where in the schema of `path` a refusal comes from: the first of the
+/// Where in the schema of `path` a refusal comes from, as `the schema at
+/// POINTER refuses it: {keywords}` — the subschema's constraints, its
+/// annotations left out. The place is the deeper of two: the first of the
 /// `rules` (innermost first, as a rejection lists them) made for a schema
-/// of its own, as `the schema at POINTER refuses it: {keywords}` — the
-/// subschema's constraints, its annotations left out. `None` if the file
-/// is not a schema or no rule has a place.
-pub fn refusal_place(path: &Path, flags: &SchemaFlags, rules: &[String]) -> Option<String> {
+/// of its own, and the schema of the value the refused byte is in, found
+/// by following the instance written so far (`written`) through the
+/// schema's `properties`, `items` and local `$ref`s (rules small enough to
+/// be inlined name no place). `None` if the file is not a schema or
+/// neither finds a place.
+pub fn refusal_place(
+    path: &Path,
+    flags: &SchemaFlags,
+    rules: &[String],
+    written: &[u8],
+) -> Option<String> {
     let (_, _, schema) = quiet_schema(path)?;
     let generated =
         json_schema::generate(&schema, &flags.options(), &Budget::new(flags.limits())).ok()?;
-    let pointer = rules.iter().find_map(|rule| generated.origin(rule))?;
+    let by_rule = rules.iter().find_map(|rule| generated.origin(rule));
+    let by_value = value_schema(&schema, &instance_path(written));
+    let pointer = match (by_rule, by_value.as_deref()) {
+        (Some(rule), Some(value)) if value.len() > rule.len() => value.to_string(),
+        (Some(rule), _) => rule.to_string(),
+        (None, value) => value?.to_string(),
+    };
     let mut place = schema.pointer(pointer.trim_start_matches('#'))?.clone();
     if let Some(object) = place.as_object_mut() {
         for annotation in [
@@ -310,4 +325,137 @@ pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) 
         out!("{}", generated.to_xg());
     }
     Ok(true)
+}
+
+/// One step into a JSON value: a member's key or an item's index.
+#[derive(Debug, PartialEq, Eq)]
+enum Step {
+    Key(String),
+    Index(usize),
+}
+
+/// The path of the value that `written`, a prefix of a JSON text, ends
+/// inside: the keys and indices of the containers open at its end.
+fn instance_path(written: &[u8]) -> Vec<Step> {
+    // Per open container: the step to its current value, if one started.
+    enum Open {
+        Object { key: Option<String>, in_value: bool },
+        Array { index: usize },
+    }
+    let text = String::from_utf8_lossy(written);
+    let mut open: Vec<Open> = Vec::new();
+    let mut chars = text.chars().peekable();
+    while let Some(c) = chars.next() {
+        match c {
+            '{' => open.push(Open::Object {
+                key: None,
+                in_value: false,
+            }),
+            '[' => open.push(Open::Array { index: 0 }),
+            '}' | ']' => {
+                open.pop();
+            }
+            ',' => match open.last_mut() {
+                Some(Open::Object { key, in_value }) => {
+                    *key = None;
+                    *in_value = false;
+                }
+                Some(Open::Array { index }) => *index += 1,
+                None => {}
+            },
+            ':' => {
+                if let Some(Open::Object { in_value, .. }) = open.last_mut() {
+                    *in_value = true;
+                }
+            }
+            '"' => {
+                let mut string = String::new();
+                while let Some(c) = chars.next() {
+                    match c {
+                        '"' => break,
+                        '\\' => {
+                            if let Some(escaped) = chars.next() {
+                                string.push(escaped);
+                            }
+                        }
+                        c => string.push(c),
+                    }
+                }
+                if let Some(Open::Object {
+                    key,
+                    in_value: false,
+                }) = open.last_mut()
+                {
+                    *key = Some(string);
+                }
+            }
+            _ => {}
+        }
+    }
+    open.iter()
+        .filter_map(|container| match container {
+            Open::Object {
+                key: Some(key),
+                in_value: true,
+            } => Some(Step::Key(key.clone())),
+            Open::Object { .. } => None,
+            Open::Array { index } => Some(Step::Index(*index)),
+        })
+        .collect()
+}
+
+/// The JSON pointer of the subschema of `schema` that the value at `path`
+/// is checked against, as far as `properties`, `additionalProperties`,
+/// `prefixItems`/`items` and local `$ref`s lead; `None` if not past the
+/// root.
+fn value_schema(schema: &serde_json::Value, path: &[Step]) -> Option<String> {
+    let follow = |mut pointer: String| {
+        // Local references, a few deep at most (a cycle stops there).
+        for _ in 0..8 {
+            let here = schema.pointer(pointer.trim_start_matches('#'))?;
+            match here.get("$ref").and_then(serde_json::Value::as_str) {
+                Some(target) if target.starts_with('#') => pointer = target.to_string(),
+                _ => return Some(pointer),
+            }
+        }
+        Some(pointer)
+    };
+    let escape = |key: &str| key.replace('~', "~0").replace('/', "~1");
+    let mut pointer = follow("#".to_string())?;
+    let mut moved = false;
+    for step in path {
+        let here = schema.pointer(pointer.trim_start_matches('#'))?;
+        let next = match step {
+            Step::Key(key) => {
+                if here.get("properties").and_then(|p| p.get(key)).is_some() {
+                    format!("{pointer}/properties/{}", escape(key))
+                } else if here
+                    .get("additionalProperties")
+                    .is_some_and(serde_json::Value::is_object)
+                {
+                    format!("{pointer}/additionalProperties")
+                } else {
+                    break;
+                }
+            }
+            Step::Index(index) => {
+                if here
+                    .get("prefixItems")
+                    .and_then(|p| p.get(*index))
+                    .is_some()
+                {
+                    format!("{pointer}/prefixItems/{index}")
+                } else if here.get("items").is_some_and(serde_json::Value::is_object) {
+                    format!("{pointer}/items")
+                } else if here.get("items").and_then(|p| p.get(*index)).is_some() {
+                    format!("{pointer}/items/{index}")
+                } else {
+                    break;
+                }
+            }
+        };
+        pointer = follow(next)?;
+        moved = true;
+    }
+    moved.then_some(pointer)
 }
