@@ -170,6 +170,10 @@ pub(super) struct StepMemo {
     /// Per configuration and set of byte classes: the chain of common
     /// targets from it, as far as it was followed.
     chains: FxHashMap<(u32, u64), Chain>,
+    /// The outcomes of the chains looked up last, one per slot of a small
+    /// table in front of `chains`: a walk asks about the same few chains
+    /// at node after node, and the map is large.
+    recent: Vec<RecentChain>,
     /// The items of all configurations, and the bytes of `subtrees` and
     /// `chains`.
     items: usize,
@@ -191,6 +195,34 @@ struct Chain {
     /// The configurations along it, after the one it starts from.
     configs: Vec<u32>,
     end: ChainEnd,
+}
+
+/// Slots of [`StepMemo::recent`].
+const RECENT_CHAINS: usize = 1024;
+
+/// A chain's key and how far it is known (see [`StepMemo::recent`]).
+#[derive(Clone, Copy)]
+struct RecentChain {
+    config: u32,
+    len: u32,
+    classes: u64,
+    end: ChainEnd,
+}
+
+impl RecentChain {
+    const EMPTY: Self = Self {
+        config: NONE,
+        len: 0,
+        classes: 0,
+        end: ChainEnd::Open,
+    };
+
+    /// The slot of the chain from `config` over `classes`.
+    fn slot(config: u32, classes: u64) -> usize {
+        let mixed =
+            (u64::from(config) ^ classes.rotate_left(17)).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+        usize::try_from(mixed >> 54).expect("ten bits") % RECENT_CHAINS
+    }
 }
 
 /// How a chain ends.
@@ -247,6 +279,7 @@ impl StepMemo {
                 items: 0,
                 subtree_bytes: 0,
                 chains: FxHashMap::default(),
+                recent: vec![RecentChain::EMPTY; RECENT_CHAINS],
                 chain_bytes: 0,
             },
         };
@@ -468,7 +501,23 @@ impl StepMemo {
         height: usize,
     ) -> bool {
         let key = (self.path[start], classes);
+        let slot = RecentChain::slot(key.0, key.1);
+        let recent = self.recent[slot];
+        if recent.config == key.0 && recent.classes == key.1 {
+            match recent.end {
+                ChainEnd::Cycle => return true,
+                _ if recent.len as usize >= height => return true,
+                ChainEnd::Broken => return false,
+                ChainEnd::Open => {}
+            }
+        }
         if let Some(chain) = self.chains.get(&key) {
+            self.recent[slot] = RecentChain {
+                config: key.0,
+                len: u32::try_from(chain.configs.len()).expect("chains fit in u32"),
+                classes: key.1,
+                end: chain.end,
+            };
             match chain.end {
                 ChainEnd::Cycle => return true,
                 _ if chain.configs.len() >= height => return true,
@@ -508,6 +557,12 @@ impl StepMemo {
             self.path.push(next);
             self.built = self.built.min(level);
             level += 1;
+        };
+        self.recent[slot] = RecentChain {
+            config: key.0,
+            len: u32::try_from(chain.configs.len()).expect("chains fit in u32"),
+            classes: key.1,
+            end: chain.end,
         };
         self.chains.insert(key, chain);
         viable
