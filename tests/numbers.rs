@@ -410,3 +410,63 @@ fn plain_integers_are_digits_only() {
         }
     }
 }
+
+/// The grammar of a schema given as text: bounds are read as the text
+/// writes them, not as the nearest double, and schemas that differ only in
+/// digits a double drops are cached apart.
+fn compile_text(text: &str, cache: &CompileCache) -> Arc<Grammar> {
+    let schema: Value = serde_json::from_str(text).unwrap();
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", text, None);
+    let mut diagnostics = Diagnostics::new();
+    let grammar = pipeline::json_schema(
+        &schema,
+        &Options::default(),
+        &Limits::default(),
+        cache,
+        &sources,
+        file,
+        &mut diagnostics,
+    );
+    Arc::new(grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false))))
+}
+
+/// Bounds with more digits than a double holds (issue 40, item 6): the
+/// schema's own digits decide, in every bound keyword.
+#[test]
+fn bounds_are_the_digits_the_schema_writes() {
+    let cache = CompileCache::default();
+    for (schema, accepted, refused) in [
+        (
+            r#"{"type": "integer", "maximum": 99999999999999999999}"#,
+            &["99999999999999999999", "-5"][..],
+            &["100000000000000000000"][..],
+        ),
+        (
+            r#"{"type": "number", "exclusiveMaximum": 0.10000000000000001}"#,
+            &["0.1", "0.10000000000000000999", "1e-1"][..],
+            &["0.10000000000000001", "0.2"][..],
+        ),
+        (
+            r#"{"type": "number", "minimum": 0.30000000000000001}"#,
+            &["0.30000000000000001", "0.31"][..],
+            &["0.3", "0.30000000000000000999"][..],
+        ),
+        (
+            r#"{"type": "integer", "minimum": -99999999999999999999, "exclusiveMinimum": -99999999999999999998}"#,
+            &["-99999999999999999997", "0"][..],
+            &["-99999999999999999998", "-99999999999999999999"][..],
+        ),
+    ] {
+        let grammar = compile_text(schema, &cache);
+        for text in accepted {
+            assert!(accepts(&grammar, text), "{schema} should accept {text}");
+        }
+        for text in refused {
+            assert!(!accepts(&grammar, text), "{schema} should refuse {text}");
+        }
+    }
+    // The printed form of the first schema (`1e20`) is another schema.
+    let printed = compile_text(r#"{"type": "integer", "maximum": 1e20}"#, &cache);
+    assert!(accepts(&printed, "100000000000000000000"));
+}

@@ -189,9 +189,19 @@ pub fn json_schema(
             pointer,
             message: json_schema::too_deep_message(),
         }]),
-        None => cache.schema(schema.to_string(), options, || {
-            json_schema::generate(schema, options, &budget)
-        }),
+        None => {
+            // The schema's text keeps numbers a double cannot hold; they
+            // decide bounds, so they are part of the key.
+            let inexact = json_schema::inexact_numbers(schema, sources.text(file));
+            let mut key = schema.to_string();
+            if !inexact.is_empty() {
+                key.push('\0');
+                key.push_str(&inexact.key());
+            }
+            cache.schema(key, options, || {
+                json_schema::generate_with_numbers(schema, inexact, options, &budget)
+            })
+        }
     };
     let placement = json_schema::Placement {
         whole: Span::new(file, 0, 0),

@@ -293,8 +293,14 @@ impl GrammarCompiler {
             cancel: None,
         };
         let value = parse_json(&text, "the JSON Schema").map_err(CompileError::new_err)?;
-        let generated = py
-            .detach(|| json_schema::generate(&value, &options, &xg_compiler::Budget::new(limits)));
+        let generated = py.detach(|| {
+            json_schema::generate_from_text(
+                &value,
+                &text,
+                &options,
+                &xg_compiler::Budget::new(limits),
+            )
+        });
         let generated = generated.map_err(|errors| schema_errors(&errors))?;
         generated
             .report
@@ -743,7 +749,7 @@ impl Grammar {
         );
         let schema = parse_json(&text, "the JSON Schema").map_err(CompileError::new_err)?;
         let budget = xg_compiler::Budget::new(Limits::default());
-        match json_schema::generate(&schema, &options, &budget) {
+        match json_schema::generate_from_text(&schema, &text, &options, &budget) {
             Ok(generated) => Ok(Self {
                 text: generated.to_xg(),
                 root: "root".to_owned(),

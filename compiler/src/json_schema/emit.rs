@@ -87,6 +87,9 @@ pub(crate) struct Emitter<'a> {
     origins: HashMap<String, String>,
     errors: Vec<SchemaError>,
     budget: &'a Budget,
+    /// The schema's numbers as its text writes them, by pointer (empty
+    /// without the text): bounds are read from them, not from doubles.
+    pub(crate) written_numbers: HashMap<String, String>,
 }
 
 impl<'a> Emitter<'a> {
@@ -123,6 +126,7 @@ impl<'a> Emitter<'a> {
             origins: HashMap::new(),
             errors: Vec::new(),
             budget,
+            written_numbers: HashMap::new(),
         }
     }
 

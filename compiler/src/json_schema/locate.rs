@@ -104,6 +104,72 @@ fn descend(
     Some(())
 }
 
+/// Every number in the JSON `text`, by the pointer of its place (`#/minimum`,
+/// `#/properties/a/maximum`), as written: serde_json keeps a number too
+/// large for 64 bits, or with more digits than a double holds, only as the
+/// nearest double, and a bound must be the schema's own. One pass, no
+/// recursion; `None` if the text is not JSON as this reads it.
+pub(crate) fn numbers(text: &str) -> Option<HashMap<String, String>> {
+    // Per open container: its pointer, and the key or index of its
+    // current member (a key is read before its value).
+    enum Member {
+        Key(Option<String>),
+        Index(usize),
+    }
+    let bytes = text.as_bytes();
+    let mut open: Vec<(String, Member)> = Vec::new();
+    let mut found = HashMap::new();
+    let here = |open: &[(String, Member)]| match open.last() {
+        None => Some("#".to_string()),
+        Some((pointer, Member::Key(Some(key)))) => Some(format!(
+            "{pointer}/{}",
+            key.replace('~', "~0").replace('/', "~1")
+        )),
+        Some((pointer, Member::Index(index))) => Some(format!("{pointer}/{index}")),
+        Some((_, Member::Key(None))) => None,
+    };
+    let mut at = skip_space(text, 0);
+    while at < bytes.len() {
+        match bytes[at] {
+            b'{' => {
+                open.push((here(&open)?, Member::Key(None)));
+                at += 1;
+            }
+            b'[' => {
+                open.push((here(&open)?, Member::Index(0)));
+                at += 1;
+            }
+            b'}' | b']' => {
+                open.pop()?;
+                at += 1;
+            }
+            b',' => {
+                match &mut open.last_mut()?.1 {
+                    Member::Key(key) => *key = None,
+                    Member::Index(index) => *index += 1,
+                }
+                at += 1;
+            }
+            b':' => at += 1,
+            b'"' => {
+                let end = value_end(text, at)?;
+                if let Some((_, Member::Key(key @ None))) = open.last_mut() {
+                    *key = Some(serde_json::from_str(&text[at..end]).ok()?);
+                }
+                at = end;
+            }
+            b'-' | b'0'..=b'9' => {
+                let end = value_end(text, at)?;
+                found.insert(here(&open)?, text[at..end].to_string());
+                at = end;
+            }
+            _ => at = value_end(text, at)?,
+        }
+        at = skip_space(text, at);
+    }
+    Some(found)
+}
+
 /// The end of the value that starts at `at`.
 fn value_end(text: &str, at: usize) -> Option<usize> {
     let bytes = text.as_bytes();
@@ -161,7 +227,23 @@ fn skip_space(text: &str, at: usize) -> usize {
 
 #[cfg(test)]
 mod tests {
-    use super::{locate, locate_all};
+    use super::{locate, locate_all, numbers};
+
+    #[test]
+    fn numbers_are_found_as_written_at_their_pointers() {
+        let text = r#"{"maximum": 99999999999999999999, "properties": {"a/b": {"exclusiveMinimum": 0.10000000000000001},
+            "q\"": {"enum": [1, -2.50e3]}}, "s": "1,2"}"#;
+        let found = numbers(text).unwrap();
+        assert_eq!(found["#/maximum"], "99999999999999999999");
+        assert_eq!(
+            found["#/properties/a~1b/exclusiveMinimum"],
+            "0.10000000000000001"
+        );
+        assert_eq!(found["#/properties/q\"/enum/1"], "-2.50e3");
+        assert_eq!(found.len(), 4);
+        assert!(numbers("{\"a\": [1,").is_some());
+        assert!(numbers("}").is_none());
+    }
 
     const SCHEMA: &str = r#" {
         "type": "object",

@@ -23,6 +23,7 @@ mod numbers;
 mod schema;
 mod strings;
 
+use std::collections::HashMap;
 use std::fmt;
 
 use serde_json::Value;
@@ -325,6 +326,84 @@ pub fn generate(
         }]);
     }
     emit::Emitter::new(schema, options, budget).run()
+}
+
+/// [`generate`] for a schema that arrived as JSON text (`text` parses to
+/// `schema`): numeric bounds (`minimum`, `maximum`, the exclusive ones,
+/// `multipleOf`) are read from the text as written, so that digits beyond
+/// a double's precision count (`"maximum": 99999999999999999999` refuses
+/// `100000000000000000000`, which a double cannot tell apart from it).
+pub fn generate_from_text(
+    schema: &Value,
+    text: &str,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Generated, Vec<SchemaError>> {
+    generate_with_numbers(schema, inexact_numbers(schema, text), options, budget)
+}
+
+/// [`generate_from_text`] with the text's [`inexact_numbers`] found
+/// already.
+pub fn generate_with_numbers(
+    schema: &Value,
+    written: WrittenNumbers,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Generated, Vec<SchemaError>> {
+    if let Some(pointer) = too_deep(schema) {
+        return Err(vec![SchemaError {
+            pointer,
+            message: too_deep_message(),
+        }]);
+    }
+    let mut emitter = emit::Emitter::new(schema, options, budget);
+    emitter.written_numbers = written.0;
+    emitter.run()
+}
+
+/// A schema's numbers that serde_json does not print as its text writes
+/// them, by pointer (`/maximum`, without the `#`), as written.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub struct WrittenNumbers(HashMap<String, String>);
+
+impl WrittenNumbers {
+    /// Whether every number prints as written.
+    pub fn is_empty(&self) -> bool {
+        self.0.is_empty()
+    }
+
+    /// The numbers, sorted by pointer, as text: what a cache of generated
+    /// schemas keys on besides the schema's printed form.
+    pub fn key(&self) -> String {
+        let mut written: Vec<_> = self.0.iter().collect();
+        written.sort();
+        format!("{written:?}")
+    }
+}
+
+/// The numbers of `text` (the JSON of `schema`) that serde_json does not
+/// print as written: those [`generate_from_text`] must read from the text.
+pub fn inexact_numbers(schema: &Value, text: &str) -> WrittenNumbers {
+    let Some(numbers) = locate::numbers(text) else {
+        return WrittenNumbers::default();
+    };
+    WrittenNumbers(
+        numbers
+            .into_iter()
+            .filter_map(|(pointer, written)| {
+                // Keyed as the generator writes pointers: `/maximum`, no `#`.
+                let pointer = pointer.trim_start_matches('#').to_string();
+                let Some(Value::Number(number)) = schema.pointer(&pointer) else {
+                    return None;
+                };
+                // Printed as written, or the same number: nothing to keep.
+                let printed = number.to_string();
+                (printed != written
+                    && numbers::Decimal::parse(&printed) != numbers::Decimal::parse(&written))
+                .then_some((pointer, written))
+            })
+            .collect(),
+    )
 }
 
 /// Compiles `schema` all the way to a checked tree (for the rest of the

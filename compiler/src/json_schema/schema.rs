@@ -544,7 +544,7 @@ impl<'a> Emitter<'a> {
                 }
                 "multipleOf" => match value
                     .as_number()
-                    .and_then(|n| Decimal::parse(&n.to_string()))
+                    .and_then(|n| Decimal::parse(&self.written(&at, n)))
                 {
                     Some(d) if !d.negative && (d.integer > 0 || !d.fraction.is_empty()) => {
                         node.multiple_of.push((d, pointer.to_string()));
@@ -807,6 +807,16 @@ impl<'a> Emitter<'a> {
         n
     }
 
+    /// The number at `pointer` as the schema's text writes it, if the text
+    /// was given and says the same number; else as serde_json prints it
+    /// (exact for integers within 64 bits, the nearest double beyond).
+    fn written(&self, pointer: &str, number: &serde_json::Number) -> String {
+        match self.written_numbers.get(pointer) {
+            Some(text) if text.parse::<f64>().ok() == number.as_f64() => text.clone(),
+            _ => number.to_string(),
+        }
+    }
+
     fn bound(
         &mut self,
         node: &mut Node,
@@ -825,7 +835,7 @@ impl<'a> Emitter<'a> {
             self.error(&at, format!("`{keyword}` must be a number"));
             return;
         };
-        let Some(decimal) = Decimal::parse(&number.to_string()) else {
+        let Some(decimal) = Decimal::parse(&self.written(&at, number)) else {
             // Generated schemas bound doubles by `±1.7976931348623157e308`.
             self.approximate(
                 pointer,

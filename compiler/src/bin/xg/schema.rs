@@ -183,7 +183,12 @@ pub fn xg_text(
             path.display()
         );
     }
-    let outcome = json_schema::generate(&schema, &flags.options(), &Budget::new(flags.limits()));
+    let outcome = json_schema::generate_from_text(
+        &schema,
+        sources.text(file),
+        &flags.options(),
+        &Budget::new(flags.limits()),
+    );
     json_schema::diagnose(&outcome, sources, file, diagnostics);
     Ok(outcome.ok().map(|generated| generated.to_xg()))
 }
@@ -246,9 +251,14 @@ pub fn refusal_place(
     rules: &[String],
     written: &[u8],
 ) -> Option<String> {
-    let (_, _, schema) = quiet_schema(path)?;
-    let generated =
-        json_schema::generate(&schema, &flags.options(), &Budget::new(flags.limits())).ok()?;
+    let (sources, file, schema) = quiet_schema(path)?;
+    let generated = json_schema::generate_from_text(
+        &schema,
+        sources.text(file),
+        &flags.options(),
+        &Budget::new(flags.limits()),
+    )
+    .ok()?;
     let by_rule = rules.iter().find_map(|rule| generated.origin(rule));
     let by_value = value_schema(&schema, &instance_path(written));
     let pointer = match (by_rule, by_value.as_deref()) {
@@ -300,7 +310,8 @@ pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) 
         return Ok(false);
     };
     let budget = Budget::new(flags.limits());
-    let outcome = json_schema::generate(&schema, &flags.options(), &budget);
+    let outcome =
+        json_schema::generate_from_text(&schema, sources.text(file), &flags.options(), &budget);
     json_schema::diagnose(&outcome, &sources, file, &mut diagnostics);
     eprint!("{}", diagnostics.render(&sources, color));
     let Ok(generated) = outcome else {
