@@ -384,6 +384,21 @@ impl WrittenNumbers {
 /// The numbers of `text` (the JSON of `schema`) that serde_json does not
 /// print as written: those [`generate_from_text`] must read from the text.
 pub fn inexact_numbers(schema: &Value, text: &str) -> WrittenNumbers {
+    // A double prints every number of up to 15 significant digits as
+    // written (or as another spelling of the same value): without a longer
+    // run of digits there is nothing to find, and nothing to scan.
+    let mut run = 0;
+    let long = text.bytes().any(|byte| {
+        match byte {
+            b'0'..=b'9' => run += 1,
+            b'.' => {}
+            _ => run = 0,
+        }
+        run > 15
+    });
+    if !long {
+        return WrittenNumbers::default();
+    }
     let Some(numbers) = locate::numbers(text) else {
         return WrittenNumbers::default();
     };
