@@ -5,9 +5,11 @@
 //! threads (a server's worker pool), so that recursion on the depth of the
 //! input shows as a crash here.
 
+mod common;
+
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
-use std::time::Duration;
+use std::time::{Duration, Instant};
 
 use serde_json::{Value, json};
 use xg_compiler::json_schema::{self, MAX_JSON_DEPTH};
@@ -516,4 +518,48 @@ fn the_time_limit_holds_inside_the_schema_generator() {
         errors(&diagnostics)
     );
     assert!(elapsed < Duration::from_secs(1), "{elapsed:?}");
+}
+
+/// An ambiguous grammar's work grows with the square of the output
+/// (`s ::= s s | "a"`: 5,000 bytes took 254 s to accept). A step past the
+/// step budget is refused as over budget, where it ran out, and undone;
+/// smaller steps within it go on. The default budget returns in about a
+/// second (release builds only: a time bound).
+#[test]
+fn steps_past_the_step_budget_are_refused_and_undone() {
+    let grammar = common::runtime_grammar("root ::= s\ns ::= s s | \"a\"");
+    let mut matcher = Matcher::new(Arc::clone(&grammar));
+    matcher.set_step_budget(200_000);
+    let refused = matcher.accept_str(&"a".repeat(400)).unwrap_err();
+    assert!(refused.is_over_budget(), "{refused}");
+    assert!(
+        refused.position() > 10 && refused.position() < 400,
+        "{refused}"
+    );
+    assert!(refused.to_string().contains("step budget"), "{refused}");
+    assert_eq!((matcher.position(), matcher.steps()), (0, 0));
+    for _ in 0..100 {
+        matcher.accept_str("a").unwrap();
+    }
+    assert!(matcher.can_terminate());
+    // A grammar refusal is not a budget one.
+    let refused = matcher.accept_str("b").unwrap_err();
+    assert!(!refused.is_over_budget());
+}
+
+/// The default step budget bounds a step of an ambiguous grammar to about
+/// a second (release builds: a time bound).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "a time bound: release builds only")]
+fn the_default_step_budget_is_about_a_second() {
+    let grammar = common::runtime_grammar("root ::= s\ns ::= s s | \"a\"");
+    let mut matcher = Matcher::new(grammar);
+    let started = Instant::now();
+    let refused = matcher.accept_str(&"a".repeat(5_000)).unwrap_err();
+    assert!(refused.is_over_budget(), "{refused}");
+    assert!(
+        started.elapsed() < Duration::from_secs(5),
+        "{:?}",
+        started.elapsed()
+    );
 }

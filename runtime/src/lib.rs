@@ -51,7 +51,7 @@ pub use self::embedded::StaticGrammar;
 pub use self::grammar::{CacheFallback, Grammar};
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::matcher::{
-    CONTEXT_TOKENS, DEFAULT_MASK_BUDGET, DraftTree, Expected, ForcedTokens, Found, MaskError,
-    MaskStats, Matcher, Rejection, RollbackError, Stats,
+    CONTEXT_TOKENS, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected, ForcedTokens,
+    Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats,
 };
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

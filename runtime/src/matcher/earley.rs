@@ -65,6 +65,10 @@ pub(super) struct Scratch {
     indexed: usize,
     /// Places of items that wait for a rule just completed.
     parents: Vec<u32>,
+    /// Items tried in this row, new or not: the row's work, which grows
+    /// with the ways to derive it (an ambiguous grammar tries each item
+    /// many times), where the count of items does not.
+    tried: u64,
 }
 
 /// The row being built and everything it needs.
@@ -93,6 +97,7 @@ pub(super) fn build(
     scratch.empty.clear();
     scratch.waiting.clear();
     scratch.indexed = 0;
+    scratch.tried = 0;
     let row = u32::try_from(history.rows()).expect("rows fit in u32");
     let mut builder = Builder {
         grammar,
@@ -148,10 +153,16 @@ impl Scratch {
     pub(super) fn items(&self) -> &[Item] {
         &self.items
     }
+
+    /// The work of the last row built: items tried, new or not.
+    pub(super) fn work(&self) -> u64 {
+        self.tried
+    }
 }
 
 impl Builder<'_> {
     fn add(&mut self, item: Item) {
+        self.scratch.tried += 1;
         if insert(&self.scratch.items, &mut self.scratch.seen, item) {
             self.scratch.items.push(item);
         }

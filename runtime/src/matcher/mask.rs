@@ -41,8 +41,9 @@ use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
 use crate::vocab::{TokenKind, Vocabulary};
 
-/// The default bound on the Earley items one mask may build (see
-/// [`Matcher::set_mask_budget`]): about a second of work.
+/// The default bound on the work of one mask, in Earley items tried (see
+/// [`Matcher::set_mask_budget`]): about a second of work (some 20 ns a
+/// unit).
 pub const DEFAULT_MASK_BUDGET: u64 = 50_000_000;
 
 /// Why no mask was computed.
@@ -110,7 +111,7 @@ pub struct MaskStats {
     /// Trie nodes visited building entries (a subtree whose outcome an
     /// earlier walk recorded counts as one).
     pub nodes_walked: u64,
-    /// Earley items built, entries included: what the budget bounds.
+    /// Earley items tried, entries included: what the budget bounds.
     pub items: u64,
 }
 
@@ -123,8 +124,9 @@ fn is_set(mask: &[u32], id: TokenId) -> bool {
 }
 
 impl Matcher {
-    /// Bounds the work of one token mask to `items` Earley items (entries
-    /// built for the cache included). Past it,
+    /// Bounds the work of one token mask to `items` Earley items tried
+    /// (entries built for the cache included; the unit of
+    /// [`Matcher::set_step_budget`]). Past it,
     /// [`Matcher::fill_next_token_bitmask`] fails with
     /// [`MaskError::BudgetExceeded`] instead of stalling.
     pub fn set_mask_budget(&mut self, items: u64) {

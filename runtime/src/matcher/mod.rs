@@ -42,6 +42,15 @@ pub(crate) use self::precompute::precompute;
 use self::states::RowStates;
 pub(crate) use self::states::StateNames;
 
+/// The default bound on the work of one step ([`Matcher::set_step_budget`]):
+/// about a second of work.
+pub const DEFAULT_STEP_BUDGET: u64 = 50_000_000;
+
+/// The work each symbol of a step adds to its budget: a grammar written
+/// for generation does some tens of units a byte, so a step of a whole
+/// document is not refused for its length.
+const STEP_BUDGET_PER_SYMBOL: u64 = 10_000;
+
 /// One step of a matcher: where its rows begin, and the text token it
 /// took, if it was one (what [`Matcher::forced_tokens`] may take back).
 #[derive(Clone, Copy, Debug)]
@@ -91,6 +100,8 @@ pub struct Matcher {
     work: u64,
     /// The most Earley items one token mask may build.
     mask_budget: u64,
+    /// The most work one step may do (see [`Matcher::set_step_budget`]).
+    step_budget: u64,
     /// What the last token mask cost.
     mask_stats: MaskStats,
     /// The states of the first rows (see [`states`]).
@@ -109,6 +120,7 @@ impl Clone for Matcher {
             scratch: Scratch::default(),
             work: 0,
             mask_budget: self.mask_budget,
+            step_budget: self.step_budget,
             mask_stats: MaskStats::default(),
             states: self.states.clone(),
         }
@@ -143,6 +155,8 @@ pub struct Rejection {
     found: Found,
     expected: Expected,
     terminated: bool,
+    /// The step budget, when it ran out before the step was decided.
+    over_budget: Option<u64>,
 }
 
 impl Rejection {
@@ -161,6 +175,13 @@ impl Rejection {
     pub fn expected(&self) -> &Expected {
         &self.expected
     }
+
+    /// Whether the step was refused because it would cost more than the
+    /// step budget ([`Matcher::set_step_budget`]), not because the
+    /// grammar refuses it.
+    pub fn is_over_budget(&self) -> bool {
+        self.over_budget.is_some()
+    }
 }
 
 impl fmt::Display for Rejection {
@@ -176,6 +197,13 @@ impl fmt::Display for Rejection {
         }
         if self.terminated {
             return write!(f, "{found} after the output has ended");
+        }
+        if let Some(budget) = self.over_budget {
+            return write!(
+                f,
+                "{found} would cost more than the step budget of {budget} units of work \
+                 (an ambiguous grammar); the step is undone"
+            );
         }
         write!(f, "unexpected {found}; expected {}", self.expected)
     }
@@ -246,6 +274,7 @@ impl Matcher {
             scratch: Scratch::default(),
             work: 0,
             mask_budget: DEFAULT_MASK_BUDGET,
+            step_budget: DEFAULT_STEP_BUDGET,
             mask_stats: MaskStats::default(),
             states: RowStates::new(),
         }
@@ -338,7 +367,7 @@ impl Matcher {
             &mut self.scratch,
             start,
         );
-        self.work += self.scratch.items().len() as u64;
+        self.work += self.scratch.work();
         if settled.viable {
             let flags = if settled.can_terminate {
                 CAN_TERMINATE
@@ -375,9 +404,23 @@ impl Matcher {
             let found = symbols.map(found).next().unwrap_or(Found::End);
             return Err(self.rejection(found));
         }
+        let work = self.work;
+        let mut budget = self.step_budget;
         for symbol in symbols {
             if !self.push(Start::Scan(symbol)) {
                 let rejection = self.rejection(found(symbol));
+                self.truncate(start);
+                return Err(rejection);
+            }
+            // A long step (a whole document) gets room for each symbol.
+            budget = budget.saturating_add(STEP_BUDGET_PER_SYMBOL);
+            if self.work - work > budget {
+                // At the symbol the budget ran out on.
+                let rejection = Rejection {
+                    position: self.position() - 1,
+                    over_budget: Some(budget),
+                    ..self.rejection(found(symbol))
+                };
                 self.truncate(start);
                 return Err(rejection);
             }
@@ -479,7 +522,25 @@ impl Matcher {
             found,
             expected: self.expected(),
             terminated: self.terminated,
+            over_budget: None,
         }
+    }
+
+    /// Bounds the work one step (one `accept_*` call) may do, in units of
+    /// Earley items tried (some 20 ns each), plus 10,000 units for each
+    /// byte or token of the step: a step past it is refused
+    /// ([`Rejection::is_over_budget`]) and undone. Grammars written for
+    /// generation take some tens of units a byte; the default,
+    /// [`DEFAULT_STEP_BUDGET`], is about a second of work, there for
+    /// ambiguous grammars whose work grows with the square of the output
+    /// (`s ::= s s | "a"`).
+    pub fn set_step_budget(&mut self, units: u64) {
+        self.step_budget = units;
+    }
+
+    /// The step budget.
+    pub fn step_budget(&self) -> u64 {
+        self.step_budget
     }
 
     /// Sizes of the state.
