@@ -318,6 +318,7 @@ pub(crate) type Verdicts = Box<[TokenId]>;
 /// rules of the row's items.
 type CombinationKey = (u64, Box<[(Key, u32)]>);
 
+/// One shard of the cache: the entries whose keys hash to it.
 #[derive(Default)]
 struct Pool {
     entries: FxHashMap<Key, Slot<Classified>>,
@@ -326,14 +327,21 @@ struct Pool {
     /// check accepted.
     states: FxHashMap<StateKey, Slot<Verdicts>>,
     bytes: usize,
-    clock: u64,
 }
 
-impl Pool {
-    fn tick(&mut self) -> u64 {
-        self.clock += 1;
-        self.clock
-    }
+/// Shards of a [`MaskCache`]. A long-running cache holds millions of
+/// entries: in one map, growing it moved them all at once under the lock
+/// (steps of 100–200 ms in a warm MaskBench run), and every lookup of
+/// every thread waited on the one lock. Each shard grows, evicts and
+/// locks on its own.
+const SHARDS: usize = 64;
+
+/// The shard of `key`.
+fn shard_of<K: std::hash::Hash>(key: &K) -> usize {
+    use std::hash::BuildHasher;
+    let hash = rustc_hash::FxBuildHasher.hash_one(key);
+    // The high bits: FxHash mixes them best.
+    usize::try_from(hash >> 58).expect("six bits") % SHARDS
 }
 
 /// The mask cache shared by every grammar and matcher of one vocabulary.
@@ -345,7 +353,9 @@ impl Pool {
 /// Thread-safe: matchers on many threads look entries up at once (a lock
 /// is held only to find or insert, never while an entry is built).
 pub struct MaskCache {
-    pool: Mutex<Pool>,
+    pools: Box<[Mutex<Pool>]>,
+    /// The time of the last use, for least-recently-used eviction.
+    clock: AtomicU64,
     limit: usize,
     hits: AtomicU64,
     partial_hits: AtomicU64,
@@ -371,7 +381,8 @@ impl MaskCache {
     /// An empty cache holding at most about `limit` bytes.
     pub fn new(limit: usize) -> Self {
         Self {
-            pool: Mutex::default(),
+            pools: (0..SHARDS).map(|_| Mutex::default()).collect(),
+            clock: AtomicU64::new(0),
             limit,
             hits: AtomicU64::new(0),
             partial_hits: AtomicU64::new(0),
@@ -390,34 +401,47 @@ impl MaskCache {
 
     /// The cache's counters and size.
     pub fn stats(&self) -> CacheStats {
-        let pool = self.lock();
-        CacheStats {
+        let mut stats = CacheStats {
             hits: self.hits.load(Ordering::Relaxed),
             partial_hits: self.partial_hits.load(Ordering::Relaxed),
             misses: self.misses.load(Ordering::Relaxed),
             loaded: self.loaded.load(Ordering::Relaxed),
             evictions: self.evictions.load(Ordering::Relaxed),
-            entries: pool.entries.len(),
-            combinations: pool.combinations.len(),
             state_hits: self.state_hits.load(Ordering::Relaxed),
-            states: pool.states.len(),
-            bytes: pool.bytes,
+            ..CacheStats::default()
+        };
+        for shard in 0..SHARDS {
+            let pool = self.lock(shard);
+            stats.entries += pool.entries.len();
+            stats.combinations += pool.combinations.len();
+            stats.states += pool.states.len();
+            stats.bytes += pool.bytes;
         }
+        stats
     }
 
     /// Empties the cache (the counters stay).
     pub fn clear(&self) {
-        let mut pool = self.lock();
-        pool.entries.clear();
-        pool.combinations.clear();
-        pool.states.clear();
-        pool.bytes = 0;
+        for shard in 0..SHARDS {
+            let mut pool = self.lock(shard);
+            pool.entries.clear();
+            pool.combinations.clear();
+            pool.states.clear();
+            pool.bytes = 0;
+        }
     }
 
-    fn lock(&self) -> std::sync::MutexGuard<'_, Pool> {
-        // A panic elsewhere cannot leave the pool inconsistent: every
-        // change is made under one lock and completes.
-        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+    fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Pool> {
+        // A panic elsewhere cannot leave a shard inconsistent: every change
+        // is made under its lock and completes.
+        self.pools[shard]
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The time now, for least-recently-used eviction.
+    fn tick(&self) -> u64 {
+        self.clock.fetch_add(1, Ordering::Relaxed) + 1
     }
 
     /// The combination of grammar `grammar`'s row whose items have entry
@@ -502,7 +526,7 @@ impl MaskCache {
     /// The entry for `key` if the pool holds it (nothing is built, loaded
     /// or counted).
     pub(crate) fn cached_entry(&self, key: &Key) -> Option<Arc<Classified>> {
-        let pool = self.lock();
+        let pool = self.lock(shard_of(key));
         pool.entries.get(key).map(|slot| Arc::clone(&slot.value))
     }
 
@@ -549,9 +573,10 @@ impl MaskCache {
         key: K,
         build: impl FnOnce() -> Result<(T, usize), E>,
     ) -> Result<(Arc<T>, Lookup), E> {
+        let shard = shard_of(&key);
         {
-            let mut pool = self.lock();
-            let now = pool.tick();
+            let now = self.tick();
+            let mut pool = self.lock(shard);
             if let Some(slot) = map(&mut pool).get_mut(&key) {
                 slot.last_used = now;
                 return Ok((Arc::clone(&slot.value), Lookup::Hit));
@@ -560,8 +585,8 @@ impl MaskCache {
         let (value, bytes) = build()?;
         let value = Arc::new(value);
         let bytes = bytes + SLOT_OVERHEAD;
-        let mut pool = self.lock();
-        let now = pool.tick();
+        let now = self.tick();
+        let mut pool = self.lock(shard);
         if let Vacant(vacant) = map(&mut pool).entry(key) {
             vacant.insert(Slot {
                 value: Arc::clone(&value),
@@ -574,15 +599,16 @@ impl MaskCache {
         Ok((value, Lookup::Built))
     }
 
-    /// Past the bound, removes the least recently used entries,
-    /// combinations and state verdicts until the pool is back to three
-    /// quarters of it: everything used before a cut-off time, chosen so
-    /// that enough bytes go.
+    /// Past its share of the bound, removes a shard's least recently used
+    /// entries, combinations and state verdicts until it is back to three
+    /// quarters of its share: everything used before a cut-off time, chosen
+    /// so that enough bytes go.
     fn evict(&self, pool: &mut Pool) {
-        if pool.bytes <= self.limit {
+        let limit = self.limit / SHARDS;
+        if pool.bytes <= limit {
             return;
         }
-        let target = self.limit / 4 * 3;
+        let target = limit / 4 * 3;
         let mut uses: Vec<(u64, usize)> = (pool.entries.values().map(Slot::use_and_size))
             .chain(pool.combinations.values().map(Slot::use_and_size))
             .chain(pool.states.values().map(Slot::use_and_size))
