@@ -388,3 +388,32 @@ fn drafts_are_validated_without_moving_and_accepted_up_to_a_refusal() {
     assert!(matcher.accept_tokens(&[id(3)]).is_ok());
     assert!(matcher.can_terminate());
 }
+
+/// Why an output stops: it is complete with nothing after it, a stop token
+/// or `terminate` ended it, or it goes on (`None`); a rollback undoes the
+/// end and its reason.
+#[test]
+fn stop_reasons() {
+    use xg_runtime::{StopReason, TokenId, Vocabulary};
+    let grammar = runtime_grammar(r#"root ::= "ab" | "abc""#);
+    let pieces: [&[u8]; 4] = [b"a", b"b", b"c", b"</s>"];
+    let stop = TokenId::new(3).unwrap();
+    let vocabulary = Vocabulary::from_byte_strings(&pieces, &[stop])
+        .and_then(|vocabulary| vocabulary.with_stop_tokens(&[stop]))
+        .unwrap();
+    let mut matcher = Matcher::with_vocabulary(grammar, Arc::new(vocabulary));
+    assert_eq!(matcher.stop_reason(), None);
+    matcher.accept_str("ab").unwrap();
+    // It may end, or go on with "c".
+    assert_eq!(matcher.stop_reason(), None);
+    matcher.accept_str("c").unwrap();
+    assert_eq!(matcher.stop_reason(), Some(StopReason::Complete));
+    matcher.accept_token(stop).unwrap();
+    assert_eq!(matcher.stop_reason(), Some(StopReason::StopToken(stop)));
+    matcher.rollback(1).unwrap();
+    assert_eq!(matcher.stop_reason(), Some(StopReason::Complete));
+    matcher.terminate().unwrap();
+    assert_eq!(matcher.stop_reason(), Some(StopReason::Terminated));
+    matcher.rollback(2).unwrap();
+    assert_eq!(matcher.stop_reason(), None);
+}

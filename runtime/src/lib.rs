@@ -52,6 +52,6 @@ pub use self::grammar::{CacheFallback, Grammar};
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::matcher::{
     CONTEXT_TOKENS, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected, ForcedTokens,
-    Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats,
+    Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats, StopReason,
 };
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

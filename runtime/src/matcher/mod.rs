@@ -51,6 +51,17 @@ pub const DEFAULT_STEP_BUDGET: u64 = 50_000_000;
 /// document is not refused for its length.
 const STEP_BUDGET_PER_SYMBOL: u64 = 10_000;
 
+/// Why an output stops ([`Matcher::stop_reason`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum StopReason {
+    /// The model wrote this stop token where the output could end.
+    StopToken(TokenId),
+    /// [`Matcher::terminate`] ended the output.
+    Terminated,
+    /// The output is complete and nothing can follow it.
+    Complete,
+}
+
 /// One step of a matcher: where its rows begin, and the text token it
 /// took, if it was one (what [`Matcher::forced_tokens`] may take back).
 #[derive(Clone, Copy, Debug)]
@@ -95,6 +106,8 @@ pub struct Matcher {
     /// The steps taken, for rollback.
     steps: Vec<Step>,
     terminated: bool,
+    /// The stop token that ended the output, if a token did.
+    ended_by: Option<TokenId>,
     scratch: Scratch,
     /// Earley items built so far: the measure of work for budgets.
     work: u64,
@@ -117,6 +130,7 @@ impl Clone for Matcher {
             lookahead: self.lookahead.clone(),
             steps: self.steps.clone(),
             terminated: self.terminated,
+            ended_by: self.ended_by,
             scratch: Scratch::default(),
             work: 0,
             mask_budget: self.mask_budget,
@@ -271,6 +285,7 @@ impl Matcher {
             lookahead: Lookahead::default(),
             steps: Vec::new(),
             terminated: false,
+            ended_by: None,
             scratch: Scratch::default(),
             work: 0,
             mask_budget: DEFAULT_MASK_BUDGET,
@@ -461,6 +476,26 @@ impl Matcher {
         self.terminated
     }
 
+    /// Why the output stops here, if it does: it ended with a stop token
+    /// or [`Matcher::terminate`], or it is complete with nothing that can
+    /// follow (a server can stop it without waiting for the model's stop
+    /// token). `None` while the output goes on or may go on.
+    pub fn stop_reason(&self) -> Option<StopReason> {
+        if self.terminated {
+            return Some(
+                self.ended_by
+                    .map_or(StopReason::Terminated, StopReason::StopToken),
+            );
+        }
+        if !self.can_terminate() {
+            return None;
+        }
+        let expected = self.expected();
+        let more =
+            expected.bytes().next().is_some() || expected.allows_text() || expected.allows_tokens();
+        (!more).then_some(StopReason::Complete)
+    }
+
     /// Whether the output so far is a complete match of the grammar, so the
     /// model may end it here.
     pub fn can_terminate(&self) -> bool {
@@ -483,6 +518,7 @@ impl Matcher {
         let rows = self.steps[taken - steps].rows as usize;
         self.steps.truncate(taken - steps);
         self.terminated = false;
+        self.ended_by = None;
         self.truncate(rows);
         Ok(())
     }
@@ -491,6 +527,7 @@ impl Matcher {
     pub fn reset(&mut self) {
         self.steps.clear();
         self.terminated = false;
+        self.ended_by = None;
         self.truncate(1);
     }
 

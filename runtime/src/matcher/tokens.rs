@@ -29,7 +29,9 @@ impl Matcher {
             return Err(self.rejection(super::Found::Token(id)));
         };
         if vocabulary.is_stop(id) {
-            return self.terminate();
+            self.terminate()?;
+            self.ended_by = Some(id);
+            return Ok(());
         }
         match vocabulary.kind_of(id) {
             TokenKind::Text if !self.terminated && !self.takes_by_id(id) => {
