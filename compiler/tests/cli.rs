@@ -1057,3 +1057,79 @@ fn match_says_when_the_properties_order_is_the_reason() {
         "{stderr}"
     );
 }
+
+/// The ```` ```text ```` block of book page `page` that follows the first
+/// occurrence of `after`.
+fn book_block(page: &str, after: &str) -> String {
+    let text =
+        std::fs::read_to_string(format!("{}/../book/src/{page}", env!("CARGO_MANIFEST_DIR")))
+            .expect("the book page");
+    let from = text.find(after).expect("the paragraph");
+    let fence = "```text\n";
+    let start = text[from..].find(fence).expect("the block") + from + fence.len();
+    let end = text[start..].find("```").expect("its end") + start;
+    text[start..end].to_string()
+}
+
+/// `xg` run in `dir` with `args`: its exit code, stdout and stderr.
+fn xg_in(dir: &std::path::Path, args: &[&str]) -> (Option<i32>, String, String) {
+    let out = Command::new(env!("CARGO_BIN_EXE_xg"))
+        .args(args)
+        .current_dir(dir)
+        .output()
+        .expect("xg runs");
+    (
+        out.status.code(),
+        String::from_utf8_lossy(&out.stdout).into_owned(),
+        String::from_utf8_lossy(&out.stderr).into_owned(),
+    )
+}
+
+/// The book's sample outputs are what the commands print: the diagnostic
+/// at the top of the diagnostics page (`xg check` on a rule defined twice),
+/// the JSON Schema report of the CLI reference, and the grammar `xg tools`
+/// writes on the tool-calling page.
+#[test]
+fn the_books_sample_outputs_are_what_xg_prints() {
+    let dir = scratch("book-samples");
+    std::fs::create_dir_all(&dir).expect("temp dir");
+
+    std::fs::write(
+        dir.join("grammar.xg"),
+        "root ::= item\nitem ::= \"a\"\nitem ::= \"b\"\n",
+    )
+    .expect("grammar.xg");
+    let shown = book_block("diagnostics.md", "help where it helps");
+    let (code, _, stderr) = xg_in(&dir, &["check", "--color", "never", "grammar.xg"]);
+    assert_eq!(code, Some(1), "{stderr}");
+    assert!(
+        stderr.starts_with(&shown),
+        "the book shows\n{shown}\nxg prints\n{stderr}"
+    );
+
+    std::fs::write(
+        dir.join("person.json"),
+        r#"{"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}, "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}"#,
+    )
+    .expect("person.json");
+    let shown = book_block("cli.md", "for `person.json`");
+    let (code, stdout, stderr) = xg_in(&dir, &["json-schema", "person.json", "--report"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout, shown,
+        "the book shows\n{shown}\nxg prints\n{stdout}"
+    );
+
+    std::fs::write(
+        dir.join("tools.json"),
+        r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]"#,
+    )
+    .expect("tools.json");
+    let shown = book_block("tool-calling.md", "xg tools --format qwen tools.json");
+    let (code, stdout, stderr) = xg_in(&dir, &["tools", "--format", "qwen", "tools.json"]);
+    assert_eq!(code, Some(0), "{stderr}");
+    assert_eq!(
+        stdout, shown,
+        "the book shows\n{shown}\nxg prints\n{stdout}"
+    );
+}
