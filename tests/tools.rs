@@ -249,6 +249,38 @@ fn qwen3_tool_choice_reasoning_and_jump_forward() {
     let named = with(&|o| o.tool_choice = ToolChoice::Function("search".into()));
     model.refuses_at(&named, call, "get_weather");
 
+    // OpenAI's `allowed_tools`: the listed subset only; `auto` or
+    // `required`; a name that is not a tool is an error.
+    let allowed = |names: &[&str], required: bool| {
+        with(&|o| {
+            o.tool_choice = ToolChoice::Allowed {
+                names: names.iter().map(ToString::to_string).collect(),
+                required,
+            };
+        })
+    };
+    let weather_only = allowed(&["get_weather"], false);
+    model.run(&weather_only, call, 0).unwrap();
+    model.run(&weather_only, "Just text.", 0).unwrap();
+    model.refuses_at(&weather_only, second.trim_start(), "search");
+    let both_required = allowed(&["search", "get_weather"], true);
+    model
+        .run(&both_required, &format!("{call}{second}"), 0)
+        .unwrap();
+    model.refuses_at(&both_required, "Sure.", "Sure");
+    let unknown = xg_compiler::tools::to_xg(
+        &xg_compiler::tools::parse(&tools()).unwrap(),
+        &Options {
+            tool_choice: ToolChoice::Allowed {
+                names: vec!["get_time".into()],
+                required: false,
+            },
+            ..Options::new(Format::Qwen)
+        },
+    )
+    .unwrap_err();
+    assert!(unknown.message.contains("`get_time`"), "{unknown}");
+
     let single = with(&|o| o.parallel_calls = false);
     model.run(&single, call, 0).unwrap();
     model.refuses_at(

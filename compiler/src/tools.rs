@@ -105,6 +105,16 @@ pub enum ToolChoice {
     None,
     /// Calls of this tool only, at least one.
     Function(String),
+    /// Calls of these listed tools only (OpenAI's `allowed_tools`): the
+    /// others stay in the request, so the prompt, and the cache, are the
+    /// same whichever subset a turn allows. With `required`, at least one
+    /// call and no answer text; else as `Auto`.
+    Allowed {
+        /// The names of the tools the turn may call.
+        names: Vec<String>,
+        /// Whether a call is required (`mode: "required"`).
+        required: bool,
+    },
 }
 
 /// How a request's tools become a grammar.
@@ -293,22 +303,29 @@ fn error(pointer: &str, message: impl Into<String>) -> ToolError {
 /// The `.xg` grammar of a turn calling `tools` as `options` say. Errors: a
 /// tool choice naming no listed tool, or requiring a call with no tools.
 pub fn to_xg(tools: &[Tool], options: &Options) -> Result<String, ToolError> {
+    let listed = |name: &String| {
+        tools.iter().find(|t| &t.name == name).ok_or_else(|| {
+            error(
+                "#",
+                format!("the tool choice names `{name}`, which is not a listed tool"),
+            )
+        })
+    };
     let callable: Vec<&Tool> = match &options.tool_choice {
         ToolChoice::None => Vec::new(),
-        ToolChoice::Function(name) => {
-            let tool = tools.iter().find(|t| &t.name == name).ok_or_else(|| {
-                error(
-                    "#",
-                    format!("the tool choice names `{name}`, which is not a listed tool"),
-                )
-            })?;
-            vec![tool]
+        ToolChoice::Function(name) => vec![listed(name)?],
+        ToolChoice::Allowed { names, .. } => {
+            // In the request's order, each once.
+            for name in names {
+                listed(name)?;
+            }
+            tools.iter().filter(|t| names.contains(&t.name)).collect()
         }
         ToolChoice::Auto | ToolChoice::Required => tools.iter().collect(),
     };
     let must_call = matches!(
         options.tool_choice,
-        ToolChoice::Required | ToolChoice::Function(_)
+        ToolChoice::Required | ToolChoice::Function(_) | ToolChoice::Allowed { required: true, .. }
     );
     if must_call && callable.is_empty() {
         return Err(error(
@@ -359,6 +376,15 @@ impl Writer<'_> {
             ToolChoice::Required => "required".to_string(),
             ToolChoice::None => "none".to_string(),
             ToolChoice::Function(name) => format!("`{name}`"),
+            ToolChoice::Allowed { names, required } => format!(
+                "{} of {}",
+                if *required { "required" } else { "auto" },
+                names
+                    .iter()
+                    .map(|name| format!("`{name}`"))
+                    .collect::<Vec<_>>()
+                    .join(", ")
+            ),
         };
         let _ = writeln!(
             out,

@@ -749,6 +749,30 @@ fn tools_writes_the_grammar_of_a_tool_calling_turn() {
     assert!(
         String::from_utf8_lossy(&output.stderr).contains("`lookup`, which is not a listed tool")
     );
+
+    // `--allowed-tools` with the mode in `--tool-choice`.
+    let tools = path.to_str().unwrap();
+    let allowed = [
+        "tools",
+        "--format",
+        "qwen",
+        "--allowed-tools",
+        "get_weather",
+    ];
+    let output = xg(&[&allowed[..], &["--tool-choice", "required", tools]].concat());
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(
+        output.status.success(),
+        "{}",
+        String::from_utf8_lossy(&output.stderr)
+    );
+    assert!(
+        stdout.contains("tool choice required of `get_weather`"),
+        "{stdout}"
+    );
+    let output = xg(&[&allowed[..], &["--tool-choice", "none", tools]].concat());
+    assert_eq!(output.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&output.stderr).contains("the mode"));
 }
 
 /// The subcommands listed by `xg [COMMAND…] --help`.

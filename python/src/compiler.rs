@@ -612,16 +612,51 @@ fn parse_tool_choice(choice: &Bound<'_, PyAny>) -> PyResult<tools::ToolChoice> {
             _ => tools::ToolChoice::Function(name),
         });
     }
+    let invalid = || {
+        PyValueError::new_err(
+            "tool_choice: expected auto, required, none, a function name, \
+             {\"type\": \"function\", \"function\": {\"name\": …}} or \
+             {\"type\": \"allowed_tools\", …}",
+        )
+    };
+    let kind = choice
+        .get_item("type")
+        .ok()
+        .and_then(|kind| kind.extract::<String>().ok());
+    if kind.as_deref() == Some("allowed_tools") {
+        // Chat Completions nests the choice in `allowed_tools`; the
+        // Responses API puts `mode` and `tools` beside `type`.
+        let inner = choice
+            .get_item("allowed_tools")
+            .unwrap_or_else(|_| choice.clone());
+        let mode: String = inner
+            .get_item("mode")
+            .and_then(|mode| mode.extract())
+            .map_err(|_| invalid())?;
+        let required = match mode.as_str() {
+            "auto" => false,
+            "required" => true,
+            _ => return Err(invalid()),
+        };
+        let names = inner
+            .get_item("tools")
+            .map_err(|_| invalid())?
+            .try_iter()
+            .map_err(|_| invalid())?
+            .map(|tool| {
+                let tool = tool?;
+                let named = tool.get_item("function").unwrap_or_else(|_| tool.clone());
+                named.get_item("name")?.extract::<String>()
+            })
+            .collect::<PyResult<Vec<String>>>()
+            .map_err(|_| invalid())?;
+        return Ok(tools::ToolChoice::Allowed { names, required });
+    }
     let name = choice
         .get_item("function")
         .and_then(|function| function.get_item("name"))
         .and_then(|name| name.extract::<String>())
-        .map_err(|_| {
-            PyValueError::new_err(
-                "tool_choice: expected auto, required, none, a function name, or \
-                 {\"type\": \"function\", \"function\": {\"name\": …}}",
-            )
-        })?;
+        .map_err(|_| invalid())?;
     Ok(tools::ToolChoice::Function(name))
 }
 

@@ -169,6 +169,27 @@ def test_tools(compiler):
         compiler.compile_tools(tools, format="nope")
 
 
+def test_tools_allowed_subset(compiler):
+    """OpenAI's `allowed_tools` tool choice, in the Chat Completions and
+    the Responses API forms: only the listed tools may be called."""
+    def tool(name):
+        return {"type": "function", "function": {"name": name, "parameters": {
+            "type": "object", "properties": {"q": {"type": "string"}}, "required": ["q"]}}}
+
+    tools = [tool("search"), tool("lookup")]
+    chat = {"type": "allowed_tools", "allowed_tools": {
+        "mode": "required", "tools": [{"type": "function", "function": {"name": "lookup"}}]}}
+    responses = {"type": "allowed_tools", "mode": "auto", "tools": [{"type": "function", "name": "lookup"}]}
+    call = lambda name: '<tool_call>\n{"name": "%s", "arguments": {"q": "x"}}\n</tool_call>' % name
+    for choice, text_ok in [(chat, False), (responses, True)]:
+        compiled = compiler.compile_tools(tools, format="qwen", reasoning="forbidden", tool_choice=choice)
+        assert xg.GrammarMatcher(compiled).accept_string(call("lookup"))
+        assert not xg.GrammarMatcher(compiled).accept_string(call("search"))
+        assert xg.GrammarMatcher(compiled).accept_string("Hello.") == text_ok
+    with pytest.raises(ValueError, match="allowed_tools"):
+        compiler.compile_tools(tools, format="qwen", tool_choice={"type": "allowed_tools", "mode": "sometimes", "tools": []})
+
+
 def test_compile_errors_carry_diagnostics(compiler):
     with pytest.raises(xg.CompileError, match=r"#/minProperties") as error:
         compiler.compile_json_schema({"type": "object", "minProperties": "x"})

@@ -31,6 +31,11 @@ pub struct ToolsArgs {
     /// analysis channel).
     #[arg(long, value_enum, default_value_t = ReasoningArg::Allowed)]
     reasoning: ReasoningArg,
+    /// Only these tools (comma-separated names) may be called, the others
+    /// staying in the request (OpenAI's `allowed_tools`); `--tool-choice`
+    /// is then `auto` or `required`, the mode.
+    #[arg(long, value_name = "NAMES", value_delimiter = ',')]
+    allowed_tools: Option<Vec<String>>,
     /// At most one call per turn.
     #[arg(long)]
     no_parallel_calls: bool,
@@ -89,11 +94,15 @@ impl ToolsArgs {
                 ReasoningArg::Forced => Reasoning::Forced,
                 ReasoningArg::Forbidden => Reasoning::Forbidden,
             },
-            tool_choice: match self.tool_choice.as_str() {
-                "auto" => ToolChoice::Auto,
-                "required" => ToolChoice::Required,
-                "none" => ToolChoice::None,
-                name => ToolChoice::Function(name.to_string()),
+            tool_choice: match (&self.allowed_tools, self.tool_choice.as_str()) {
+                (Some(names), mode) => ToolChoice::Allowed {
+                    names: names.clone(),
+                    required: mode == "required",
+                },
+                (None, "auto") => ToolChoice::Auto,
+                (None, "required") => ToolChoice::Required,
+                (None, "none") => ToolChoice::None,
+                (None, name) => ToolChoice::Function(name.to_string()),
             },
             parallel_calls: !self.no_parallel_calls,
         }
@@ -103,6 +112,12 @@ impl ToolsArgs {
 /// `xg tools`: prints the grammar; true if the tool list makes one (and,
 /// with a tokenizer, it compiles).
 pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
+    if args.allowed_tools.is_some() && !matches!(args.tool_choice.as_str(), "auto" | "required") {
+        anyhow::bail!(
+            "with --allowed-tools, --tool-choice is the mode: `auto` or `required`, not `{}`",
+            args.tool_choice
+        );
+    }
     let (mut sources, file, value) = read(&args.tools)?;
     let options = args.options();
     let mut diagnostics = Diagnostics::new();
