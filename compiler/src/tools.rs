@@ -526,14 +526,19 @@ impl Writer<'_> {
         )
     }
 
-    fn qwen(&self) -> Vec<(&'static str, String)> {
-        let root = self.triggered(
+    /// The root of the Qwen family: calls between `<tool_call>` and
+    /// `</tool_call>` on lines of their own after the text.
+    fn tool_call_lines(&self) -> String {
+        self.triggered(
             "<tool_call>",
             "\"\\n\" call \"\\n</tool_call>\"",
             "\"<tool_call>\\n\" call \"\\n</tool_call>\"",
             Some("\"\\n\" "),
-        );
-        self.with_calls(root, |tool, args| {
+        )
+    }
+
+    fn qwen(&self) -> Vec<(&'static str, String)> {
+        self.with_calls(self.tool_call_lines(), |tool, args| {
             Self::json_call(tool, "arguments", args, "}")
         })
     }
@@ -639,13 +644,7 @@ impl Writer<'_> {
     }
 
     fn qwen3_coder(&self) -> Vec<(&'static str, String)> {
-        let root = self.triggered(
-            "<tool_call>",
-            "\"\\n\" call \"\\n</tool_call>\"",
-            "\"<tool_call>\\n\" call \"\\n</tool_call>\"",
-            Some("\"\\n\" "),
-        );
-        self.with_calls(root, |tool, args| {
+        self.with_calls(self.tool_call_lines(), |tool, args| {
             format!(
                 "{} {args} \"</function>\"",
                 literal(&format!("<function={}>\n", tool.name))

@@ -319,13 +319,7 @@ pub fn generate(
     options: &Options,
     budget: &Budget,
 ) -> Result<Generated, Vec<SchemaError>> {
-    if let Some(pointer) = too_deep(schema) {
-        return Err(vec![SchemaError {
-            pointer,
-            message: too_deep_message(),
-        }]);
-    }
-    emit::Emitter::new(schema, options, budget).run()
+    generate_with_numbers(schema, WrittenNumbers::default(), options, budget)
 }
 
 /// [`generate`] for a schema that arrived as JSON text (`text` parses to
