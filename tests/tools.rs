@@ -586,17 +586,25 @@ fn requests_with_overlapping_tools_share_the_compile_cache() {
 /// between items.
 struct PythonJson;
 
+/// `", "` before every item but the first.
+fn python_separator<W: ?Sized + std::io::Write>(
+    writer: &mut W,
+    first: bool,
+) -> std::io::Result<()> {
+    if first {
+        Ok(())
+    } else {
+        writer.write_all(b", ")
+    }
+}
+
 impl serde_json::ser::Formatter for PythonJson {
     fn begin_array_value<W: ?Sized + std::io::Write>(
         &mut self,
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        python_separator(writer, first)
     }
 
     fn begin_object_key<W: ?Sized + std::io::Write>(
@@ -604,11 +612,7 @@ impl serde_json::ser::Formatter for PythonJson {
         writer: &mut W,
         first: bool,
     ) -> std::io::Result<()> {
-        if first {
-            Ok(())
-        } else {
-            writer.write_all(b", ")
-        }
+        python_separator(writer, first)
     }
 
     fn begin_object_value<W: ?Sized + std::io::Write>(

@@ -991,19 +991,8 @@ fn every_command_takes_schemas_and_tags_whatever_their_name() {
 /// meant).
 #[test]
 fn the_quick_start_shows_what_check_prints() {
-    let page = std::fs::read_to_string(concat!(
-        env!("CARGO_MANIFEST_DIR"),
-        "/../book/src/quick-start.md"
-    ))
-    .expect("the quick start");
-    let block = |fence: &str, after: &str| -> String {
-        let from = page.find(after).expect("the paragraph");
-        let start = page[from..].find(fence).expect("the block") + from + fence.len();
-        let end = page[start..].find("```").expect("its end") + start;
-        page[start..end].to_string()
-    };
-    let grammar = block("```xg\n", "Save this as `answer.xg`");
-    let shown = block("```text\n", "refers\nto `numbr`");
+    let grammar = book_block("quick-start.md", "xg", "Save this as `answer.xg`");
+    let shown = book_block("quick-start.md", "text", "refers\nto `numbr`");
     let dir = scratch("quick-start");
     std::fs::create_dir_all(&dir).expect("temp dir");
     std::fs::write(
@@ -1082,15 +1071,15 @@ fn match_says_when_the_properties_order_is_the_reason() {
     );
 }
 
-/// The ```` ```text ```` block of book page `page` that follows the first
-/// occurrence of `after`.
-fn book_block(page: &str, after: &str) -> String {
+/// The code block in `language` (```` ```text ````, ```` ```xg ````) of
+/// book page `page` that follows the first occurrence of `after`.
+fn book_block(page: &str, language: &str, after: &str) -> String {
     let text =
         std::fs::read_to_string(format!("{}/../book/src/{page}", env!("CARGO_MANIFEST_DIR")))
             .expect("the book page");
     let from = text.find(after).expect("the paragraph");
-    let fence = "```text\n";
-    let start = text[from..].find(fence).expect("the block") + from + fence.len();
+    let fence = format!("```{language}\n");
+    let start = text[from..].find(&fence).expect("the block") + from + fence.len();
     let end = text[start..].find("```").expect("its end") + start;
     text[start..end].to_string()
 }
@@ -1123,7 +1112,7 @@ fn the_books_sample_outputs_are_what_xg_prints() {
         "root ::= item\nitem ::= \"a\"\nitem ::= \"b\"\n",
     )
     .expect("grammar.xg");
-    let shown = book_block("diagnostics.md", "help where it helps");
+    let shown = book_block("diagnostics.md", "text", "help where it helps");
     let (code, _, stderr) = xg_in(&dir, &["check", "--color", "never", "grammar.xg"]);
     assert_eq!(code, Some(1), "{stderr}");
     assert!(
@@ -1136,7 +1125,7 @@ fn the_books_sample_outputs_are_what_xg_prints() {
         r#"{"type": "object", "properties": {"age": {"type": "integer", "minimum": 0}, "tags": {"type": "array", "items": {"type": "string"}, "uniqueItems": true}}}"#,
     )
     .expect("person.json");
-    let shown = book_block("cli.md", "for `person.json`");
+    let shown = book_block("cli.md", "text", "for `person.json`");
     let (code, stdout, stderr) = xg_in(&dir, &["json-schema", "person.json", "--report"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(
@@ -1149,7 +1138,11 @@ fn the_books_sample_outputs_are_what_xg_prints() {
         r#"[{"type": "function", "function": {"name": "get_weather", "parameters": {"type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]"#,
     )
     .expect("tools.json");
-    let shown = book_block("tool-calling.md", "xg tools --format qwen tools.json");
+    let shown = book_block(
+        "tool-calling.md",
+        "text",
+        "xg tools --format qwen tools.json",
+    );
     let (code, stdout, stderr) = xg_in(&dir, &["tools", "--format", "qwen", "tools.json"]);
     assert_eq!(code, Some(0), "{stderr}");
     assert_eq!(

@@ -96,6 +96,11 @@ impl Expected {
         self.end
     }
 
+    /// Whether anything may come here: a byte, free text or a token.
+    pub fn allows_more(&self) -> bool {
+        self.bytes().next().is_some() || self.text || self.tokens
+    }
+
     /// The rules being matched here (the innermost ones; at most a few).
     pub fn rules(&self) -> &[String] {
         &self.rules

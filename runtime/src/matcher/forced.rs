@@ -73,13 +73,7 @@ impl Matcher {
                 _ => break,
             }
         }
-        let ends = probe.can_terminate() && {
-            let expected = probe.expected();
-            expected.bytes().next().is_none()
-                && !expected.allows_text()
-                && !expected.allows_tokens()
-        };
-        (forced, ends)
+        (forced, probe.is_complete())
     }
 
     /// The forced text ([`Matcher::forced_bytes`]) as the model's tokens,

@@ -487,13 +487,12 @@ impl Matcher {
                     .map_or(StopReason::Terminated, StopReason::StopToken),
             );
         }
-        if !self.can_terminate() {
-            return None;
-        }
-        let expected = self.expected();
-        let more =
-            expected.bytes().next().is_some() || expected.allows_text() || expected.allows_tokens();
-        (!more).then_some(StopReason::Complete)
+        self.is_complete().then_some(StopReason::Complete)
+    }
+
+    /// Whether the output may end here and nothing can follow.
+    fn is_complete(&self) -> bool {
+        self.can_terminate() && !self.expected().allows_more()
     }
 
     /// Whether the output so far is a complete match of the grammar, so the
