@@ -11,11 +11,10 @@
 //! ("cords", first by symbol) refine each other until stable, each time
 //! walking only the smaller half of a split. The input comes from
 //! determinizing a trimmed automaton, so every node can reach a final node,
-//! which is what makes the result minimal; it is trimmed again anyway.
+//! which is what makes the result minimal.
 
 use rustc_hash::FxHashMap;
 
-use super::thompson::trim;
 use super::{Edge, Fsm, Label, Node, node_id};
 
 /// The minimal automaton equivalent to the deterministic `dfa`.
@@ -243,50 +242,53 @@ fn coarsest_partition(dfa: &Fsm, transitions: &Transitions) -> Partition {
     blocks
 }
 
-/// One node per block (the start's first), edges from any member (they
-/// agree), adjacent ranges into the same block merged.
+/// One node per block, numbered in order of first reach from the start
+/// following edges in label order (as `trim` numbers nodes, so equal
+/// languages give equal automata); edges from any member (they agree),
+/// adjacent ranges into the same block merged. No block needs trimming:
+/// the input is trimmed, and merging keeps every node reachable and able
+/// to reach a final node.
 fn merge(dfa: &Fsm, blocks: &Partition) -> Fsm {
+    if dfa.nodes.is_empty() {
+        return Fsm::default();
+    }
     let mut number = vec![u32::MAX; blocks.sets()];
-    let mut representative = Vec::with_capacity(blocks.sets());
-    let start_block = blocks.set_of.first().copied().unwrap_or(0) as usize;
-    if !dfa.nodes.is_empty() {
-        number[start_block] = 0;
-        representative.push(0);
-    }
-    for (set, number) in number.iter_mut().enumerate() {
-        if set != start_block {
-            *number = node_id(representative.len());
-            representative.push(blocks.members(set)[0] as usize);
-        }
-    }
-    let nodes = representative
-        .iter()
-        .map(|&n| {
-            let node = &dfa.nodes[n];
-            let mut edges: Vec<Edge> = Vec::with_capacity(node.edges.len());
-            for edge in &node.edges {
-                let target = number[blocks.set_of[edge.target as usize] as usize];
-                match (edges.last_mut(), edge.label) {
-                    (
-                        Some(Edge {
-                            label: Label::Bytes { hi: last_hi, .. },
-                            target: last,
-                        }),
-                        Label::Bytes { lo, hi },
-                    ) if *last == target && u16::from(*last_hi) + 1 == u16::from(lo) => {
-                        *last_hi = hi;
-                    }
-                    _ => edges.push(Edge {
-                        label: edge.label,
-                        target,
+    let start_block = blocks.set_of[0] as usize;
+    number[start_block] = 0;
+    // The block of each new node, and its member whose edges it takes.
+    let mut order = vec![(start_block, 0usize)];
+    let mut nodes = Vec::with_capacity(blocks.sets());
+    while let Some(&(_, member)) = order.get(nodes.len()) {
+        let node = &dfa.nodes[member];
+        let mut edges: Vec<Edge> = Vec::with_capacity(node.edges.len());
+        for edge in &node.edges {
+            let block = blocks.set_of[edge.target as usize] as usize;
+            if number[block] == u32::MAX {
+                number[block] = node_id(order.len());
+                order.push((block, blocks.members(block)[0] as usize));
+            }
+            let target = number[block];
+            match (edges.last_mut(), edge.label) {
+                (
+                    Some(Edge {
+                        label: Label::Bytes { hi: last_hi, .. },
+                        target: last,
                     }),
+                    Label::Bytes { lo, hi },
+                ) if *last == target && u16::from(*last_hi) + 1 == u16::from(lo) => {
+                    *last_hi = hi;
                 }
+                _ => edges.push(Edge {
+                    label: edge.label,
+                    target,
+                }),
             }
-            Node {
-                is_final: node.is_final,
-                edges,
-            }
-        })
-        .collect();
-    trim(&Fsm { nodes })
+        }
+        nodes.push(Node {
+            is_final: node.is_final,
+            edges,
+        });
+    }
+    debug_assert_eq!(nodes.len(), blocks.sets(), "every block is reached");
+    Fsm { nodes }
 }

@@ -152,41 +152,58 @@ impl Builder<'_> {
 }
 
 /// The same automaton without epsilon edges: each node gets the edges and
-/// finality of its epsilon closure.
+/// finality of its epsilon closure. Only the start and the nodes a
+/// non-epsilon edge leads to are kept (numbered in order of first reach):
+/// the others — a choice's shared end, a loop's hub — are entered only
+/// through their closures, and building their edges only to drop them
+/// took as long as the rest.
 fn remove_epsilons(fsm: &Fsm) -> Fsm {
     // `seen[n] == stamp` marks the nodes of the current closure, so one
     // array serves every node's search.
     let mut seen = vec![u32::MAX; fsm.nodes.len()];
+    let mut number = vec![u32::MAX; fsm.nodes.len()];
+    let mut order = vec![0u32];
+    number[0] = 0;
     let mut stack = Vec::new();
     let mut closure = Vec::new();
-    let nodes = (0..fsm.nodes.len())
-        .map(|n| {
-            let stamp = node_id(n);
-            closure.clear();
-            stack.push(stamp);
-            seen[n] = stamp;
-            while let Some(node) = stack.pop() {
-                closure.push(node);
-                for edge in &fsm.nodes[node as usize].edges {
-                    if edge.label == Label::Epsilon && seen[edge.target as usize] != stamp {
-                        seen[edge.target as usize] = stamp;
-                        stack.push(edge.target);
-                    }
+    let mut nodes = Vec::new();
+    while let Some(&stamp) = order.get(nodes.len()) {
+        closure.clear();
+        stack.push(stamp);
+        seen[stamp as usize] = stamp;
+        while let Some(node) = stack.pop() {
+            closure.push(node);
+            for edge in &fsm.nodes[node as usize].edges {
+                if edge.label == Label::Epsilon && seen[edge.target as usize] != stamp {
+                    seen[edge.target as usize] = stamp;
+                    stack.push(edge.target);
                 }
             }
-            let mut edges: Vec<Edge> = closure
-                .iter()
-                .flat_map(|&n| fsm.nodes[n as usize].edges.iter().copied())
-                .filter(|edge| edge.label != Label::Epsilon)
-                .collect();
-            edges.sort_unstable();
-            edges.dedup();
-            Node {
-                is_final: closure.iter().any(|&n| fsm.nodes[n as usize].is_final),
-                edges,
+        }
+        let mut edges: Vec<Edge> = Vec::new();
+        for &n in &closure {
+            for edge in &fsm.nodes[n as usize].edges {
+                if edge.label == Label::Epsilon {
+                    continue;
+                }
+                let target = &mut number[edge.target as usize];
+                if *target == u32::MAX {
+                    *target = node_id(order.len());
+                    order.push(edge.target);
+                }
+                edges.push(Edge {
+                    label: edge.label,
+                    target: *target,
+                });
             }
-        })
-        .collect();
+        }
+        edges.sort_unstable();
+        edges.dedup();
+        nodes.push(Node {
+            is_final: closure.iter().any(|&n| fsm.nodes[n as usize].is_final),
+            edges,
+        });
+    }
     Fsm { nodes }
 }
 
