@@ -41,7 +41,7 @@
 use std::collections::{BTreeSet, HashSet};
 
 use crate::budget::{Budget, Exceeded};
-use crate::fsm::{self, Body, Edge, Fsm, Label};
+use crate::fsm::{self, Body, Fsm, Label};
 
 /// The structural hashes of one rule.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -258,24 +258,99 @@ fn automaton_hash(
     fsm: &Fsm,
     key: &dyn Fn(usize) -> u64,
 ) -> (u64, Vec<u32>) {
-    let label = |label| label_key(grammar, label, key);
-    let colours = node_colours(fsm, &label);
-    let order = canonical_order(fsm, &label, &colours);
+    let mut keyed = KeyedEdges::of(fsm, &|label| label_key(grammar, label, key));
+    if keyed.tied {
+        let colours = node_colours(fsm, &keyed);
+        keyed.break_ties(&colours);
+    }
+    let order = keyed.canonical_order();
     let mut number = vec![0u64; fsm.nodes.len()];
     for (position, &node) in order.iter().enumerate() {
         number[node as usize] = position as u64;
     }
     let mut h = combine(3, fsm.nodes.len() as u64);
-    let mut edges = Vec::new();
     for &node in &order {
-        let node = &fsm.nodes[node as usize];
-        h = combine(h, u64::from(node.is_final));
-        sorted_edges(node.edges.as_slice(), &label, &colours, &mut edges);
-        for &(label, target) in &edges {
+        h = combine(h, u64::from(fsm.nodes[node as usize].is_final));
+        for &(_, label, _, target) in keyed.at(node) {
             h = combine(combine(h, label), number[target as usize]);
         }
     }
     (h, order)
+}
+
+/// Every node's edges as `(not bytes, label key, target colour, target)`,
+/// sorted: byte edges first in byte order, then the others by key; ties by
+/// the targets' colours. Keyed and sorted once for the colours, the order
+/// and the hash.
+struct KeyedEdges {
+    /// Node `n`'s edges are `edges[starts[n]..starts[n + 1]]`.
+    starts: Vec<usize>,
+    edges: Vec<(bool, u64, u64, u32)>,
+    /// Whether some node has two edges with the same key to different
+    /// targets (colours must break the tie).
+    tied: bool,
+}
+
+impl KeyedEdges {
+    /// The edges with colours all zero.
+    fn of(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Self {
+        let mut starts = Vec::with_capacity(fsm.nodes.len() + 1);
+        let mut edges = Vec::with_capacity(fsm.edge_count());
+        let mut tied = false;
+        for node in &fsm.nodes {
+            let first = edges.len();
+            starts.push(first);
+            edges.extend(node.edges.iter().map(|edge| {
+                let is_bytes = matches!(edge.label, Label::Bytes { .. });
+                (!is_bytes, key(edge.label), 0, edge.target)
+            }));
+            let own = &mut edges[first..];
+            own.sort_unstable();
+            tied |= own
+                .windows(2)
+                .any(|pair| pair[0].1 == pair[1].1 && pair[0].3 != pair[1].3);
+        }
+        starts.push(edges.len());
+        Self {
+            starts,
+            edges,
+            tied,
+        }
+    }
+
+    /// Node `node`'s edges.
+    fn at(&self, node: u32) -> &[(bool, u64, u64, u32)] {
+        &self.edges[self.starts[node as usize]..self.starts[node as usize + 1]]
+    }
+
+    /// Sorts each node's edges again with its targets' `colours`.
+    fn break_ties(&mut self, colours: &[u64]) {
+        for edge in &mut self.edges {
+            edge.2 = colours[edge.3 as usize];
+        }
+        for node in self.starts.windows(2) {
+            self.edges[node[0]..node[1]].sort_unstable();
+        }
+    }
+
+    /// Nodes in breadth-first order from the start over sorted edges.
+    fn canonical_order(&self) -> Vec<u32> {
+        let mut seen = vec![false; self.starts.len() - 1];
+        let mut order = vec![0u32];
+        seen[0] = true;
+        let mut next = 0;
+        while next < order.len() {
+            let node = order[next];
+            next += 1;
+            for &(_, _, _, target) in self.at(node) {
+                if !seen[target as usize] {
+                    seen[target as usize] = true;
+                    order.push(target);
+                }
+            }
+        }
+        order
+    }
 }
 
 /// Colours of an automaton's nodes from refinement until stable: start by
@@ -285,8 +360,8 @@ fn automaton_hash(
 /// references to rules of the same structure) in a way that does not depend
 /// on how nodes happen to be numbered.
 /// When no node has two edges with equal keys to different targets (the
-/// common case: byte edges of a deterministic automaton), colours are never
-/// consulted and all stay zero, which skips the refinement.
+/// common case: byte edges of a deterministic automaton), colours are not
+/// needed and [`automaton_hash`] skips the refinement.
 ///
 /// Refinement takes up to one round per node on a chain (the automaton a
 /// long pattern keeps when determinization gives up), so the rounds stop
@@ -294,30 +369,27 @@ fn automaton_hash(
 /// covers every node and edge whatever the order, so colours that stopped
 /// early can only give two numberings of one automaton different hashes
 /// (less sharing), never two automata one hash.
-fn node_colours(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Vec<u64> {
-    if !has_tied_edges(fsm, key) {
-        return vec![0; fsm.nodes.len()];
-    }
+fn node_colours(fsm: &Fsm, keyed: &KeyedEdges) -> Vec<u64> {
     let mut colours: Vec<u64> = fsm.nodes.iter().map(|n| u64::from(n.is_final)).collect();
     let mut distinct = 0;
     let mut rounds = (COLOUR_WORK / fsm.nodes.len().max(1)).max(MIN_COLOUR_ROUNDS);
+    let mut pairs: Vec<(u64, u64)> = Vec::new();
     loop {
         if rounds == 0 {
             return colours;
         }
         rounds -= 1;
-        let next: Vec<u64> = fsm
-            .nodes
-            .iter()
-            .zip(&colours)
-            .map(|(node, &colour)| {
-                let mut pairs: Vec<(u64, u64)> = node
-                    .edges
-                    .iter()
-                    .map(|e| (key(e.label), colours[e.target as usize]))
-                    .collect();
+        let next: Vec<u64> = (0..fsm.nodes.len())
+            .map(|node| {
+                pairs.clear();
+                pairs.extend(
+                    keyed
+                        .at(u32::try_from(node).expect("node ids fit"))
+                        .iter()
+                        .map(|&(_, label, _, target)| (label, colours[target as usize])),
+                );
                 pairs.sort_unstable();
-                pairs.into_iter().fold(colour, |h, (label, target)| {
+                pairs.iter().fold(colours[node], |h, &(label, target)| {
                     combine(combine(h, label), target)
                 })
             })
@@ -339,18 +411,6 @@ const COLOUR_WORK: usize = 1 << 22;
 /// The rounds of colour refinement every automaton gets.
 const MIN_COLOUR_ROUNDS: usize = 16;
 
-/// Whether some node has two edges with the same key to different targets.
-fn has_tied_edges(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> bool {
-    let mut keyed = Vec::new();
-    fsm.nodes.iter().any(|node| {
-        keyed.clear();
-        keyed.extend(node.edges.iter().map(|e| (key(e.label), e.target)));
-        keyed.sort_unstable();
-        keyed.dedup();
-        keyed.windows(2).any(|pair| pair[0].0 == pair[1].0)
-    })
-}
-
 /// A label's sort and hash key.
 fn label_key(grammar: &fsm::Grammar, label: Label, key: &dyn Fn(usize) -> u64) -> u64 {
     match label {
@@ -370,53 +430,6 @@ fn label_key(grammar: &fsm::Grammar, label: Label, key: &dyn Fn(usize) -> u64) -
         }
         Label::Epsilon => 0x4_0000,
     }
-}
-
-/// A node's edges as `(label key, target)`, sorted, into `out`: byte
-/// edges first in byte order, then the others by key; ties by the targets'
-/// colours.
-fn sorted_edges(
-    edges: &[Edge],
-    key: &dyn Fn(Label) -> u64,
-    colours: &[u64],
-    out: &mut Vec<(u64, u32)>,
-) {
-    let mut keyed: Vec<(bool, u64, u64, u32)> = edges
-        .iter()
-        .map(|edge| {
-            let is_bytes = matches!(edge.label, Label::Bytes { .. });
-            (
-                !is_bytes,
-                key(edge.label),
-                colours[edge.target as usize],
-                edge.target,
-            )
-        })
-        .collect();
-    keyed.sort_unstable();
-    out.clear();
-    out.extend(keyed.into_iter().map(|(_, k, _, target)| (k, target)));
-}
-
-/// Nodes in breadth-first order from the start over sorted edges.
-fn canonical_order(fsm: &Fsm, key: &dyn Fn(Label) -> u64, colours: &[u64]) -> Vec<u32> {
-    let mut seen = vec![false; fsm.nodes.len()];
-    let mut order = vec![0u32];
-    seen[0] = true;
-    let mut next = 0;
-    let mut edges = Vec::new();
-    while next < order.len() {
-        let node = &fsm.nodes[order[next] as usize];
-        next += 1;
-        sorted_edges(&node.edges, key, colours, &mut edges);
-        for &(_, target) in &edges {
-            if !seen[target as usize] {
-                seen[target as usize] = true;
-                order.push(target);
-            }
-        }
-    }
-    order
 }
 
 /// Renumbers `fsm`'s nodes in `order` (a canonical order: start first).

@@ -28,6 +28,8 @@ pub(super) fn minimize(dfa: &Fsm) -> Fsm {
 struct Transitions {
     /// `(tail, symbol, head)`.
     all: Vec<(u32, u32, u32)>,
+    /// How many symbols there are: they are `0..symbols`.
+    symbols: usize,
 }
 
 impl Transitions {
@@ -70,7 +72,10 @@ impl Transitions {
                 }
             }
         }
-        Self { all }
+        Self {
+            all,
+            symbols: class as usize + 1,
+        }
     }
 }
 
@@ -177,30 +182,38 @@ fn coarsest_partition(dfa: &Fsm, transitions: &Transitions) -> Partition {
     }
     blocks.split();
 
-    // Cords: transitions grouped by symbol.
+    // Cords: transitions grouped by symbol, in a counting sort (symbols
+    // are few).
     let mut cords = Partition::new(all.len());
-    cords.elements.sort_unstable_by_key(|&t| all[t as usize].1);
-    for (at, &t) in cords.elements.iter().enumerate() {
-        cords.location[t as usize] = node_id(at);
+    let mut starts = vec![0u32; transitions.symbols + 1];
+    for &(_, symbol, _) in all {
+        starts[symbol as usize + 1] += 1;
     }
-    if !all.is_empty() {
-        cords.first.clear();
-        cords.past.clear();
-        cords.marked.clear();
-        let mut previous = None;
-        for (at, &t) in cords.elements.iter().enumerate() {
-            let symbol = all[t as usize].1;
-            if previous != Some(symbol) {
-                if previous.is_some() {
-                    cords.past.push(node_id(at));
-                }
-                cords.first.push(node_id(at));
-                cords.marked.push(0);
-                previous = Some(symbol);
-            }
-            cords.set_of[t as usize] = node_id(cords.first.len() - 1);
+    for symbol in 0..transitions.symbols {
+        starts[symbol + 1] += starts[symbol];
+    }
+    let mut fill = starts.clone();
+    for (t, &(_, symbol, _)) in all.iter().enumerate() {
+        let at = &mut fill[symbol as usize];
+        cords.elements[*at as usize] = node_id(t);
+        cords.location[t] = *at;
+        *at += 1;
+    }
+    cords.first.clear();
+    cords.past.clear();
+    cords.marked.clear();
+    for symbol in 0..transitions.symbols {
+        let (first, past) = (starts[symbol], starts[symbol + 1]);
+        if first == past {
+            continue;
         }
-        cords.past.push(node_id(all.len()));
+        let cord = node_id(cords.first.len());
+        for &t in &cords.elements[first as usize..past as usize] {
+            cords.set_of[t as usize] = cord;
+        }
+        cords.first.push(first);
+        cords.past.push(past);
+        cords.marked.push(0);
     }
 
     // Incoming transitions of each node: into[offsets[n]..offsets[n + 1]].
