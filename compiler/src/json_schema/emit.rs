@@ -10,7 +10,7 @@ use serde_json::Value;
 use crate::budget::Budget;
 
 use super::content::{self, Contents};
-use super::grammar::{G, Rules};
+use super::grammar::{Except, G, Rules};
 use super::numbers::{self, Decimal};
 use super::schema::{self, ArrayPart, Node, Others, types};
 use super::{
@@ -1340,10 +1340,13 @@ impl<'a> Emitter<'a> {
         }
         let any = self.block(Block::CanonicalChar, self.depth);
         let not_plain = self.block(Block::NotPlainChar, self.depth);
-        let excluded: Vec<&str> = memo_key.0.iter().map(String::as_str).collect();
-        let body = strings::encoded_text_except(&excluded, &any, &not_plain, &mut |g| {
-            self.rules.part(name, g)
-        });
+        let mut excluded = memo_key.0.clone();
+        excluded.dedup();
+        let body = G::Except(Box::new(Except {
+            excluded,
+            any,
+            not_plain,
+        }));
         let rule = self.rules.declare_inline(&format!("{name}_other_key"));
         self.rules.define(rule, body);
         self.other_keys.insert(memo_key, rule);

@@ -15,6 +15,8 @@ use crate::source::Span;
 use crate::syntax::print;
 use crate::tree::{self, CharSet};
 
+use super::strings;
+
 /// How many levels of an item [`G::alt`] hashes to tell items apart.
 const SHAPE_DEPTH: u32 = 3;
 
@@ -44,6 +46,23 @@ pub(crate) enum G {
     Alt(Vec<G>),
     /// Repeated `min` to `max` times (`None`: unbounded).
     Rep(Box<G>, u32, Option<u32>),
+    /// A string body that is none of some strings (see [`Except`]).
+    Except(Box<Except>),
+}
+
+/// A string body (between the quotes) that is none of `excluded`, written
+/// canonically: an extra property's key. Its expression is a trie of the
+/// excluded strings, half of a large schema's grammar; it is spelled out
+/// (by [`strings::encoded_text_except`]) only once pruning, merging and
+/// inlining are done, which walk it many times as this one leaf.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub(crate) struct Except {
+    /// The excluded strings, sorted, without duplicates.
+    pub(crate) excluded: Vec<String>,
+    /// One canonical character.
+    pub(crate) any: G,
+    /// One of the [`strings::NOT_PLAIN`] characters.
+    pub(crate) not_plain: G,
 }
 
 impl G {
@@ -56,6 +75,14 @@ impl G {
                 G::Class(set) => size_of_val(set.ranges()),
                 G::Seq(items) | G::Alt(items) => items.iter().map(G::bytes).sum(),
                 G::Rep(inner, _, _) => inner.bytes(),
+                G::Except(except) => {
+                    let strings: usize = except
+                        .excluded
+                        .iter()
+                        .map(|s| size_of::<String>() + s.len())
+                        .sum();
+                    strings + except.any.bytes() + except.not_plain.bytes()
+                }
             }
     }
 
@@ -156,6 +183,7 @@ impl G {
                     inner.hash_shape(hasher, depth - 1);
                 }
             }
+            G::Except(except) => except.excluded.hash(hasher),
         }
     }
 
@@ -181,7 +209,9 @@ impl G {
     fn productive(&self, rules: &[bool]) -> bool {
         match self {
             G::Nothing => false,
-            G::Empty | G::Lit(_) | G::Class(_) => true,
+            // An exclusion leaves strings of a character no excluded
+            // string starts with.
+            G::Empty | G::Lit(_) | G::Class(_) | G::Except(_) => true,
             G::Ref(i) => rules[*i],
             G::Seq(items) => items.iter().all(|g| g.productive(rules)),
             G::Alt(items) => items.iter().any(|g| g.productive(rules)),
@@ -231,6 +261,13 @@ impl G {
                 (g, true) => (G::rep(g, min, max), true),
                 (g, false) => (G::Rep(Box::new(g), min, max), false),
             },
+            G::Except(mut except) => {
+                let (any, any_replaced) = except.any.replace_refs(replacement);
+                let (not_plain, not_plain_replaced) = except.not_plain.replace_refs(replacement);
+                except.any = any;
+                except.not_plain = not_plain;
+                (G::Except(except), any_replaced || not_plain_replaced)
+            }
             g @ (G::Nothing | G::Empty | G::Lit(_) | G::Class(_)) => (g, false),
         }
     }
@@ -240,6 +277,10 @@ impl G {
             G::Ref(i) => f(*i),
             G::Seq(items) | G::Alt(items) => items.iter().for_each(|g| g.visit_refs(f)),
             G::Rep(g, _, _) => g.visit_refs(f),
+            G::Except(except) => {
+                except.any.visit_refs(f);
+                except.not_plain.visit_refs(f);
+            }
             G::Nothing | G::Empty | G::Lit(_) | G::Class(_) => {}
         }
     }
@@ -250,6 +291,10 @@ impl G {
             G::Ref(i) => f(i),
             G::Seq(items) | G::Alt(items) => items.iter_mut().for_each(|g| g.visit_refs_mut(f)),
             G::Rep(g, _, _) => g.visit_refs_mut(f),
+            G::Except(except) => {
+                except.any.visit_refs_mut(f);
+                except.not_plain.visit_refs_mut(f);
+            }
             G::Nothing | G::Empty | G::Lit(_) | G::Class(_) => {}
         }
     }
@@ -266,7 +311,7 @@ fn height_reaches(g: &G, levels: usize) -> bool {
         match g {
             G::Seq(items) | G::Alt(items) => stack.extend(items.iter().map(|g| (g, level + 1))),
             G::Rep(inner, _, _) => stack.push((inner, level + 1)),
-            G::Nothing | G::Empty | G::Lit(_) | G::Class(_) | G::Ref(_) => {}
+            G::Nothing | G::Empty | G::Lit(_) | G::Class(_) | G::Ref(_) | G::Except(_) => {}
         }
     }
     false
@@ -454,9 +499,10 @@ impl Rules {
     }
 
     /// Drops everything that can never match and every rule the root no
-    /// longer reaches. `false` if the root itself can never match. Checks
-    /// `budget` rule by rule (a schema's rules can be large: a long
-    /// property name spells itself out in them).
+    /// longer reaches, then spells out the exclusions ([`G::Except`]).
+    /// `false` if the root itself can never match. Checks `budget` rule by
+    /// rule (a schema's rules can be large: a long property name spells
+    /// itself out in them).
     pub(crate) fn prune(&mut self, budget: &Budget) -> Result<bool, Exceeded> {
         let productive = self.productive();
         if !productive[0] {
@@ -504,7 +550,56 @@ impl Rules {
             .map(|&i| std::mem::take(&mut names[i]))
             .collect();
         self.keep = order.iter().map(|&i| self.keep[i]).collect();
+        for rule in 0..self.bodies.len() {
+            budget.check()?;
+            let body = std::mem::replace(&mut self.bodies[rule], G::Nothing);
+            let name = format!("{}_key", self.names[rule]);
+            self.bodies[rule] = self.spell_out(body, &name).0;
+        }
         Ok(true)
+    }
+
+    /// `g` with every [`G::Except`] spelled out as its trie (parts too deep
+    /// for one body become rules named after `name`), and whether it had
+    /// one. Only the parts above one are simplified again.
+    fn spell_out(&mut self, g: G, name: &str) -> (G, bool) {
+        let spell_out_all = |items: Vec<G>, rules: &mut Self| {
+            let mut changed = false;
+            let items: Vec<G> = items
+                .into_iter()
+                .map(|g| {
+                    let (g, spelled) = rules.spell_out(g, name);
+                    changed |= spelled;
+                    g
+                })
+                .collect();
+            (items, changed)
+        };
+        match g {
+            G::Except(except) => {
+                let excluded: Vec<&str> = except.excluded.iter().map(String::as_str).collect();
+                let trie = strings::encoded_text_except(
+                    &excluded,
+                    &except.any,
+                    &except.not_plain,
+                    &mut |g| self.part(name, g),
+                );
+                (trie, true)
+            }
+            G::Seq(items) => match spell_out_all(items, self) {
+                (items, true) => (G::seq(items), true),
+                (items, false) => (G::Seq(items), false),
+            },
+            G::Alt(items) => match spell_out_all(items, self) {
+                (items, true) => (G::alt(items), true),
+                (items, false) => (G::Alt(items), false),
+            },
+            G::Rep(inner, min, max) => match self.spell_out(*inner, name) {
+                (inner, true) => (G::rep(inner, min, max), true),
+                (inner, false) => (G::Rep(Box::new(inner), min, max), false),
+            },
+            g @ (G::Nothing | G::Empty | G::Lit(_) | G::Class(_) | G::Ref(_)) => (g, false),
+        }
     }
 
     /// Makes rules with equal bodies one rule: references to each go to
@@ -731,6 +826,7 @@ impl Rules {
     fn print(&self, out: &mut String, g: &G, level: u8) {
         match g {
             G::Nothing => unreachable!("pruned before printing"),
+            G::Except(_) => unreachable!("spelled out by pruning"),
             G::Empty => out.push_str("()"),
             G::Lit(text) => out.push_str(&print::string(text)),
             G::Class(set) => out.push_str(&print::class(set.ranges())),
@@ -818,6 +914,7 @@ impl Inliner<'_> {
 fn ir_expr(g: &G) -> ir::Expr {
     match g {
         G::Nothing => unreachable!("pruned before lowering"),
+        G::Except(_) => unreachable!("spelled out by pruning"),
         G::Empty => ir::Expr::Empty,
         G::Lit(text) => ir::Expr::Bytes(text.as_bytes().to_vec()),
         G::Class(set) => ir::char_set(set),
@@ -835,6 +932,7 @@ fn ir_expr(g: &G) -> ir::Expr {
 fn tree_expr(g: &G, first: usize, span: Span) -> tree::Expr {
     let kind = match g {
         G::Nothing => unreachable!("pruned before lowering"),
+        G::Except(_) => unreachable!("spelled out by pruning"),
         G::Empty => tree::ExprKind::Empty,
         G::Lit(text) => tree::ExprKind::Literal(text.clone()),
         G::Class(set) => tree::ExprKind::Class(set.clone()),
