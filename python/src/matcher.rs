@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use xg_runtime::{Matcher, Vocabulary};
+use xg_runtime::{Matcher, StopReason, Vocabulary};
 
 use crate::bitmask::{MaskArray, allows_all};
 use crate::compiler::CompiledGrammar;
@@ -294,6 +294,25 @@ impl GrammarMatcher {
     /// Whether the output so far is complete: it may end here (or has).
     fn is_completed(&self) -> bool {
         self.matcher.is_terminated() || self.matcher.can_terminate()
+    }
+
+    /// Why the output stops, if it does: `("stop_token", id)` when the
+    /// model wrote a stop token where the output could end,
+    /// `("terminated", None)` when it ended without one (with
+    /// `terminate_without_stop_token`, as soon as it may end), and
+    /// `("complete", None)` when it is complete and nothing can follow (a
+    /// server can end the request without waiting for a stop token).
+    /// `None` while more may follow. Rollback undoes it.
+    fn stop_reason(&self) -> Option<(&'static str, Option<u32>)> {
+        match self.matcher.stop_reason() {
+            Some(StopReason::StopToken(token)) => Some(("stop_token", Some(token.as_u32()))),
+            Some(StopReason::Terminated) => Some(("terminated", None)),
+            _ if self.terminate_without_stop_token && self.matcher.can_terminate() => {
+                Some(("terminated", None))
+            }
+            Some(StopReason::Complete) => Some(("complete", None)),
+            None => None,
+        }
     }
 
     /// The number of steps that can be rolled back.

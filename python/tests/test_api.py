@@ -278,6 +278,23 @@ def test_stop_token_options(compiler, info):
     assert eager.is_terminated()
 
 
+def test_stop_reason(compiler):
+    compiled = compiler.compile_regex("ab?")
+    m = xg.GrammarMatcher(compiled)
+    assert m.stop_reason() is None
+    assert m.accept_string("a") and m.is_completed()
+    assert m.stop_reason() is None  # it may end, but "b" may follow
+    assert m.accept_string("b")
+    assert m.stop_reason() == ("complete", None)
+    assert m.accept_token(151645)
+    assert m.stop_reason() == ("stop_token", 151645)
+    m.rollback(1)
+    assert m.stop_reason() == ("complete", None)
+    eager = xg.GrammarMatcher(compiled, terminate_without_stop_token=True)
+    assert eager.accept_string("a")
+    assert eager.stop_reason() == ("terminated", None)
+
+
 def test_bitmask_checks(compiler, info):
     m = xg.GrammarMatcher(compiler.compile_regex("a+"))
     rows, words = xg.get_bitmask_shape(2, info.vocab_size)
