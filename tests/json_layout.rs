@@ -12,7 +12,9 @@ use std::sync::Arc;
 use serde::Serialize;
 use serde_json::Value;
 use serde_json::ser::{PrettyFormatter, Serializer};
-use xg_compiler::json_schema::{Options, PRETTY_DEPTH, PropertyOrder, Whitespace};
+use xg_compiler::json_schema::{
+    DEFAULT_MAX_WHITESPACE, Options, PRETTY_DEPTH, PropertyOrder, Whitespace,
+};
 use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
@@ -127,4 +129,50 @@ fn pretty_layout_is_exact_up_to_its_depth_and_flexible_beyond() {
 #[test]
 fn an_indent_too_wide_is_an_error() {
     assert!(compile(&serde_json::json!({}), Whitespace::Pretty { indent: 1000 }).is_none());
+}
+
+#[test]
+fn flexible_whitespace_runs_are_bounded_by_default() {
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"child": {"$ref": "#"}, "name": {"type": "string"}}
+    });
+    let default = Options::default().whitespace;
+    assert_eq!(
+        default,
+        Whitespace::Flexible {
+            max: Some(DEFAULT_MAX_WHITESPACE)
+        }
+    );
+    let grammar = compile(&schema, default).expect("compiles");
+    // A pretty-printer's output seven levels deep at four spaces a level.
+    let mut tree = serde_json::json!({"name": "leaf"});
+    for _ in 0..6 {
+        tree = serde_json::json!({"child": tree});
+    }
+    let text = pretty(&tree, 4);
+    assert!(
+        text.contains(&format!("\n{}\"name\"", " ".repeat(28))),
+        "{text}"
+    );
+    assert!(accepts(&grammar, &text), "{text}");
+    // A run of 32 is taken; the 33rd whitespace character is refused, and
+    // the matcher is as it was.
+    let limit = DEFAULT_MAX_WHITESPACE as usize;
+    let mut matcher = Matcher::new(Arc::clone(&grammar));
+    matcher.accept_str("{").expect("an object");
+    matcher
+        .accept_str(&" \n".repeat(limit / 2))
+        .expect("32 whitespace characters");
+    let steps = matcher.steps();
+    assert!(matcher.accept_str(" ").is_err());
+    assert!(matcher.accept_str("\n").is_err());
+    assert_eq!(matcher.steps(), steps);
+    matcher
+        .accept_str("\"name\":\"x\"}")
+        .expect("the value goes on");
+    assert!(matcher.can_terminate());
+    // Unbounded when asked.
+    let unbounded = compile(&schema, Whitespace::Flexible { max: None }).expect("compiles");
+    assert!(accepts(&unbounded, &format!("{{{}}}", " ".repeat(10_000))));
 }

@@ -830,7 +830,8 @@ impl Builder<'_> {
     }
 
     /// XGrammar's JSON options in xg's terms: `any_whitespace` (default on)
-    /// with `max_whitespace_cnt`; otherwise `indent` (pretty-printed) or
+    /// with `max_whitespace_cnt` (absent: [`json_schema::DEFAULT_MAX_WHITESPACE`];
+    /// `null`: unbounded); otherwise `indent` (pretty-printed) or
     /// none; `separators` (default `", "` and `": "`, `","` and `": "` with
     /// an indent, trimmed with any whitespace), `any_order`, `strict_mode`
     /// (default on: no properties beyond those listed), `reject_unsupported`
@@ -865,9 +866,10 @@ impl Builder<'_> {
         };
         let whitespace = match indent {
             _ if any_whitespace => json_schema::Whitespace::Flexible {
-                max: get("max_whitespace_cnt")
-                    .and_then(Value::as_u64)
-                    .and_then(|n| u32::try_from(n).ok()),
+                max: match get("max_whitespace_cnt") {
+                    None => Some(json_schema::DEFAULT_MAX_WHITESPACE),
+                    Some(max) => max.as_u64().and_then(|n| u32::try_from(n).ok()),
+                },
             },
             Some(indent) => json_schema::Whitespace::Pretty { indent },
             None => json_schema::Whitespace::Compact,

@@ -231,9 +231,10 @@ impl GrammarCompiler {
     /// `separators`, by default `(", ", ": ")`), `indent` (pretty-printed
     /// as `json.dumps(indent=…)` writes it), `strict_mode` (objects
     /// allow no properties beyond those listed unless the schema says
-    /// so), `max_whitespace_cnt`; and xg's `any_order` (properties in any
-    /// order).
-    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = None, any_order = false, cancel = None))]
+    /// so), `max_whitespace_cnt` (the longest whitespace run with
+    /// `any_whitespace`: 32 by default, where XGrammar has no bound; `None`
+    /// for none); and xg's `any_order` (properties in any order).
+    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = Some(json_schema::DEFAULT_MAX_WHITESPACE), any_order = false, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_json_schema(
         &self,
@@ -265,7 +266,7 @@ impl GrammarCompiler {
     /// `enforced`, `approximated` (the grammar may accept values the
     /// keyword forbids) or `ignored`. Raises `CompileError` if the schema
     /// does not compile.
-    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = None, any_order = false))]
+    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = Some(json_schema::DEFAULT_MAX_WHITESPACE), any_order = false))]
     #[allow(clippy::too_many_arguments)]
     fn json_schema_report<'py>(
         &self,
@@ -763,7 +764,7 @@ impl Grammar {
 
     /// The grammar of a JSON Schema, with `compile_json_schema`'s options.
     #[staticmethod]
-    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = None, any_order = false))]
+    #[pyo3(signature = (schema, *, any_whitespace = true, indent = None, separators = None, strict_mode = true, max_whitespace_cnt = Some(json_schema::DEFAULT_MAX_WHITESPACE), any_order = false))]
     fn from_json_schema(
         schema: &Bound<'_, PyAny>,
         any_whitespace: bool,

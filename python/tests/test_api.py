@@ -278,6 +278,17 @@ def test_stop_token_options(compiler, info):
     assert eager.is_terminated()
 
 
+def test_whitespace_runs_are_bounded_by_default(compiler):
+    bounded = xg.GrammarMatcher(compiler.compile_json_schema(PERSON))
+    assert bounded.accept_string("{" + " \n" * 16)  # 32 characters
+    assert not bounded.accept_string(" ")
+    assert bounded.accept_string('"name": "Ada", "age": 3}') and bounded.is_completed()
+    unbounded = xg.GrammarMatcher(compiler.compile_json_schema(PERSON, max_whitespace_cnt=None))
+    assert unbounded.accept_string("{" + " " * 1000 + '"name": "Ada", "age": 3}')
+    json_mode = xg.GrammarMatcher(compiler.compile_builtin_json_grammar())
+    assert json_mode.accept_string("[" + " " * 32) and not json_mode.accept_string(" ")
+
+
 def test_stop_reason(compiler):
     compiled = compiler.compile_regex("ab?")
     m = xg.GrammarMatcher(compiled)

@@ -65,7 +65,7 @@ class Grammar:
         indent: Optional[int] = None,
         separators: Optional[Tuple[str, str]] = None,
         strict_mode: bool = True,
-        max_whitespace_cnt: Optional[int] = None,
+        max_whitespace_cnt: Optional[int] = 32,
         any_order: bool = False,
     ) -> "Grammar": ...
     @staticmethod
@@ -109,7 +109,7 @@ class GrammarCompiler:
         indent: Optional[int] = None,
         separators: Optional[Tuple[str, str]] = None,
         strict_mode: bool = True,
-        max_whitespace_cnt: Optional[int] = None,
+        max_whitespace_cnt: Optional[int] = 32,
         any_order: bool = False,
         cancel: Optional[CancelFlag] = None,
     ) -> CompiledGrammar: ...
@@ -121,7 +121,7 @@ class GrammarCompiler:
         indent: Optional[int] = None,
         separators: Optional[Tuple[str, str]] = None,
         strict_mode: bool = True,
-        max_whitespace_cnt: Optional[int] = None,
+        max_whitespace_cnt: Optional[int] = 32,
         any_order: bool = False,
     ) -> List[Dict[str, str]]: ...
     def compile_builtin_json_grammar(self, *, cancel: Optional[CancelFlag] = None) -> CompiledGrammar: ...

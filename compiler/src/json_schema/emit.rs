@@ -397,6 +397,8 @@ impl<'a> Emitter<'a> {
     /// past [`PRETTY_DEPTH`].
     fn layout(&self, depth: u32) -> Whitespace {
         match self.options.whitespace {
+            // Unbounded: the pretty-printer's indentation grows past any
+            // bound with the depth.
             Whitespace::Pretty { .. } if depth > PRETTY_DEPTH => Whitespace::Flexible { max: None },
             ref layout => layout.clone(),
         }

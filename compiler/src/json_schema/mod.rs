@@ -42,7 +42,8 @@ pub enum Whitespace {
     Compact,
     /// Any JSON whitespace (space, tab, line feed, carriage return) around
     /// punctuation, at most `max` characters in a row if bounded (a bound
-    /// keeps a model from looping on whitespace).
+    /// keeps a model from looping on whitespace; the default is
+    /// [`DEFAULT_MAX_WHITESPACE`]).
     Flexible {
         /// Longest whitespace run; `None` is unbounded.
         max: Option<u32>,
@@ -122,6 +123,15 @@ pub const PRETTY_DEPTH: u32 = 12;
 /// The widest indentation level [`Whitespace::Pretty`] takes, in spaces.
 pub const MAX_INDENT: u32 = 32;
 
+/// The longest whitespace run [`Whitespace::Flexible`] allows unless told
+/// otherwise: a line break and the indentation of a pretty-printed value
+/// seven levels deep at four spaces a level (or fifteen at two), and no
+/// more. Unbounded whitespace lets a model that wants to write what the
+/// schema forbids write spaces and line breaks instead, to its token limit
+/// — the failure the peers' users report most (vLLM and others now cap the
+/// run at 8, which refuses pretty-printing past the first level).
+pub const DEFAULT_MAX_WHITESPACE: u32 = 32;
+
 /// In which order an object's properties may appear.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum PropertyOrder {
@@ -168,11 +178,14 @@ pub struct Options {
 }
 
 impl Default for Options {
-    /// Flexible whitespace, `,` and `:`, lenient, properties in the given
+    /// Flexible whitespace (runs of at most [`DEFAULT_MAX_WHITESPACE`]),
+    /// `,` and `:`, lenient, properties in the given
     /// order, JSON Schema's `additionalProperties` default and integers.
     fn default() -> Self {
         Self {
-            whitespace: Whitespace::Flexible { max: None },
+            whitespace: Whitespace::Flexible {
+                max: Some(DEFAULT_MAX_WHITESPACE),
+            },
             item_separator: ",".to_string(),
             key_separator: ":".to_string(),
             strict: false,

@@ -16,9 +16,10 @@ pub struct SchemaFlags {
     /// pretty-printed (one item per line, indented).
     #[arg(long, value_enum, default_value_t = Layout::Flexible)]
     whitespace: Layout,
-    /// With flexible whitespace, the longest run allowed.
-    #[arg(long, value_name = "N")]
-    max_whitespace: Option<u32>,
+    /// With flexible whitespace, the longest run allowed (`unbounded` for
+    /// none: a model may then loop on whitespace to its token limit).
+    #[arg(long, value_name = "N|unbounded", default_value = "32", value_parser = max_run)]
+    max_whitespace: MaxRun,
     /// With pretty whitespace, the spaces per level.
     #[arg(long, value_name = "N", default_value_t = 2)]
     indent: u32,
@@ -45,6 +46,20 @@ pub struct SchemaFlags {
     time_limit_ms: u64,
 }
 
+/// The longest whitespace run flexible JSON allows; `None` is unbounded.
+#[derive(Clone, Copy)]
+struct MaxRun(Option<u32>);
+
+fn max_run(text: &str) -> Result<MaxRun, String> {
+    match text {
+        "unbounded" => Ok(MaxRun(None)),
+        _ => text
+            .parse()
+            .map(|n| MaxRun(Some(n)))
+            .map_err(|_| format!("`{text}` is neither a number nor `unbounded`")),
+    }
+}
+
 #[derive(Clone, Copy, ValueEnum)]
 enum Layout {
     /// No whitespace at all.
@@ -61,7 +76,7 @@ impl SchemaFlags {
             whitespace: match self.whitespace {
                 Layout::Compact => Whitespace::Compact,
                 Layout::Flexible => Whitespace::Flexible {
-                    max: self.max_whitespace,
+                    max: self.max_whitespace.0,
                 },
                 Layout::Pretty => Whitespace::Pretty {
                     indent: self.indent,
