@@ -105,6 +105,16 @@ impl Expected {
     pub fn rules(&self) -> &[String] {
         &self.rules
     }
+
+    /// The same without the rule names, for grammars whose rules a front
+    /// end generated (`root_after_0`, `shared_14`) and that says where in
+    /// its own terms (a JSON Schema's pointer).
+    pub fn without_rules(&self) -> Self {
+        Self {
+            rules: Vec::new(),
+            ..self.clone()
+        }
+    }
 }
 
 /// Writes a byte as it would appear in a `.xg` class.

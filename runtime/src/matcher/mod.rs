@@ -190,6 +190,15 @@ impl Rejection {
         &self.expected
     }
 
+    /// The same rejection without the rule names in what was expected
+    /// (see [`Expected::without_rules`]).
+    pub fn without_rules(&self) -> Self {
+        Self {
+            expected: self.expected.without_rules(),
+            ..self.clone()
+        }
+    }
+
     /// Whether the step was refused because it would cost more than the
     /// step budget ([`Matcher::set_step_budget`]), not because the
     /// grammar refuses it.

@@ -466,7 +466,18 @@ fn run_match(
         }
         schema::refusal_place(path, &grammar.schema, rules, &input[..offset])
     };
-    match_input(g, grammar.rule_name(), text, file, &explain, color)
+    // A schema's or a structural tag's rule names are made up: the help
+    // says where in the schema instead.
+    let generated_rules = schema_file.is_some();
+    match_input(
+        g,
+        grammar.rule_name(),
+        text,
+        file,
+        &explain,
+        generated_rules,
+        color,
+    )
 }
 
 /// Given a refused input, the offset of the refused byte and the rules the
@@ -475,13 +486,15 @@ fn run_match(
 type Explain<'a> = dyn Fn(&[u8], usize, &[String]) -> Option<String> + 'a;
 
 /// `xg match`: true if the input matches. A grammar that does not compile
-/// is an error (exit 2), not a mismatch.
+/// is an error (exit 2), not a mismatch. With `generated_rules`, the rules
+/// a refusal was in are not named (they are not the user's).
 fn match_input(
     grammar: xg_runtime::Grammar,
     rule: &str,
     text: Option<String>,
     file: Option<&Path>,
     explain: &Explain<'_>,
+    generated_rules: bool,
     color: bool,
 ) -> Result<bool> {
     let mut sources = Sources::new();
@@ -494,16 +507,23 @@ fn match_input(
         (None, None) => anyhow::bail!("give the input with --text or --file"),
     };
     let mut matcher = Matcher::new(Arc::new(grammar));
+    let shown = |rejection: &xg_runtime::Rejection| {
+        if generated_rules {
+            rejection.without_rules()
+        } else {
+            rejection.clone()
+        }
+    };
     let failure = match matcher.accept_bytes(&input) {
         Err(rejection) => Some((
             rejection.position(),
-            format!("{rejection:#}"),
+            format!("{:#}", shown(&rejection)),
             rejection.expected().rules().to_vec(),
         )),
         Ok(()) => matcher.terminate().err().map(|rejection| {
             let message = format!(
                 "the input ends too early; expected {}",
-                rejection.expected()
+                shown(&rejection).expected()
             );
             (input.len(), message, rejection.expected().rules().to_vec())
         }),
