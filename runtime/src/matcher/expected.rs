@@ -109,6 +109,7 @@ impl Expected {
     /// The same without the rule names, for grammars whose rules a front
     /// end generated (`root_after_0`, `shared_14`) and that says where in
     /// its own terms (a JSON Schema's pointer).
+    #[must_use]
     pub fn without_rules(&self) -> Self {
         Self {
             rules: Vec::new(),

@@ -192,6 +192,7 @@ impl Rejection {
 
     /// The same rejection without the rule names in what was expected
     /// (see [`Expected::without_rules`]).
+    #[must_use]
     pub fn without_rules(&self) -> Self {
         Self {
             expected: self.expected.without_rules(),
