@@ -24,6 +24,7 @@ use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
 use rustc_hash::FxHashMap;
 
+use crate::budget::Exceeded;
 use crate::fsm::Fsm;
 use crate::ir::{Expr, TokenSet};
 use crate::json_schema::{self, Generated};
@@ -173,25 +174,26 @@ impl CompileCache {
     }
 
     /// The automaton of the body `key` (references renumbered), built by
-    /// `build` if it is not cached.
+    /// `build` if it is not cached (a build that ran out of budget is not
+    /// kept).
     pub(crate) fn automaton(
         &self,
         key: Expr,
-        build: impl FnOnce(&Expr) -> Automaton,
-    ) -> Arc<Automaton> {
+        build: impl FnOnce(&Expr) -> Result<Automaton, Exceeded>,
+    ) -> Result<Arc<Automaton>, Exceeded> {
         let key = Key::Body(key);
         if let Some(Value::Automaton(found)) = self.get(&key) {
             self.hits.fetch_add(1, Ordering::Relaxed);
-            return found;
+            return Ok(found);
         }
         let Key::Body(body) = &key else {
             unreachable!("the key was made a body above")
         };
-        let value = Arc::new(build(body));
+        let value = Arc::new(build(body)?);
         self.misses.fetch_add(1, Ordering::Relaxed);
         let bytes = value.bytes();
         self.insert(key, Value::Automaton(Arc::clone(&value)), bytes);
-        value
+        Ok(value)
     }
 
     /// The rules of the schema whose JSON text is `text`, generated with

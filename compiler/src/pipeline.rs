@@ -107,8 +107,8 @@ fn compile_ir(
     cache: &CompileCache,
     diagnostics: &mut Diagnostics,
 ) -> Option<Compiled> {
-    let grammar = normalize::normalize(grammar);
     let stages = || -> Result<Compiled, Exceeded> {
+        let grammar = normalize::normalize_within(grammar, budget)?;
         let mut automata = fsm::build(&grammar, budget, cache)?;
         let hashes = hash::hash(&mut automata, budget)?;
         let tables = tables::build(&automata, &hashes);
@@ -121,15 +121,21 @@ fn compile_ir(
     match stages() {
         Ok(compiled) => Some(compiled),
         Err(exceeded) => {
-            diagnostics.push(Diagnostic::error(
-                "budget",
-                exceeded.to_string(),
-                root,
-                "while compiling this grammar",
-            ));
+            diagnostics.push(budget_error(&exceeded, root));
             None
         }
     }
+}
+
+/// The error for a compilation of the grammar at `root` that ran out of
+/// its budget.
+fn budget_error(exceeded: &Exceeded, root: Span) -> Diagnostic {
+    Diagnostic::error(
+        "budget",
+        exceeded.to_string(),
+        root,
+        "while compiling this grammar",
+    )
 }
 
 /// Compiles `entry` with entry rule `root` into a runtime [`Grammar`], ready
@@ -218,7 +224,14 @@ pub fn json_schema(
         }
     };
     let whole = Span::new(file, 0, 0);
-    let compiled = compile_ir(generated.to_ir(), whole, &budget, cache, diagnostics)?;
+    let lowered = match generated.to_ir_within(&budget) {
+        Ok(lowered) => lowered,
+        Err(exceeded) => {
+            diagnostics.push(budget_error(&exceeded, whole));
+            return None;
+        }
+    };
+    let compiled = compile_ir(lowered, whole, &budget, cache, diagnostics)?;
     runtime_grammar(compiled, whole, diagnostics)
 }
 

@@ -4,7 +4,8 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Fsm, Label, Node};
+use super::{Edge, Fsm, Label, Node, check_every_stride};
+use crate::budget::{Budget, Exceeded};
 
 /// Determinization gives up past this many states, or [`GROWTH`] times the
 /// input's, whichever is more (it can blow up exponentially; grammar rules
@@ -25,9 +26,9 @@ pub const MAX_SUBSET_NODES: usize = 1 << 22;
 
 /// The deterministic automaton of the epsilon-free `nfa`, or `None` if it
 /// would grow past the budget of [`MAX_STATES`] states or
-/// [`MAX_SUBSET_NODES`] subset nodes.
-pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
-    let budget = MAX_STATES.max(GROWTH * nfa.nodes.len());
+/// [`MAX_SUBSET_NODES`] subset nodes; checks `budget` as states are made.
+pub(super) fn determinize(nfa: &Fsm, budget: &Budget) -> Result<Option<Fsm>, Exceeded> {
+    let max_states = MAX_STATES.max(GROWTH * nfa.nodes.len());
     let mut subset_nodes = 1;
     // Each subset once, shared by the lookup table and the work list.
     let start: Rc<[u32]> = Rc::from([0u32].as_slice());
@@ -40,6 +41,7 @@ pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
     while next < sets.len() {
         let set = Rc::clone(&sets[next]);
         next += 1;
+        check_every_stride(budget, next)?;
         scratch.transitions(nfa, &set);
         let mut edges = Vec::with_capacity(scratch.out.len());
         for &(label, start, end) in &scratch.out {
@@ -48,8 +50,8 @@ pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
                 Some(&id) => id,
                 None => {
                     subset_nodes += targets.len();
-                    if sets.len() >= budget || subset_nodes > MAX_SUBSET_NODES {
-                        return None;
+                    if sets.len() >= max_states || subset_nodes > MAX_SUBSET_NODES {
+                        return Ok(None);
                     }
                     let id = u32::try_from(sets.len()).expect("below the budget");
                     let targets: Rc<[u32]> = Rc::from(targets);
@@ -66,7 +68,7 @@ pub(super) fn determinize(nfa: &Fsm) -> Option<Fsm> {
             edges,
         });
     }
-    Some(Fsm { nodes })
+    Ok(Some(Fsm { nodes }))
 }
 
 /// Buffers reused from one subset to the next.

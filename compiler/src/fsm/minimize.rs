@@ -15,13 +15,15 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Fsm, Label, Node, node_id};
+use super::{Edge, Fsm, Label, Node, check_every_stride, node_id};
+use crate::budget::{Budget, Exceeded};
 
-/// The minimal automaton equivalent to the deterministic `dfa`.
-pub(super) fn minimize(dfa: &Fsm) -> Fsm {
+/// The minimal automaton equivalent to the deterministic `dfa`; checks
+/// `budget` as the partition is refined.
+pub(super) fn minimize(dfa: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
     let transitions = Transitions::of(dfa);
-    let blocks = coarsest_partition(dfa, &transitions);
-    merge(dfa, &blocks)
+    let blocks = coarsest_partition(dfa, &transitions, budget)?;
+    Ok(merge(dfa, &blocks))
 }
 
 /// Every edge as transitions over atomic symbols.
@@ -172,7 +174,11 @@ impl Partition {
 
 /// The coarsest partition of the nodes compatible with finality and the
 /// transitions: each set is a class of equivalent nodes.
-fn coarsest_partition(dfa: &Fsm, transitions: &Transitions) -> Partition {
+fn coarsest_partition(
+    dfa: &Fsm,
+    transitions: &Transitions,
+    budget: &Budget,
+) -> Result<Partition, Exceeded> {
     let all = &transitions.all;
     let mut blocks = Partition::new(dfa.nodes.len());
     for (n, node) in dfa.nodes.iter().enumerate() {
@@ -235,6 +241,7 @@ fn coarsest_partition(dfa: &Fsm, transitions: &Transitions) -> Partition {
     let mut block = 1;
     let mut cord = 0;
     while cord < cords.sets() {
+        check_every_stride(budget, cord + 1)?;
         for i in cords.first[cord]..cords.past[cord] {
             let t = cords.elements[i as usize];
             blocks.mark(all[t as usize].0);
@@ -242,6 +249,7 @@ fn coarsest_partition(dfa: &Fsm, transitions: &Transitions) -> Partition {
         blocks.split();
         cord += 1;
         while block < blocks.sets() {
+            check_every_stride(budget, block)?;
             for i in blocks.first[block]..blocks.past[block] {
                 let node = blocks.elements[i as usize] as usize;
                 for &t in &into[offsets[node] as usize..offsets[node + 1] as usize] {
@@ -252,7 +260,7 @@ fn coarsest_partition(dfa: &Fsm, transitions: &Transitions) -> Partition {
             block += 1;
         }
     }
-    blocks
+    Ok(blocks)
 }
 
 /// One node per block, numbered in order of first reach from the start

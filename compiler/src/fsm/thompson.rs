@@ -1,30 +1,49 @@
 //! Thompson construction from the normalized IR, then epsilon removal.
 
-use super::{Edge, Fsm, Label, Node, node_id};
+use super::{Edge, Fsm, Label, Node, check_every_stride, node_id};
+use crate::budget::{Budget, Exceeded};
 use crate::ir::{Expr, TokenSet};
 
 /// The epsilon-free automaton of `expr`, trimmed to the nodes that are both
 /// reachable and able to reach a final node. Token sets used by the
-/// expression are appended to `token_sets` (equal sets shared).
-pub(super) fn build(expr: &Expr, token_sets: &mut Vec<TokenSet>) -> Fsm {
+/// expression are appended to `token_sets` (equal sets shared). Checks
+/// `budget` as nodes are made.
+pub(super) fn build(
+    expr: &Expr,
+    token_sets: &mut Vec<TokenSet>,
+    budget: &Budget,
+) -> Result<Fsm, Exceeded> {
     let mut builder = Builder {
         fsm: Fsm::default(),
         token_sets,
+        budget,
+        exceeded: None,
     };
     let start = builder.node();
     let end = builder.expr(expr, start);
+    if let Some(exceeded) = builder.exceeded {
+        return Err(exceeded);
+    }
     builder.fsm.nodes[end as usize].is_final = true;
-    trim(&remove_epsilons(&builder.fsm))
+    Ok(trim(&remove_epsilons(&builder.fsm, budget)?))
 }
 
 struct Builder<'a> {
     fsm: Fsm,
     token_sets: &'a mut Vec<TokenSet>,
+    budget: &'a Budget,
+    /// Set when the budget ran out: choices and repetitions stop adding.
+    exceeded: Option<Exceeded>,
 }
 
 impl Builder<'_> {
     fn node(&mut self) -> u32 {
         self.fsm.nodes.push(Node::default());
+        if self.exceeded.is_none()
+            && let Err(exceeded) = check_every_stride(self.budget, self.fsm.nodes.len())
+        {
+            self.exceeded = Some(exceeded);
+        }
         node_id(self.fsm.nodes.len() - 1)
     }
 
@@ -54,6 +73,9 @@ impl Builder<'_> {
             Expr::Choice(items) => {
                 let to = self.node();
                 for item in items {
+                    if self.exceeded.is_some() {
+                        break;
+                    }
                     self.expr_to(item, from, to);
                 }
                 to
@@ -117,6 +139,9 @@ impl Builder<'_> {
             }
             Expr::Choice(items) => {
                 for item in items {
+                    if self.exceeded.is_some() {
+                        break;
+                    }
                     self.expr_to(item, from, to);
                 }
             }
@@ -128,7 +153,13 @@ impl Builder<'_> {
     }
 
     fn repeat(&mut self, expr: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {
-        let mut at = (0..min).fold(from, |at, _| self.expr(expr, at));
+        let mut at = from;
+        for _ in 0..min {
+            if self.exceeded.is_some() {
+                return at;
+            }
+            at = self.expr(expr, at);
+        }
         match max {
             None => {
                 // x*: a loop through a fresh node.
@@ -141,6 +172,9 @@ impl Builder<'_> {
             Some(max) => {
                 let exit = self.node();
                 for _ in min..max {
+                    if self.exceeded.is_some() {
+                        break;
+                    }
                     self.edge(at, Label::Epsilon, exit);
                     at = self.expr(expr, at);
                 }
@@ -156,8 +190,8 @@ impl Builder<'_> {
 /// non-epsilon edge leads to are kept (numbered in order of first reach):
 /// the others — a choice's shared end, a loop's hub — are entered only
 /// through their closures, and building their edges only to drop them
-/// took as long as the rest.
-fn remove_epsilons(fsm: &Fsm) -> Fsm {
+/// took as long as the rest. `budget` is checked as nodes are made.
+fn remove_epsilons(fsm: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
     // `seen[n] == stamp` marks the nodes of the current closure, so one
     // array serves every node's search.
     let mut seen = vec![u32::MAX; fsm.nodes.len()];
@@ -168,6 +202,7 @@ fn remove_epsilons(fsm: &Fsm) -> Fsm {
     let mut closure = Vec::new();
     let mut nodes = Vec::new();
     while let Some(&stamp) = order.get(nodes.len()) {
+        check_every_stride(budget, nodes.len() + 1)?;
         closure.clear();
         stack.push(stamp);
         seen[stamp as usize] = stamp;
@@ -204,7 +239,7 @@ fn remove_epsilons(fsm: &Fsm) -> Fsm {
             edges,
         });
     }
-    Fsm { nodes }
+    Ok(Fsm { nodes })
 }
 
 /// Keeps the nodes reachable from node 0 that can reach a final node,

@@ -5,9 +5,10 @@
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 
+use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
-use crate::budget::Budget;
+use crate::budget::{Budget, Exceeded};
 
 use super::content::{self, Contents};
 use super::grammar::{Except, G, Rules};
@@ -86,6 +87,8 @@ pub(crate) struct Emitter<'a> {
     /// Per rule name, the JSON pointer of the schema it was made for.
     origins: HashMap<String, String>,
     errors: Vec<SchemaError>,
+    /// How the budget ran out, if it did (its error is in `errors`).
+    exhausted: Option<Exceeded>,
     budget: &'a Budget,
     /// The schema's numbers as its text writes them, by pointer (empty
     /// without the text): bounds are read from them, not from doubles.
@@ -125,6 +128,7 @@ impl<'a> Emitter<'a> {
             noted: HashMap::new(),
             origins: HashMap::new(),
             errors: Vec::new(),
+            exhausted: None,
             budget,
             written_numbers: HashMap::new(),
         }
@@ -150,11 +154,11 @@ impl<'a> Emitter<'a> {
         self.rule_for(vec![String::new()], 0, "root");
         while let Some((rule, key, depth)) = self.queue.pop_front() {
             self.depth = depth;
+            if self.exhausted.is_some() {
+                break;
+            }
             if let Err(exceeded) = self.budget.check_rules(self.rules.len()) {
-                self.errors.push(SchemaError {
-                    pointer: "#".into(),
-                    message: exceeded.to_string(),
-                });
+                self.exhaust(exceeded);
                 break;
             }
             let node = self.collect(&key);
@@ -316,10 +320,31 @@ impl<'a> Emitter<'a> {
         Some(rule)
     }
 
+    /// Whether the budget has run out, checked inside the loops over an
+    /// object's members (one rule may have tens of thousands); the first
+    /// time, its error is recorded and the rules stop at the next one.
+    fn out_of_budget(&mut self) -> bool {
+        if self.exhausted.is_none()
+            && let Err(exceeded) = self.budget.check()
+        {
+            self.exhaust(exceeded);
+        }
+        self.exhausted.is_some()
+    }
+
+    /// Records that the budget ran out.
+    fn exhaust(&mut self, exceeded: Exceeded) {
+        self.errors.push(SchemaError {
+            pointer: "#".into(),
+            message: exceeded.to_string(),
+        });
+        self.exhausted = Some(exceeded);
+    }
+
     /// Repeats under each copy what the report and the errors say under
     /// its original, until nothing changes (copies nest in copies).
     fn report_copies(&mut self) {
-        if self.copies.is_empty() {
+        if self.copies.is_empty() || self.exhausted.is_some() {
             return;
         }
         let mut copies: HashMap<String, Vec<String>> = HashMap::new();
@@ -343,8 +368,14 @@ impl<'a> Emitter<'a> {
             changed = false;
             let mut i = 0;
             while i < self.report.notes.len() {
+                if self.out_of_budget() {
+                    return;
+                }
                 let note = self.report.notes[i].clone();
                 for pointer in moved(&note.pointer[1..]) {
+                    if self.out_of_budget() {
+                        return;
+                    }
                     let before = self.noted.get(&(pointer.clone(), note.keyword.clone()));
                     let before = before.map(|&n| self.report.notes[n].treatment);
                     if before.is_none_or(|t| t < note.treatment) {
@@ -964,20 +995,39 @@ impl<'a> Emitter<'a> {
 
     fn object(&mut self, node: &Node, name: &str) -> G {
         // Declared names in order of first appearance, then required ones
-        // that no `properties` declares.
+        // that no `properties` declares. Looked up in sets and maps: a
+        // schema may list tens of thousands of properties.
         let mut names: Vec<String> = Vec::new();
-        for part in &node.objects {
-            for (n, _) in &part.properties {
-                if !names.contains(n) {
-                    names.push(n.clone());
-                }
-            }
-        }
-        for n in &node.required {
-            if !names.contains(n) {
+        let mut seen: FxHashSet<&str> = FxHashSet::default();
+        for n in node
+            .objects
+            .iter()
+            .flat_map(|part| &part.properties)
+            .map(|(n, _)| n)
+        {
+            if seen.insert(n) {
                 names.push(n.clone());
             }
         }
+        for n in &node.required {
+            if seen.insert(n) {
+                names.push(n.clone());
+            }
+        }
+        let required: FxHashSet<&str> = node.required.iter().map(String::as_str).collect();
+        let always_forbidden: FxHashSet<&str> = node.forbidden.iter().map(String::as_str).collect();
+        // Per part, its properties by name (the first of a name).
+        let declared: Vec<FxHashMap<&str, &String>> = node
+            .objects
+            .iter()
+            .map(|part| {
+                let mut by_name = FxHashMap::default();
+                for (n, pointer) in &part.properties {
+                    by_name.entry(n.as_str()).or_insert(pointer);
+                }
+                by_name
+            })
+            .collect();
         let extras_forbidden = |part: &schema::ObjectPart, default: bool| match &part.additional {
             Others::None => true,
             Others::Unsaid => !default && !part.properties.is_empty(),
@@ -988,14 +1038,17 @@ impl<'a> Emitter<'a> {
             (!node.property_names.is_empty()).then(|| self.collect(&node.property_names));
         let mut members: Vec<(G, bool)> = Vec::new();
         for property in &names {
-            let required = node.required.contains(property);
+            if self.out_of_budget() {
+                return G::Nothing;
+            }
+            let required = required.contains(property.as_str());
             let mut key = Vec::new();
-            let mut forbidden = node.forbidden.contains(property)
+            let mut forbidden = always_forbidden.contains(property.as_str())
                 || property_names
                     .as_ref()
                     .is_some_and(|names| !name_fits(names, property));
-            for part in &node.objects {
-                if let Some((_, p)) = part.properties.iter().find(|(n, _)| n == property) {
+            for (part, declared) in node.objects.iter().zip(&declared) {
+                if let Some(&p) = declared.get(property.as_str()) {
                     key.push(p.clone());
                     continue;
                 }
@@ -1116,6 +1169,9 @@ impl<'a> Emitter<'a> {
             G::rep(G::seq([sep.clone(), e.clone()]), 0, None)
         })];
         for (i, (member, required)) in members.iter().enumerate().rev() {
+            if self.out_of_budget() {
+                break;
+            }
             let this = G::seq([sep.clone(), member.clone()]);
             let body = G::seq([
                 if *required { this } else { G::opt(this) },
@@ -1134,6 +1190,9 @@ impl<'a> Emitter<'a> {
         // The first member present is i: members before it are optional and absent.
         let mut alternatives = Vec::new();
         for (i, (member, required)) in members.iter().enumerate() {
+            if self.exhausted.is_some() {
+                break;
+            }
             alternatives.push(G::seq([member.clone(), after[i + 1].clone()]));
             if *required {
                 return Members {

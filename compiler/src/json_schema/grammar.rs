@@ -783,16 +783,20 @@ impl Rules {
     /// and [`crate::ir::lower`] make of it without the tree in between: a
     /// schema of thousands of rules compiles without building, lowering
     /// and dropping a tree of spans.
-    pub(crate) fn to_ir(&self) -> Vec<ir::Rule> {
+    /// Checks `budget` rule by rule.
+    pub(crate) fn to_ir(&self, budget: &Budget) -> Result<Vec<ir::Rule>, Exceeded> {
         self.names
             .iter()
             .zip(&self.bodies)
             .zip(&self.keep)
-            .map(|((name, body), &keep)| ir::Rule {
-                name: name.clone(),
-                body: ir_expr(body),
-                lookahead: None,
-                keep,
+            .map(|((name, body), &keep)| {
+                budget.check()?;
+                Ok(ir::Rule {
+                    name: name.clone(),
+                    body: ir_expr(body),
+                    lookahead: None,
+                    keep,
+                })
             })
             .collect()
     }

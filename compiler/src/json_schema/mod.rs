@@ -28,7 +28,7 @@ use std::fmt;
 
 use serde_json::Value;
 
-use crate::budget::Budget;
+use crate::budget::{Budget, Exceeded};
 use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::source::{FileId, Sources, Span};
 use crate::tree;
@@ -317,10 +317,16 @@ impl Generated {
     /// [`crate::ir::lower`] makes of the resolved tree of an embedded
     /// schema's rules, built without the tree.
     pub fn to_ir(&self) -> crate::ir::Grammar {
-        crate::ir::Grammar {
-            rules: self.rules.to_ir(),
+        self.to_ir_within(&Budget::unlimited())
+            .expect("an unlimited budget")
+    }
+
+    /// [`Generated::to_ir`], checking `budget` rule by rule.
+    pub fn to_ir_within(&self, budget: &Budget) -> Result<crate::ir::Grammar, Exceeded> {
+        Ok(crate::ir::Grammar {
+            rules: self.rules.to_ir(budget)?,
             root: xg_runtime::RuleId::new(0).expect("rule 0"),
-        }
+        })
     }
 }
 

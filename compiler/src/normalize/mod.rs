@@ -23,15 +23,26 @@ mod inline;
 
 pub use self::compress::{EXPANSION_LIMIT, REPETITION_THRESHOLD};
 pub use self::inline::{FRAGMENT_SIZE, RULE_SIZE};
+use crate::budget::{Budget, Exceeded};
 use crate::ir::{Expr, Grammar, Rule};
 use xg_runtime::RuleId;
 
 /// Runs every normalization pass, in order.
-pub fn normalize(mut grammar: Grammar) -> Grammar {
+pub fn normalize(grammar: Grammar) -> Grammar {
+    normalize_within(grammar, &Budget::unlimited()).expect("an unlimited budget")
+}
+
+/// [`normalize`], checking `budget` before each of its passes (a request's
+/// grammar may be large: an object of 80,000 properties is one rule of
+/// 80,000 choices).
+pub fn normalize_within(mut grammar: Grammar, budget: &Budget) -> Result<Grammar, Exceeded> {
+    budget.check()?;
     extract::extract(&mut grammar);
+    budget.check()?;
     compress::compress(&mut grammar);
+    budget.check()?;
     inline::inline(&mut grammar);
-    grammar
+    Ok(grammar)
 }
 
 /// Adds a rule named `name` with `body` and returns its id.
