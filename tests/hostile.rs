@@ -643,3 +643,54 @@ fn wide_objects_and_tool_lists_compile_within_the_limits() {
     assert!(grammar.is_some(), "{}", errors(&diagnostics));
     assert!(elapsed < Duration::from_secs(2), "{elapsed:?}");
 }
+
+/// A tag dispatch's scanner is built from its triggers, stop and excluded
+/// strings, following failure links as deep as a string is long from each
+/// of its states: an `any_text` excluding a 50 KB string took 4 s to
+/// compile (and as long to open as a bundle), a 1 MB one over ten minutes
+/// and a gigabyte. Strings past `MAX_DISPATCH_PATTERN` bytes, or past
+/// `MAX_DISPATCH_PATTERNS` together, are an error at once; within them the
+/// exclusion is exact.
+#[test]
+fn dispatch_strings_past_the_limits_are_refused_at_once() {
+    let any_text = |excludes: Vec<String>| {
+        let tag = json!({"type": "structural_tag",
+            "format": {"type": "any_text", "excludes": excludes}});
+        let mut sources = Sources::new();
+        let file = sources.add("tag.json", "", None);
+        let mut diagnostics = Diagnostics::new();
+        let started = Instant::now();
+        let grammar = pipeline::structural_tag(
+            &tag,
+            None,
+            &roomy(),
+            &CompileCache::default(),
+            &mut sources,
+            file,
+            &mut diagnostics,
+        );
+        assert!(started.elapsed() < Duration::from_secs(1));
+        grammar.map(Arc::new).ok_or_else(|| errors(&diagnostics))
+    };
+    let error = any_text(vec!["x".repeat(50_000)]).expect_err("too long");
+    assert!(
+        error.contains("50000 bytes") && error.contains("longer than 1024"),
+        "{error}"
+    );
+    let many = (0..100)
+        .map(|i| format!("{i:04}{}", "y".repeat(1000)))
+        .collect();
+    let error = any_text(many).expect_err("too much");
+    assert!(error.contains("more than 65536"), "{error}");
+    let longest = "x".repeat(xg_runtime::MAX_DISPATCH_PATTERN);
+    let grammar = any_text(vec![longest.clone()]).expect("within the limit");
+    assert!(accepts(&grammar, &longest[1..]));
+    assert!(!accepts(&grammar, &format!("a{longest}b")));
+
+    let grammar = format!(
+        "root ::= TagDispatch((\"<a>\", x), excludes=(\"{}\"))\nx ::= \"1\"\n",
+        "y".repeat(2_000)
+    );
+    let error = compile_request(&grammar, None, false).expect_err("too long");
+    assert!(error.contains("longer than 1024"), "{error}");
+}

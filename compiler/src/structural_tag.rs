@@ -709,6 +709,11 @@ impl Builder<'_> {
         exclude: &[String],
     ) -> bool {
         let mut ok = true;
+        let patterns = arms.iter().map(|(t, _)| t).chain(stop).chain(exclude);
+        if let Some(error) = xg_runtime::dispatch_patterns_error(patterns.map(String::as_bytes)) {
+            self.error(pointer, error);
+            return false;
+        }
         for (i, (trigger, _)) in arms.iter().enumerate() {
             if trigger.is_empty() {
                 self.error(pointer, "a trigger is empty");

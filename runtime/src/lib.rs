@@ -54,4 +54,5 @@ pub use self::matcher::{
     CONTEXT_TOKENS, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected, ForcedTokens,
     Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats, StopReason,
 };
+pub use self::scanner::{MAX_DISPATCH_PATTERN, MAX_DISPATCH_PATTERNS, dispatch_patterns_error};
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

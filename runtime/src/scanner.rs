@@ -24,6 +24,36 @@ pub(crate) struct Scanner {
 /// "No pattern ends here".
 pub(crate) const NONE: u32 = u32::MAX;
 
+/// The longest trigger, stop or excluded string a tag dispatch takes, in
+/// bytes. Building the scanner follows failure links as deep as a pattern
+/// is long from each of its states: a 50 KB excluded string took 4 s, a
+/// 1 MB one over ten minutes and a gigabyte of table.
+pub const MAX_DISPATCH_PATTERN: usize = 1024;
+
+/// The most bytes a tag dispatch's patterns take together (each a state
+/// of the scanner, a kilobyte of table each: 64 MiB at most).
+pub const MAX_DISPATCH_PATTERNS: usize = 1 << 16;
+
+/// Why `patterns` are too long for one dispatch, if they are.
+pub fn dispatch_patterns_error<'p>(patterns: impl IntoIterator<Item = &'p [u8]>) -> Option<String> {
+    let mut total = 0;
+    for pattern in patterns {
+        if pattern.len() > MAX_DISPATCH_PATTERN {
+            let shown = String::from_utf8_lossy(&pattern[..24]);
+            return Some(format!(
+                "a trigger, stop or excluded string of {} bytes (`{shown}…`) is longer than {MAX_DISPATCH_PATTERN} (the limit)",
+                pattern.len()
+            ));
+        }
+        total += pattern.len();
+    }
+    (total > MAX_DISPATCH_PATTERNS).then(|| {
+        format!(
+            "the triggers, stop and excluded strings of one free text take {total} bytes, more than {MAX_DISPATCH_PATTERNS} (the limit)"
+        )
+    })
+}
+
 /// The state free text starts in.
 pub(crate) const START: u32 = 0;
 
@@ -31,6 +61,9 @@ impl Scanner {
     /// A scanner for `patterns`, in the dispatch's order (ties between
     /// equally long patterns go to the earlier one).
     pub(crate) fn new(patterns: &[&[u8]]) -> Result<Self, String> {
+        if let Some(error) = dispatch_patterns_error(patterns.iter().copied()) {
+            return Err(error);
+        }
         let dfa = DFA::builder()
             .match_kind(MatchKind::Standard)
             .build(patterns)

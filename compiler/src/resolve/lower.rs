@@ -728,6 +728,25 @@ impl<'a> Lowerer<'a> {
             .map(|arm| (arm.trigger.as_str(), arm.span, "trigger"))
             .chain(stop.iter().map(|(t, s)| (t.as_str(), *s, "stop string")))
             .collect();
+        // Too long to scan for: at the first string past the limit, or the
+        // one that takes them all past it.
+        let mut total = 0;
+        let excluded = exclude.iter().map(|(text, span)| (text.as_str(), *span));
+        for (text, span) in patterns.iter().map(|&(t, s, _)| (t, s)).chain(excluded) {
+            total += text.len();
+            let error = xg_runtime::dispatch_patterns_error([text.as_bytes()]).or_else(|| {
+                (total > xg_runtime::MAX_DISPATCH_PATTERNS).then(|| {
+                    format!(
+                        "the triggers, stop and excluded strings take more than {} bytes (the limit)",
+                        xg_runtime::MAX_DISPATCH_PATTERNS
+                    )
+                })
+            });
+            if let Some(error) = error {
+                self.error("dispatch-too-large", error, span, "here");
+                return false;
+            }
+        }
         for (i, &(text, span, kind)) in patterns.iter().enumerate() {
             if text.is_empty() {
                 self.error(
