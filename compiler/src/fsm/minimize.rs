@@ -22,7 +22,9 @@ use crate::budget::{Budget, Exceeded};
 /// `budget` as the partition is refined.
 pub(super) fn minimize(dfa: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
     let transitions = Transitions::of(dfa);
+    budget.check()?;
     let blocks = coarsest_partition(dfa, &transitions, budget)?;
+    budget.check()?;
     Ok(merge(dfa, &blocks))
 }
 

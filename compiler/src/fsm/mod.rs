@@ -314,7 +314,9 @@ fn automaton(
 ) -> Result<Fsm, Exceeded> {
     let mut references = References::default();
     let key = references.number(expr);
+    budget.check()?;
     let built = cache.automaton(key, |key| {
+        budget.check()?;
         let mut local_sets = Vec::new();
         let nfa = thompson::build(key, &mut local_sets, budget)?;
         // Most bodies are deterministic once their epsilon edges are gone:

@@ -25,7 +25,9 @@ pub(super) fn build(
         return Err(exceeded);
     }
     builder.fsm.nodes[end as usize].is_final = true;
-    Ok(trim(&remove_epsilons(&builder.fsm, budget)?))
+    let epsilon_free = remove_epsilons(&builder.fsm, budget)?;
+    budget.check()?;
+    Ok(trim(&epsilon_free))
 }
 
 struct Builder<'a> {
