@@ -728,24 +728,29 @@ impl<'a> Lowerer<'a> {
             .map(|arm| (arm.trigger.as_str(), arm.span, "trigger"))
             .chain(stop.iter().map(|(t, s)| (t.as_str(), *s, "stop string")))
             .collect();
-        // Too long to scan for: at the first string past the limit, or the
-        // one that takes them all past it.
-        let mut total = 0;
         let excluded = exclude.iter().map(|(text, span)| (text.as_str(), *span));
-        for (text, span) in patterns.iter().map(|&(t, s, _)| (t, s)).chain(excluded) {
-            total += text.len();
-            let error = xg_runtime::dispatch_patterns_error([text.as_bytes()]).or_else(|| {
-                (total > xg_runtime::MAX_DISPATCH_PATTERNS).then(|| {
-                    format!(
-                        "the triggers, stop and excluded strings take more than {} bytes (the limit)",
-                        xg_runtime::MAX_DISPATCH_PATTERNS
-                    )
+        let strings: Vec<(&str, Span)> = patterns
+            .iter()
+            .map(|&(t, s, _)| (t, s))
+            .chain(excluded)
+            .collect();
+        if let Some(error) =
+            xg_runtime::dispatch_patterns_error(strings.iter().map(|(t, _)| t.as_bytes()))
+        {
+            // Shown at the first string past the limit, or at the one that
+            // takes them all past it.
+            let mut total = 0;
+            let (_, span) = strings
+                .iter()
+                .find(|(text, _)| {
+                    total += text.len();
+                    text.len() > xg_runtime::MAX_DISPATCH_PATTERN
+                        || total > xg_runtime::MAX_DISPATCH_PATTERNS
                 })
-            });
-            if let Some(error) = error {
-                self.error("dispatch-too-large", error, span, "here");
-                return false;
-            }
+                .copied()
+                .expect("some string is past a limit");
+            self.error("dispatch-too-large", error, span, "here");
+            return false;
         }
         for (i, &(text, span, kind)) in patterns.iter().enumerate() {
             if text.is_empty() {
