@@ -146,6 +146,95 @@ fn automata_are_minimal_and_deterministic() {
 }
 
 #[test]
+fn acyclic_nodes_merge_with_equivalent_nodes_after_a_cycle() {
+    // After "a" and after "c"+ "x" only "y" may follow: the first node is
+    // on no cycle, the second is reached from the loop on "c". Minimal:
+    // start, the loop, expects "y", final.
+    let grammar = fsm::build(
+        &normalize::normalize(compile(r#"root ::= "a" "y" | "c"+ "x" "y""#)),
+        &Budget::unlimited(),
+        &CACHE,
+    )
+    .unwrap();
+    let fsm = root_fsm(&grammar);
+    assert!(fsm.is_deterministic());
+    assert_eq!(fsm.nodes.len(), 4, "{fsm:?}");
+    assert_eq!(equivalence_classes(fsm), 4);
+}
+
+#[test]
+fn extra_property_names_compile_to_minimal_automata() {
+    // Names sharing prefixes and suffixes: the automaton of "any other
+    // name" is a trie leaving by every other character into a loop, its
+    // equivalent subtries merged.
+    let names = [
+        "id", "idx", "name", "names", "nameId", "typeId", "type", "types", "kind", "kindId",
+        "value", "values", "valueId", "ab", "abc", "abd", "xbc", "xbd", "été", "café",
+    ];
+    let properties: Vec<String> = names
+        .iter()
+        .map(|name| format!(r#""{name}": {{"type": "integer"}}"#))
+        .collect();
+    let schema: serde_json::Value = serde_json::from_str(&format!(
+        r#"{{"type": "object", "properties": {{{}}}}}"#,
+        properties.join(", ")
+    ))
+    .unwrap();
+    let generated = xg_compiler::json_schema::generate(
+        &schema,
+        &xg_compiler::json_schema::Options::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    let original = generated.to_ir();
+    let automata = fsm::build(
+        &normalize::normalize(original.clone()),
+        &Budget::unlimited(),
+        &CACHE,
+    )
+    .unwrap();
+    let mut checked = 0;
+    for rule in &automata.rules {
+        if let fsm::Body::Automaton(fsm) = &rule.body
+            && fsm.is_deterministic()
+        {
+            assert_eq!(
+                equivalence_classes(fsm),
+                fsm.nodes.len(),
+                "rule {} is not minimal",
+                rule.name
+            );
+            checked += 1;
+        }
+    }
+    assert!(checked > 5, "{checked} automata checked");
+    let rewritten = fsm_as_ir(&automata);
+    for (text, expected) in [
+        (r#"{"id":1,"idy":2}"#, true),
+        (r#"{"idy":[true]}"#, true),
+        (r#"{"nam":"x"}"#, true),
+        (r#"{"name":"x"}"#, false),
+        (r#"{"name":1}"#, true),
+        (r#"{"abe":{}}"#, true),
+        (r#"{"xbd":null}"#, false),
+        (r#"{"été":null}"#, false),
+        (r#"{"étés":null}"#, true),
+    ] {
+        let input = Symbol::text(text);
+        assert_eq!(
+            recognizes(&rewritten, &input, Mode::Complete),
+            expected,
+            "{text}"
+        );
+        assert_eq!(
+            recognizes(&original, &input, Mode::Complete),
+            expected,
+            "{text} (IR)"
+        );
+    }
+}
+
+#[test]
 fn huge_repetitions_stay_small_and_exact() {
     let source = "root ::= [a-z]{0,100000}";
     let grammar = fsm::build(

@@ -1,17 +1,29 @@
-//! Minimization of deterministic automata in O(m log n) by Valmari's
-//! partition refinement over transitions ("Fast brief practical DFA
-//! minimization", 2012), which handles partial automata: a missing edge
-//! is not an edge to a dead node.
+//! Minimization of deterministic automata, exact, in two parts.
 //!
-//! Byte-range labels are first cut into the automaton's *byte classes*
-//! (maximal byte ranges no edge boundary falls inside), so that two nodes
-//! are equivalent exactly when they agree on every class; rule, repetition
-//! and token labels are symbols of their own. Nodes start split by
-//! finality; the partition of nodes and the partition of transitions
-//! ("cords", first by symbol) refine each other until stable, each time
-//! walking only the smaller half of a split. The input comes from
-//! determinizing a trimmed automaton, so every node can reach a final node,
-//! which is what makes the result minimal.
+//! The *core* — the nodes on a cycle and every node they reach — is
+//! minimized by Valmari's partition refinement over transitions ("Fast
+//! brief practical DFA minimization", 2012) in O(m log n), which handles
+//! partial automata: a missing edge is not an edge to a dead node.
+//! Byte-range labels are cut into the core's *byte classes* (maximal byte
+//! ranges no edge boundary falls inside), so that two nodes are equivalent
+//! exactly when they agree on every class; rule, repetition and token
+//! labels are symbols of their own. Nodes start split by finality; the
+//! partition of nodes and the partition of transitions ("cords", first by
+//! symbol) refine each other until stable, each time walking only the
+//! smaller half of a split.
+//!
+//! The other nodes lead only to each other and to the core, without a
+//! cycle: taken after everything they lead to (Revuz's method for acyclic
+//! automata), a node is equivalent to a node already classed exactly when
+//! their *signatures* — finality, and each label (adjacent byte ranges
+//! merged) with its target's class — are equal, one hash lookup each.
+//! Tries are acyclic, and they are where automata grow large: "any property
+//! name but these" leaves its trie of names by every byte but the few the
+//! names go on with, and refining its thousands of nodes over tens of byte
+//! classes each was most of the compile time of schemas with large objects.
+//!
+//! The input comes from determinizing a trimmed automaton, so every node
+//! can reach a final node, which is what makes the result minimal.
 
 use rustc_hash::FxHashMap;
 
@@ -21,11 +33,280 @@ use crate::budget::{Budget, Exceeded};
 /// The minimal automaton equivalent to the deterministic `dfa`; checks
 /// `budget` as the partition is refined.
 pub(super) fn minimize(dfa: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
+    let core = core(dfa);
+    let mut classes = Classes {
+        of: vec![u32::MAX; dfa.nodes.len()],
+        count: 0,
+    };
+    if core.len() == dfa.nodes.len() {
+        let blocks = refine(dfa, budget)?;
+        classes.of.copy_from_slice(&blocks.set_of);
+        classes.count = blocks.sets();
+    } else {
+        if !core.is_empty() {
+            let blocks = refine(&restricted(dfa, &core), budget)?;
+            for (&node, &block) in core.iter().zip(&blocks.set_of) {
+                classes.of[node as usize] = block;
+            }
+            classes.count = blocks.sets();
+        }
+        class_by_signature(dfa, &core, &mut classes, budget)?;
+    }
+    budget.check()?;
+    Ok(merge(dfa, &classes))
+}
+
+/// Classes of equivalent nodes: `of[node]`, numbered `0..count`
+/// (`u32::MAX` while a node has none).
+struct Classes {
+    of: Vec<u32>,
+    count: usize,
+}
+
+/// The coarsest partition of `dfa`'s nodes into equivalent ones, by
+/// Valmari's refinement.
+fn refine(dfa: &Fsm, budget: &Budget) -> Result<Partition, Exceeded> {
     let transitions = Transitions::of(dfa);
     budget.check()?;
-    let blocks = coarsest_partition(dfa, &transitions, budget)?;
-    budget.check()?;
-    Ok(merge(dfa, &blocks))
+    coarsest_partition(dfa, &transitions, budget)
+}
+
+/// The automaton of the nodes `kept` (which lead only to each other),
+/// numbered in their order.
+fn restricted(dfa: &Fsm, kept: &[u32]) -> Fsm {
+    let mut number = vec![u32::MAX; dfa.nodes.len()];
+    for (new, &old) in kept.iter().enumerate() {
+        number[old as usize] = node_id(new);
+    }
+    let nodes = kept
+        .iter()
+        .map(|&old| {
+            let node = &dfa.nodes[old as usize];
+            Node {
+                is_final: node.is_final,
+                edges: node
+                    .edges
+                    .iter()
+                    .map(|edge| Edge {
+                        label: edge.label,
+                        target: number[edge.target as usize],
+                    })
+                    .collect(),
+            }
+        })
+        .collect();
+    Fsm { nodes }
+}
+
+/// Classes the nodes outside `core` (whose classes are set), each after
+/// the nodes it leads to: a node with the signature of a node classed
+/// before joins its class, any other starts one.
+fn class_by_signature(
+    dfa: &Fsm,
+    core: &[u32],
+    classes: &mut Classes,
+    budget: &Budget,
+) -> Result<(), Exceeded> {
+    let mut by_signature: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    let mut signature = Vec::new();
+    // One member of each of the core's classes stands for it.
+    let mut seen = vec![false; classes.count];
+    for &node in core {
+        let class = classes.of[node as usize];
+        if !std::mem::replace(&mut seen[class as usize], true) {
+            signature_of(&dfa.nodes[node as usize], &classes.of, &mut signature);
+            by_signature.insert(signature.clone(), class);
+        }
+    }
+    for (done, node) in after_successors(dfa, &classes.of).into_iter().enumerate() {
+        check_every_stride(budget, done + 1)?;
+        signature_of(&dfa.nodes[node as usize], &classes.of, &mut signature);
+        let next = node_id(classes.count);
+        let class = *by_signature.entry(signature.clone()).or_insert(next);
+        if class == next {
+            classes.count += 1;
+        }
+        classes.of[node as usize] = class;
+    }
+    Ok(())
+}
+
+/// The nodes on a cycle and every node they reach, in increasing order.
+fn core(dfa: &Fsm) -> Vec<u32> {
+    let count = dfa.nodes.len();
+    let mut in_core = Components::on_cycles(dfa);
+    let mut pending: Vec<u32> = (0..count).filter(|&n| in_core[n]).map(node_id).collect();
+    while let Some(node) = pending.pop() {
+        for edge in &dfa.nodes[node as usize].edges {
+            if !in_core[edge.target as usize] {
+                in_core[edge.target as usize] = true;
+                pending.push(edge.target);
+            }
+        }
+    }
+    (0..count).filter(|&n| in_core[n]).map(node_id).collect()
+}
+
+/// Tarjan's strongly connected components, without recursion.
+struct Components {
+    index: Vec<u32>,
+    low: Vec<u32>,
+    on_stack: Vec<bool>,
+    stack: Vec<u32>,
+    /// The depth-first path: each node with the next of its edges to
+    /// follow.
+    path: Vec<(u32, usize)>,
+    next_index: u32,
+}
+
+impl Components {
+    /// Per node, whether it is on a cycle: in a component of several
+    /// nodes, or with an edge to itself.
+    fn on_cycles(dfa: &Fsm) -> Vec<bool> {
+        let count = dfa.nodes.len();
+        let mut on_cycle = vec![false; count];
+        let mut search = Self {
+            index: vec![u32::MAX; count],
+            low: vec![0; count],
+            on_stack: vec![false; count],
+            stack: Vec::new(),
+            path: Vec::new(),
+            next_index: 0,
+        };
+        for root in 0..count {
+            if search.index[root] == u32::MAX {
+                search.visit(node_id(root));
+                search.run(dfa, &mut on_cycle);
+            }
+        }
+        on_cycle
+    }
+
+    fn visit(&mut self, node: u32) {
+        self.index[node as usize] = self.next_index;
+        self.low[node as usize] = self.next_index;
+        self.next_index += 1;
+        self.stack.push(node);
+        self.on_stack[node as usize] = true;
+        self.path.push((node, 0));
+    }
+
+    /// Follows the path until it is empty, marking the nodes on a cycle.
+    fn run(&mut self, dfa: &Fsm, on_cycle: &mut [bool]) {
+        while let Some(&mut (node, ref mut next)) = self.path.last_mut() {
+            let n = node as usize;
+            if let Some(edge) = dfa.nodes[n].edges.get(*next) {
+                *next += 1;
+                let target = edge.target;
+                if target == node {
+                    on_cycle[n] = true;
+                }
+                if self.index[target as usize] == u32::MAX {
+                    self.visit(target);
+                } else if self.on_stack[target as usize] {
+                    self.low[n] = self.low[n].min(self.index[target as usize]);
+                }
+                continue;
+            }
+            self.path.pop();
+            if let Some(&(caller, _)) = self.path.last() {
+                self.low[caller as usize] = self.low[caller as usize].min(self.low[n]);
+            }
+            if self.low[n] == self.index[n] {
+                let start = self
+                    .stack
+                    .iter()
+                    .rposition(|&member| member == node)
+                    .expect("a component's root is on the stack");
+                let several = self.stack.len() - start > 1;
+                for member in self.stack.drain(start..) {
+                    self.on_stack[member as usize] = false;
+                    on_cycle[member as usize] |= several;
+                }
+            }
+        }
+    }
+}
+
+/// The nodes without a class in `class_of` (none of them on a cycle), each
+/// after every such node it leads to.
+fn after_successors(dfa: &Fsm, class_of: &[u32]) -> Vec<u32> {
+    let count = dfa.nodes.len();
+    let mut seen: Vec<bool> = class_of.iter().map(|&class| class != u32::MAX).collect();
+    let mut order = Vec::with_capacity(count);
+    let mut path: Vec<(u32, usize)> = Vec::new();
+    for root in 0..count {
+        if seen[root] {
+            continue;
+        }
+        seen[root] = true;
+        path.push((node_id(root), 0));
+        while let Some(&mut (node, ref mut next)) = path.last_mut() {
+            match dfa.nodes[node as usize].edges.get(*next) {
+                Some(edge) => {
+                    *next += 1;
+                    if !seen[edge.target as usize] {
+                        seen[edge.target as usize] = true;
+                        path.push((edge.target, 0));
+                    }
+                }
+                None => {
+                    order.push(node);
+                    path.pop();
+                }
+            }
+        }
+    }
+    order
+}
+
+/// Writes the signature of `node` into `signature`: its finality, then
+/// each label with its target's class, adjacent byte ranges into one class
+/// merged (every target has a class).
+fn signature_of(node: &Node, class_of: &[u32], signature: &mut Vec<u32>) {
+    signature.clear();
+    signature.push(u32::from(node.is_final));
+    // The byte range being extended: (lo, hi, class).
+    let mut open: Option<(u32, u32, u32)> = None;
+    for edge in &node.edges {
+        let class = class_of[edge.target as usize];
+        debug_assert_ne!(class, u32::MAX, "targets are classed first");
+        if let Label::Bytes { lo, hi } = edge.label {
+            let (lo, hi) = (u32::from(lo), u32::from(hi));
+            match &mut open {
+                Some((_, last, open_class)) if *last + 1 == lo && *open_class == class => {
+                    *last = hi;
+                }
+                _ => {
+                    if let Some((lo, hi, class)) = open.replace((lo, hi, class)) {
+                        signature.extend([0, lo, hi, class]);
+                    }
+                }
+            }
+            continue;
+        }
+        if let Some((lo, hi, class)) = open.take() {
+            signature.extend([0, lo, hi, class]);
+        }
+        match edge.label {
+            Label::Rule(rule) => signature.extend([1, rule.as_u32(), 0, class]),
+            Label::Repeat { rule, min, max } => signature.extend([
+                2,
+                rule.as_u32(),
+                min,
+                max.map_or(u32::MAX, |max| max),
+                u32::from(max.is_some()),
+                class,
+            ]),
+            Label::Tokens(set) => signature.extend([3, set, 0, class]),
+            Label::Bytes { .. } | Label::Epsilon => {
+                unreachable!("byte ranges are handled above; no epsilon edges remain")
+            }
+        }
+    }
+    if let Some((lo, hi, class)) = open {
+        signature.extend([0, lo, hi, class]);
+    }
 }
 
 /// Every edge as transitions over atomic symbols.
@@ -120,10 +401,6 @@ impl Partition {
 
     fn sets(&self) -> usize {
         self.first.len()
-    }
-
-    fn members(&self, set: usize) -> &[u32] {
-        &self.elements[self.first[set] as usize..self.past[set] as usize]
     }
 
     fn mark(&mut self, element: u32) {
@@ -265,32 +542,40 @@ fn coarsest_partition(
     Ok(blocks)
 }
 
-/// One node per block, numbered in order of first reach from the start
-/// following edges in label order (as `trim` numbers nodes, so equal
-/// languages give equal automata); edges from any member (they agree),
-/// adjacent ranges into the same block merged. No block needs trimming:
-/// the input is trimmed, and merging keeps every node reachable and able
-/// to reach a final node.
-fn merge(dfa: &Fsm, blocks: &Partition) -> Fsm {
+/// One node per class, numbered in order
+/// of first reach from the start following edges in label order (as
+/// `trim` numbers nodes, so equal languages give equal automata); edges
+/// from any member (they agree), adjacent ranges into the same class
+/// merged. No class needs trimming: the input is trimmed, and merging
+/// keeps every node reachable and able to reach a final node.
+fn merge(dfa: &Fsm, classes: &Classes) -> Fsm {
     if dfa.nodes.is_empty() {
         return Fsm::default();
     }
-    let mut number = vec![u32::MAX; blocks.sets()];
-    let start_block = blocks.set_of[0] as usize;
-    number[start_block] = 0;
-    // The block of each new node, and its member whose edges it takes.
-    let mut order = vec![(start_block, 0usize)];
-    let mut nodes = Vec::with_capacity(blocks.sets());
-    while let Some(&(_, member)) = order.get(nodes.len()) {
+    let (class_of, classes) = (&classes.of, classes.count);
+    let mut member_of = vec![u32::MAX; classes];
+    for (node, &class) in class_of.iter().enumerate() {
+        let member = &mut member_of[class as usize];
+        if *member == u32::MAX {
+            *member = node_id(node);
+        }
+    }
+    let mut number = vec![u32::MAX; classes];
+    let start_class = class_of[0] as usize;
+    number[start_class] = 0;
+    // The member of each new node's class whose edges it takes.
+    let mut order = vec![0usize];
+    let mut nodes = Vec::with_capacity(classes);
+    while let Some(&member) = order.get(nodes.len()) {
         let node = &dfa.nodes[member];
         let mut edges: Vec<Edge> = Vec::with_capacity(node.edges.len());
         for edge in &node.edges {
-            let block = blocks.set_of[edge.target as usize] as usize;
-            if number[block] == u32::MAX {
-                number[block] = node_id(order.len());
-                order.push((block, blocks.members(block)[0] as usize));
+            let class = class_of[edge.target as usize] as usize;
+            if number[class] == u32::MAX {
+                number[class] = node_id(order.len());
+                order.push(member_of[class] as usize);
             }
-            let target = number[block];
+            let target = number[class];
             match (edges.last_mut(), edge.label) {
                 (
                     Some(Edge {
@@ -312,6 +597,6 @@ fn merge(dfa: &Fsm, blocks: &Partition) -> Fsm {
             edges,
         });
     }
-    debug_assert_eq!(nodes.len(), blocks.sets(), "every block is reached");
+    debug_assert_eq!(nodes.len(), classes, "every class is reached");
     Fsm { nodes }
 }
