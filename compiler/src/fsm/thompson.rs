@@ -14,7 +14,8 @@ pub(super) fn build(
     budget: &Budget,
 ) -> Result<Fsm, Exceeded> {
     let mut builder = Builder {
-        fsm: Fsm::default(),
+        finals: Vec::new(),
+        edges: Vec::new(),
         token_sets,
         budget,
         exceeded: None,
@@ -24,14 +25,73 @@ pub(super) fn build(
     if let Some(exceeded) = builder.exceeded {
         return Err(exceeded);
     }
-    builder.fsm.nodes[end as usize].is_final = true;
-    let epsilon_free = remove_epsilons(&builder.fsm, budget)?;
+    builder.finals[end as usize] = true;
+    let built = Graph::new(builder.finals, &builder.edges);
+    let epsilon_free = if builder
+        .edges
+        .iter()
+        .any(|(_, edge)| edge.label == Label::Epsilon)
+    {
+        remove_epsilons(&built, budget)?
+    } else {
+        built
+    };
     budget.check()?;
     Ok(trim(&epsilon_free))
 }
 
+/// An automaton as flat arrays (no allocation per node, as an [`Fsm`]
+/// has): node `n`'s edges are `edges[first[n]..first[n + 1]]`.
+struct Graph {
+    finals: Vec<bool>,
+    first: Vec<u32>,
+    edges: Vec<Edge>,
+}
+
+impl Graph {
+    /// The graph of the nodes `0..finals.len()` and the edges `(tail,
+    /// edge)`, each node's edges in the order given.
+    fn new(finals: Vec<bool>, edges: &[(u32, Edge)]) -> Self {
+        let count = finals.len();
+        let mut first = vec![0u32; count + 1];
+        for &(tail, _) in edges {
+            first[tail as usize + 1] += 1;
+        }
+        for n in 0..count {
+            first[n + 1] += first[n];
+        }
+        let mut fill = first.clone();
+        let placeholder = Edge {
+            label: Label::Epsilon,
+            target: 0,
+        };
+        let mut sorted = vec![placeholder; edges.len()];
+        for &(tail, edge) in edges {
+            let at = &mut fill[tail as usize];
+            sorted[*at as usize] = edge;
+            *at += 1;
+        }
+        Self {
+            finals,
+            first,
+            edges: sorted,
+        }
+    }
+
+    fn len(&self) -> usize {
+        self.finals.len()
+    }
+
+    fn edges(&self, node: u32) -> &[Edge] {
+        &self.edges[self.first[node as usize] as usize..self.first[node as usize + 1] as usize]
+    }
+}
+
 struct Builder<'a> {
-    fsm: Fsm,
+    /// Per node, whether it is final.
+    finals: Vec<bool>,
+    /// Every edge with its tail, in the order made.
+    edges: Vec<(u32, Edge)>,
     token_sets: &'a mut Vec<TokenSet>,
     budget: &'a Budget,
     /// Set when the budget ran out: choices and repetitions stop adding.
@@ -40,19 +100,17 @@ struct Builder<'a> {
 
 impl Builder<'_> {
     fn node(&mut self) -> u32 {
-        self.fsm.nodes.push(Node::default());
+        self.finals.push(false);
         if self.exceeded.is_none()
-            && let Err(exceeded) = check_every_stride(self.budget, self.fsm.nodes.len())
+            && let Err(exceeded) = check_every_stride(self.budget, self.finals.len())
         {
             self.exceeded = Some(exceeded);
         }
-        node_id(self.fsm.nodes.len() - 1)
+        node_id(self.finals.len() - 1)
     }
 
     fn edge(&mut self, from: u32, label: Label, target: u32) {
-        self.fsm.nodes[from as usize]
-            .edges
-            .push(Edge { label, target });
+        self.edges.push((from, Edge { label, target }));
     }
 
     /// Adds the automaton of `expr` starting at `from`; returns its end node.
@@ -193,33 +251,35 @@ impl Builder<'_> {
 /// the others — a choice's shared end, a loop's hub — are entered only
 /// through their closures, and building their edges only to drop them
 /// took as long as the rest. `budget` is checked as nodes are made.
-fn remove_epsilons(fsm: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
+fn remove_epsilons(graph: &Graph, budget: &Budget) -> Result<Graph, Exceeded> {
     // `seen[n] == stamp` marks the nodes of the current closure, so one
     // array serves every node's search.
-    let mut seen = vec![u32::MAX; fsm.nodes.len()];
-    let mut number = vec![u32::MAX; fsm.nodes.len()];
+    let mut seen = vec![u32::MAX; graph.len()];
+    let mut number = vec![u32::MAX; graph.len()];
     let mut order = vec![0u32];
     number[0] = 0;
     let mut stack = Vec::new();
     let mut closure = Vec::new();
-    let mut nodes = Vec::new();
-    while let Some(&stamp) = order.get(nodes.len()) {
-        check_every_stride(budget, nodes.len() + 1)?;
+    let mut finals = Vec::new();
+    let mut first = vec![0u32];
+    let mut edges: Vec<Edge> = Vec::new();
+    while let Some(&stamp) = order.get(finals.len()) {
+        check_every_stride(budget, finals.len() + 1)?;
         closure.clear();
         stack.push(stamp);
         seen[stamp as usize] = stamp;
         while let Some(node) = stack.pop() {
             closure.push(node);
-            for edge in &fsm.nodes[node as usize].edges {
+            for edge in graph.edges(node) {
                 if edge.label == Label::Epsilon && seen[edge.target as usize] != stamp {
                     seen[edge.target as usize] = stamp;
                     stack.push(edge.target);
                 }
             }
         }
-        let mut edges: Vec<Edge> = Vec::new();
+        let start = edges.len();
         for &n in &closure {
-            for edge in &fsm.nodes[n as usize].edges {
+            for edge in graph.edges(n) {
                 if edge.label == Label::Epsilon {
                     continue;
                 }
@@ -234,24 +294,40 @@ fn remove_epsilons(fsm: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
                 });
             }
         }
-        edges.sort_unstable();
-        edges.dedup();
-        nodes.push(Node {
-            is_final: closure.iter().any(|&n| fsm.nodes[n as usize].is_final),
-            edges,
-        });
+        edges[start..].sort_unstable();
+        let kept = dedup_in_place(&mut edges[start..]);
+        edges.truncate(start + kept);
+        first.push(node_id(edges.len()));
+        finals.push(closure.iter().any(|&n| graph.finals[n as usize]));
     }
-    Ok(Fsm { nodes })
+    Ok(Graph {
+        finals,
+        first,
+        edges,
+    })
+}
+
+/// Moves the distinct items of the sorted `items` to its front; returns
+/// how many there are.
+fn dedup_in_place(items: &mut [Edge]) -> usize {
+    let mut kept = 0;
+    for at in 0..items.len() {
+        if kept == 0 || items[at] != items[kept - 1] {
+            items[kept] = items[at];
+            kept += 1;
+        }
+    }
+    kept
 }
 
 /// Keeps the nodes reachable from node 0 that can reach a final node,
 /// renumbered in order of first reach; node 0 stays the start.
-pub(super) fn trim(fsm: &Fsm) -> Fsm {
-    let count = fsm.nodes.len();
+fn trim(graph: &Graph) -> Fsm {
+    let count = graph.len();
     // The edges reversed, by target: `sources[starts[n]..starts[n + 1]]`
     // lead into node n (one buffer, not one per node).
     let mut starts = vec![0u32; count + 1];
-    for edge in fsm.nodes.iter().flat_map(|node| &node.edges) {
+    for edge in &graph.edges {
         starts[edge.target as usize + 1] += 1;
     }
     for n in 0..count {
@@ -259,8 +335,8 @@ pub(super) fn trim(fsm: &Fsm) -> Fsm {
     }
     let mut sources = vec![0u32; starts[count] as usize];
     let mut fill = starts.clone();
-    for (from, node) in fsm.nodes.iter().enumerate() {
-        for edge in &node.edges {
+    for from in 0..count {
+        for edge in graph.edges(node_id(from)) {
             let at = &mut fill[edge.target as usize];
             sources[*at as usize] = node_id(from);
             *at += 1;
@@ -268,7 +344,7 @@ pub(super) fn trim(fsm: &Fsm) -> Fsm {
     }
     let mut alive = vec![false; count];
     let mut stack: Vec<u32> = (0..count)
-        .filter(|&n| fsm.nodes[n].is_final)
+        .filter(|&n| graph.finals[n])
         .map(node_id)
         .collect();
     for &n in &stack {
@@ -290,7 +366,7 @@ pub(super) fn trim(fsm: &Fsm) -> Fsm {
     while next < order.len() {
         let node = order[next];
         next += 1;
-        for edge in &fsm.nodes[node as usize].edges {
+        for edge in graph.edges(node) {
             let target = edge.target as usize;
             if alive[target] && number[target] == u32::MAX {
                 number[target] = node_id(order.len());
@@ -301,9 +377,8 @@ pub(super) fn trim(fsm: &Fsm) -> Fsm {
     let nodes = order
         .iter()
         .map(|&old| {
-            let node = &fsm.nodes[old as usize];
-            let mut edges: Vec<Edge> = node
-                .edges
+            let mut edges: Vec<Edge> = graph
+                .edges(old)
                 .iter()
                 .filter(|edge| alive[edge.target as usize])
                 .map(|edge| Edge {
@@ -314,7 +389,7 @@ pub(super) fn trim(fsm: &Fsm) -> Fsm {
             edges.sort_unstable();
             edges.dedup();
             Node {
-                is_final: node.is_final,
+                is_final: graph.finals[old as usize],
                 edges,
             }
         })
