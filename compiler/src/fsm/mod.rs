@@ -410,6 +410,11 @@ impl References {
                 min: *min,
                 max: *max,
             },
+            ir::Expr::Except(except) => ir::Expr::Except(ir::Except {
+                excluded: except.excluded.clone(),
+                plain: except.plain,
+                other: Box::new(self.number(&except.other)),
+            }),
             // Dispatches nested in a body match nothing (`normalize` gives
             // each its own rule), and the rest refers to no rule.
             other => other.clone(),

@@ -2,7 +2,7 @@
 
 use super::{Edge, Fsm, Label, Node, check_every_stride, node_id};
 use crate::budget::{Budget, Exceeded};
-use crate::ir::{Expr, TokenSet};
+use crate::ir::{Except, Expr, TokenSet};
 
 /// The epsilon-free automaton of `expr`, trimmed to the nodes that are both
 /// reachable and able to reach a final node. Token sets used by the
@@ -169,6 +169,7 @@ impl Builder<'_> {
                 self.edge(from, Label::Tokens(index), to);
                 to
             }
+            Expr::Except(except) => self.except(except, from),
             // `normalize` gives every dispatch a rule of its own, whose body
             // is not built here; a nested one matches nothing.
             Expr::Dispatch(_) | Expr::TokenDispatch(_) => self.node(),
@@ -210,6 +211,50 @@ impl Builder<'_> {
                 self.edge(end, Label::Epsilon, to);
             }
         }
+    }
+
+    /// Adds the trie of `except`'s excluded strings from `from` (see
+    /// [`Except`]), built without recursion; returns its end. Each trie
+    /// node ends (unless a string ends there), goes down by the next byte
+    /// of some string, or leaves for one loop over units by another plain
+    /// byte or by `other` (built once, entered from every node by an
+    /// epsilon edge: one edge per node when it is a reference).
+    fn except(&mut self, except: &Except, from: u32) -> u32 {
+        let end = self.node();
+        let rest = self.node();
+        for (lo, hi) in except.plain.ranges() {
+            self.edge(rest, Label::Bytes { lo, hi }, rest);
+        }
+        let other = self.node();
+        self.expr_to(&except.other, other, rest);
+        self.edge(rest, Label::Epsilon, other);
+        self.edge(rest, Label::Epsilon, end);
+        let mut pending = vec![(from, &except.excluded[..], 0)];
+        while let Some((node, strings, depth)) = pending.pop() {
+            if self.exceeded.is_some() {
+                break;
+            }
+            let ends_here = strings.iter().take_while(|s| s.len() == depth).count();
+            if ends_here == 0 {
+                self.edge(node, Label::Epsilon, end);
+            }
+            let mut leave = except.plain;
+            let mut below = &strings[ends_here..];
+            while let Some(first) = below.first() {
+                let byte = first[depth];
+                let run = below.iter().take_while(|s| s[depth] == byte).count();
+                leave = leave.without(byte);
+                let child = self.node();
+                self.edge(node, Label::Bytes { lo: byte, hi: byte }, child);
+                pending.push((child, &below[..run], depth + 1));
+                below = &below[run..];
+            }
+            for (lo, hi) in leave.ranges() {
+                self.edge(node, Label::Bytes { lo, hi }, rest);
+            }
+            self.edge(node, Label::Epsilon, other);
+        }
+        end
     }
 
     fn repeat(&mut self, expr: &Expr, min: u32, max: Option<u32>, from: u32) -> u32 {

@@ -109,6 +109,9 @@ pub enum Expr {
     Tokens(TokenSet),
     /// Free tokens with dispatch on trigger tokens.
     TokenDispatch(TokenDispatch),
+    /// Text that is none of some strings (a JSON object's other property
+    /// names).
+    Except(Except),
 }
 
 impl Expr {
@@ -136,6 +139,102 @@ pub struct Dispatch {
     pub stop_at_end: bool,
     /// Strings free text must not contain.
     pub exclude: Vec<Vec<u8>>,
+}
+
+/// Text made of units — one byte of `plain`, or one match of `other` —
+/// that is none of the `excluded` strings (made of `plain` bytes
+/// only). A JSON object that allows properties besides its declared ones
+/// takes any other name: a string body that is none of the declared names.
+///
+/// Kept whole to the automaton stage, which builds it as the trie of the
+/// excluded strings — each node left by every plain byte that no excluded
+/// string goes on with, and by `other`, into a loop over units — without
+/// the choices that spell out the trie. `other` (usually a reference) is
+/// not inlined into; when it cannot begin with a plain byte, the trie is
+/// deterministic as built.
+#[derive(Clone, Debug, PartialEq, Eq, Hash)]
+pub struct Except {
+    /// The excluded strings, sorted and distinct.
+    pub excluded: Vec<Vec<u8>>,
+    /// The bytes that are units on their own.
+    pub plain: ByteSet,
+    /// The other units.
+    pub other: Box<Expr>,
+}
+
+impl Except {
+    /// The same language as plain expressions: the trie of the excluded
+    /// strings as nested choices, as deep as the longest string (built
+    /// without recursion). For oracles and inspection.
+    pub fn spelled_out(&self) -> Expr {
+        let unit = Expr::Choice(vec![Expr::Class(self.plain), (*self.other).clone()]);
+        let rest = Expr::Repeat {
+            expr: Box::new(unit),
+            min: 0,
+            max: None,
+        };
+        let mut open = vec![TrieNode::new(&self.excluded, 0, self.plain)];
+        loop {
+            let top = open.last_mut().expect("the root is open until the end");
+            if let Some(first) = top.below.first() {
+                let byte = first[top.depth];
+                let run = top
+                    .below
+                    .iter()
+                    .take_while(|s| s[top.depth] == byte)
+                    .count();
+                let (strings, others) = top.below.split_at(run);
+                top.below = others;
+                top.leave = top.leave.without(byte);
+                top.byte = byte;
+                let depth = top.depth + 1;
+                open.push(TrieNode::new(strings, depth, self.plain));
+                continue;
+            }
+            let mut node = open.pop().expect("the top node");
+            node.ways
+                .push(Expr::Sequence(vec![Expr::Class(node.leave), rest.clone()]));
+            node.ways
+                .push(Expr::Sequence(vec![(*self.other).clone(), rest.clone()]));
+            let choice = Expr::Choice(node.ways);
+            match open.last_mut() {
+                Some(parent) => parent
+                    .ways
+                    .push(Expr::Sequence(vec![Expr::Bytes(vec![parent.byte]), choice])),
+                None => return choice,
+            }
+        }
+    }
+}
+
+/// A node of [`Except::spelled_out`]'s trie while its choice is built.
+struct TrieNode<'s> {
+    depth: usize,
+    /// The strings below it not yet turned into ways.
+    below: &'s [Vec<u8>],
+    /// Ending here (if no string does), then one way per next byte done.
+    ways: Vec<Expr>,
+    /// The plain bytes no string goes on with here.
+    leave: ByteSet,
+    /// The next byte of the child being built.
+    byte: u8,
+}
+
+impl<'s> TrieNode<'s> {
+    fn new(strings: &'s [Vec<u8>], depth: usize, plain: ByteSet) -> Self {
+        let ends_here = strings.iter().take_while(|s| s.len() == depth).count();
+        Self {
+            depth,
+            below: &strings[ends_here..],
+            ways: if ends_here == 0 {
+                vec![Expr::Empty]
+            } else {
+                Vec::new()
+            },
+            leave: plain,
+            byte: 0,
+        }
+    }
 }
 
 /// One token whose id is in `ids` (or, if `negated`, is not).
@@ -185,6 +284,13 @@ impl ByteSet {
     /// Adds one byte.
     pub fn insert(&mut self, byte: u8) {
         self.0[usize::from(byte >> 6)] |= 1 << (byte & 63);
+    }
+
+    /// The set without `byte`.
+    #[must_use]
+    pub fn without(mut self, byte: u8) -> Self {
+        self.0[usize::from(byte >> 6)] &= !(1 << (byte & 63));
+        self
     }
 
     /// Whether `byte` is in the set.
@@ -329,6 +435,13 @@ impl fmt::Display for Expr {
             Expr::TokenDispatch(dispatch) => {
                 write!(f, "TokenTagDispatch({} arms)", dispatch.arms.len())
             }
+            Expr::Except(except) => write!(
+                f,
+                "except({} strings, {} | {})",
+                except.excluded.len(),
+                except.plain,
+                except.other
+            ),
         }
     }
 }

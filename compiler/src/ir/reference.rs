@@ -21,13 +21,15 @@
 //! - `Token(…)`/`ExcludeToken(…)` match one [`Symbol::Token`]. A token
 //!   dispatch's free region accepts bytes and tokens other than its triggers
 //!   and excluded tokens.
+//! - An [`Except`](super::Except) matches what its trie spelled out as
+//!   choices does ([`Except::spelled_out`](super::Except::spelled_out)).
 
 use std::cell::RefCell;
 use std::collections::{BTreeSet, HashMap};
 
 use xg_runtime::TokenId;
 
-use super::{Dispatch, Expr, Grammar, TokenDispatch};
+use super::{Dispatch, Expr, Grammar, Rule, TokenDispatch};
 
 /// One input symbol: a byte of text, or a special token.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -57,10 +59,80 @@ pub enum Mode {
 /// Whether `input` is a sentence of `grammar` (`Mode::Complete`) or the start
 /// of one (`Mode::Prefix`).
 pub fn recognizes(grammar: &Grammar, input: &[Symbol], mode: Mode) -> bool {
+    let spelled;
+    let grammar = if grammar.rules.iter().any(|rule| has_except(&rule.body)) {
+        spelled = Grammar {
+            rules: grammar
+                .rules
+                .iter()
+                .map(|rule| Rule {
+                    body: spell_out_excepts(&rule.body),
+                    ..rule.clone()
+                })
+                .collect(),
+            root: grammar.root,
+        };
+        &spelled
+    } else {
+        grammar
+    };
     let mut recognizer = Recognizer::new(grammar, input, mode);
     recognizer.solve();
     let root = &recognizer.table[grammar.root.as_usize()][0];
     root.ends.contains(&input.len()) || (mode == Mode::Prefix && root.open)
+}
+
+/// Whether `expr` holds an [`Expr::Except`].
+fn has_except(expr: &Expr) -> bool {
+    match expr {
+        Expr::Except(_) => true,
+        Expr::Sequence(items) | Expr::Choice(items) => items.iter().any(has_except),
+        Expr::Repeat { expr, .. } => has_except(expr),
+        Expr::Dispatch(dispatch) => dispatch.arms.iter().any(|(_, arm)| has_except(arm)),
+        Expr::TokenDispatch(dispatch) => dispatch.arms.iter().any(|(_, arm)| has_except(arm)),
+        Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::Ref(_)
+        | Expr::RepeatRule { .. }
+        | Expr::Tokens(_) => false,
+    }
+}
+
+/// `expr` with every [`Expr::Except`] spelled out.
+fn spell_out_excepts(expr: &Expr) -> Expr {
+    match expr {
+        Expr::Except(except) => except.spelled_out(),
+        Expr::Sequence(items) => Expr::Sequence(items.iter().map(spell_out_excepts).collect()),
+        Expr::Choice(items) => Expr::Choice(items.iter().map(spell_out_excepts).collect()),
+        Expr::Repeat { expr, min, max } => Expr::Repeat {
+            expr: Box::new(spell_out_excepts(expr)),
+            min: *min,
+            max: *max,
+        },
+        Expr::Dispatch(dispatch) => Expr::Dispatch(Dispatch {
+            arms: dispatch
+                .arms
+                .iter()
+                .map(|(trigger, arm)| (trigger.clone(), spell_out_excepts(arm)))
+                .collect(),
+            ..dispatch.clone()
+        }),
+        Expr::TokenDispatch(dispatch) => Expr::TokenDispatch(TokenDispatch {
+            arms: dispatch
+                .arms
+                .iter()
+                .map(|(token, arm)| (*token, spell_out_excepts(arm)))
+                .collect(),
+            ..dispatch.clone()
+        }),
+        leaf @ (Expr::Empty
+        | Expr::Bytes(_)
+        | Expr::Class(_)
+        | Expr::Ref(_)
+        | Expr::RepeatRule { .. }
+        | Expr::Tokens(_)) => leaf.clone(),
+    }
 }
 
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
@@ -144,6 +216,7 @@ impl<'a> Recognizer<'a> {
             Expr::Ref(id) => self.productive[id.as_usize()],
             Expr::RepeatRule { rule, min, .. } => *min == 0 || self.productive[rule.as_usize()],
             Expr::Tokens(set) => set.negated || !set.ids.is_empty(),
+            Expr::Except(_) => unreachable!("spelled out before recognizing"),
         }
     }
 
@@ -273,6 +346,7 @@ impl<'a> Recognizer<'a> {
                 },
             },
             Expr::TokenDispatch(dispatch) => self.token_dispatch(dispatch, i),
+            Expr::Except(_) => unreachable!("spelled out before recognizing"),
         }
     }
 

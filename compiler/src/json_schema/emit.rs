@@ -1403,12 +1403,23 @@ impl<'a> Emitter<'a> {
         let not_plain = self.block(Block::NotPlainChar, self.depth);
         let mut excluded = memo_key.0.clone();
         excluded.dedup();
-        let body = G::Except(Box::new(Except {
-            excluded,
-            any,
-            not_plain,
-        }));
-        let rule = self.rules.declare_inline(&format!("{name}_other_key"));
+        let rule_name = format!("{name}_other_key");
+        // Names with other characters have more than one spelling at a
+        // byte (escapes, multi-byte characters): their trie is spelled out
+        // here, rarely.
+        let body = if excluded.iter().all(|name| strings::is_plain(name)) {
+            G::Except(Box::new(Except {
+                excluded,
+                any,
+                not_plain,
+            }))
+        } else {
+            let excluded: Vec<&str> = excluded.iter().map(String::as_str).collect();
+            strings::encoded_text_except(&excluded, &any, &not_plain, &mut |g| {
+                self.rules.part(&rule_name, g)
+            })
+        };
+        let rule = self.rules.declare_inline(&rule_name);
         self.rules.define(rule, body);
         self.other_keys.insert(memo_key, rule);
         G::Ref(rule)

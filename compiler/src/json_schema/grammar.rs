@@ -2,6 +2,7 @@
 //! simplified as they are built, pruned of what can never match, and then
 //! either printed as `.xg` text or turned into the resolved tree directly.
 
+use std::borrow::Cow;
 use std::fmt::Write as _;
 use std::hash::{BuildHasher as _, Hash, Hasher};
 
@@ -52,12 +53,15 @@ pub(crate) enum G {
 
 /// A string body (between the quotes) that is none of `excluded`, written
 /// canonically: an extra property's key. Its expression is a trie of the
-/// excluded strings, half of a large schema's grammar; it is spelled out
-/// (by [`strings::encoded_text_except`]) only once pruning, merging and
-/// inlining are done, which walk it many times as this one leaf.
+/// excluded strings, half of a large schema's grammar when spelled out:
+/// pruning, merging and inlining walk it as this one leaf, lowering makes
+/// it an [`ir::Except`], which the automaton stage builds as a trie
+/// directly, and only front ends that take `.xg` rules spell it out (by
+/// [`strings::encoded_text_except`]).
 #[derive(Clone, Debug, PartialEq, Eq, Hash)]
 pub(crate) struct Except {
-    /// The excluded strings, sorted, without duplicates.
+    /// The excluded strings, sorted, without duplicates, each made of
+    /// [`strings::PLAIN`] characters (others are spelled out at once).
     pub(crate) excluded: Vec<String>,
     /// One canonical character.
     pub(crate) any: G,
@@ -269,6 +273,16 @@ impl G {
                 (G::Except(except), any_replaced || not_plain_replaced)
             }
             g @ (G::Nothing | G::Empty | G::Lit(_) | G::Class(_)) => (g, false),
+        }
+    }
+
+    /// Whether `self` holds a [`G::Except`].
+    fn has_except(&self) -> bool {
+        match self {
+            G::Except(_) => true,
+            G::Seq(items) | G::Alt(items) => items.iter().any(G::has_except),
+            G::Rep(g, _, _) => g.has_except(),
+            G::Nothing | G::Empty | G::Lit(_) | G::Class(_) | G::Ref(_) => false,
         }
     }
 
@@ -499,8 +513,7 @@ impl Rules {
     }
 
     /// Drops everything that can never match and every rule the root no
-    /// longer reaches, then spells out the exclusions ([`G::Except`]).
-    /// `false` if the root itself can never match. Checks `budget` rule by
+    /// longer reaches. `false` if the root itself can never match. Checks `budget` rule by
     /// rule (a schema's rules can be large: a long property name spells
     /// itself out in them).
     pub(crate) fn prune(&mut self, budget: &Budget) -> Result<bool, Exceeded> {
@@ -550,13 +563,23 @@ impl Rules {
             .map(|&i| std::mem::take(&mut names[i]))
             .collect();
         self.keep = order.iter().map(|&i| self.keep[i]).collect();
-        for rule in 0..self.bodies.len() {
-            budget.check()?;
-            let body = std::mem::replace(&mut self.bodies[rule], G::Nothing);
-            let name = format!("{}_key", self.names[rule]);
-            self.bodies[rule] = self.spell_out(body, &name).0;
-        }
         Ok(true)
+    }
+
+    /// The rules with every [`G::Except`] spelled out as its trie, for
+    /// front ends that take `.xg` rules (the automaton stage builds the
+    /// trie itself from [`ir::Except`]).
+    fn spelled_out(&self) -> Cow<'_, Rules> {
+        if !self.bodies.iter().any(G::has_except) {
+            return Cow::Borrowed(self);
+        }
+        let mut rules = self.clone();
+        for rule in 0..rules.bodies.len() {
+            let body = std::mem::replace(&mut rules.bodies[rule], G::Nothing);
+            let name = format!("{}_key", rules.names[rule]);
+            rules.bodies[rule] = rules.spell_out(body, &name).0;
+        }
+        Cow::Owned(rules)
     }
 
     /// `g` with every [`G::Except`] spelled out as its trie (parts too deep
@@ -753,10 +776,11 @@ impl Rules {
 
     /// The grammar as `.xg` text, one rule per line, root first.
     pub(crate) fn to_xg(&self) -> String {
+        let rules = self.spelled_out();
         let mut out = String::new();
-        for (name, body) in self.names.iter().zip(&self.bodies) {
+        for (name, body) in rules.names.iter().zip(&rules.bodies) {
             let _ = write!(out, "{name} ::= ");
-            self.print(&mut out, body, 0);
+            rules.print(&mut out, body, 0);
             out.push('\n');
         }
         out
@@ -765,10 +789,12 @@ impl Rules {
     /// The grammar as resolved rules whose ids start at `first`, every span
     /// `span`, names prefixed with `prefix`.
     pub(crate) fn to_tree(&self, first: usize, span: Span, prefix: &str) -> Vec<tree::Rule> {
-        self.names
+        let rules = self.spelled_out();
+        rules
+            .names
             .iter()
-            .zip(&self.bodies)
-            .zip(&self.keep)
+            .zip(&rules.bodies)
+            .zip(&rules.keep)
             .map(|((name, body), &keep)| tree::Rule {
                 name: format!("{prefix}{name}"),
                 span,
@@ -830,7 +856,7 @@ impl Rules {
     fn print(&self, out: &mut String, g: &G, level: u8) {
         match g {
             G::Nothing => unreachable!("pruned before printing"),
-            G::Except(_) => unreachable!("spelled out by pruning"),
+            G::Except(_) => unreachable!("spelled out before printing"),
             G::Empty => out.push_str("()"),
             G::Lit(text) => out.push_str(&print::string(text)),
             G::Class(set) => out.push_str(&print::class(set.ranges())),
@@ -918,7 +944,15 @@ impl Inliner<'_> {
 fn ir_expr(g: &G) -> ir::Expr {
     match g {
         G::Nothing => unreachable!("pruned before lowering"),
-        G::Except(_) => unreachable!("spelled out by pruning"),
+        G::Except(except) => ir::Expr::Except(ir::Except {
+            excluded: except
+                .excluded
+                .iter()
+                .map(|name| name.as_bytes().to_vec())
+                .collect(),
+            plain: plain_bytes(),
+            other: Box::new(ir_expr(&except.not_plain)),
+        }),
         G::Empty => ir::Expr::Empty,
         G::Lit(text) => ir::Expr::Bytes(text.as_bytes().to_vec()),
         G::Class(set) => ir::char_set(set),
@@ -933,10 +967,20 @@ fn ir_expr(g: &G) -> ir::Expr {
     }
 }
 
+/// The bytes of the [`strings::PLAIN`] characters.
+fn plain_bytes() -> ir::ByteSet {
+    let mut set = ir::ByteSet::empty();
+    for (lo, hi) in strings::PLAIN {
+        let byte = |c: char| u8::try_from(c).expect("plain characters are ASCII");
+        set.insert_range(byte(lo), byte(hi));
+    }
+    set
+}
+
 fn tree_expr(g: &G, first: usize, span: Span) -> tree::Expr {
     let kind = match g {
         G::Nothing => unreachable!("pruned before lowering"),
-        G::Except(_) => unreachable!("spelled out by pruning"),
+        G::Except(_) => unreachable!("spelled out before lowering"),
         G::Empty => tree::ExprKind::Empty,
         G::Lit(text) => tree::ExprKind::Literal(text.clone()),
         G::Class(set) => tree::ExprKind::Class(set.clone()),

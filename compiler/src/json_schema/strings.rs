@@ -51,6 +51,12 @@ fn unicode_escape(c: char) -> G {
 /// `\`): the characters property names are usually made of.
 pub(crate) const PLAIN: [(char, char); 3] = [(' ', '!'), ('#', '['), (']', '~')];
 
+/// Whether every character of `text` is one of the [`PLAIN`] ones.
+pub(crate) fn is_plain(text: &str) -> bool {
+    text.chars()
+        .all(|c| PLAIN.iter().any(|&(lo, hi)| lo <= c && c <= hi))
+}
+
 /// Every character but the [`PLAIN`] ones: with them, any character.
 pub(crate) const NOT_PLAIN: [(char, char); 4] = [
     ('\0', '\u{1f}'),

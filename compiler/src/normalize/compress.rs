@@ -88,7 +88,8 @@ fn rewrite(expr: Expr, grammar: &mut Grammar, name: &str, next_id: &mut usize) -
         | Expr::Class(_)
         | Expr::Ref(_)
         | Expr::RepeatRule { .. }
-        | Expr::Tokens(_)) => leaf,
+        | Expr::Tokens(_)
+        | Expr::Except(_)) => leaf,
     }
 }
 
@@ -110,6 +111,7 @@ fn expanded_size(expr: &Expr) -> usize {
             total.saturating_add(expanded_size(arm))
         }),
         Expr::Bytes(bytes) => bytes.len().max(1),
+        Expr::Except(except) => except.excluded.iter().map(Vec::len).sum::<usize>().max(1),
         Expr::Empty | Expr::Class(_) | Expr::Ref(_) | Expr::RepeatRule { .. } | Expr::Tokens(_) => {
             1
         }

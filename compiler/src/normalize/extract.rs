@@ -64,6 +64,7 @@ fn extract_nested(expr: &mut Expr, f: &mut dyn FnMut(&mut Expr)) {
         | Expr::Class(_)
         | Expr::Ref(_)
         | Expr::RepeatRule { .. }
-        | Expr::Tokens(_) => {}
+        | Expr::Tokens(_)
+        | Expr::Except(_) => {}
     }
 }

@@ -70,7 +70,8 @@ fn substitute(expr: &mut Expr, fragments: &[Option<Expr>], budget: &mut usize) -
         | Expr::RepeatRule { .. }
         | Expr::Dispatch(_)
         | Expr::Tokens(_)
-        | Expr::TokenDispatch(_) => false,
+        | Expr::TokenDispatch(_)
+        | Expr::Except(_) => false,
     }
 }
 
@@ -84,7 +85,8 @@ fn is_reference_free(expr: &Expr) -> bool {
         | Expr::RepeatRule { .. }
         | Expr::Dispatch(_)
         | Expr::Tokens(_)
-        | Expr::TokenDispatch(_) => false,
+        | Expr::TokenDispatch(_)
+        | Expr::Except(_) => false,
     }
 }
 
@@ -97,6 +99,8 @@ pub(crate) fn size(expr: &Expr) -> usize {
         Expr::Repeat { expr, .. } => size(expr),
         Expr::Dispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
         Expr::TokenDispatch(dispatch) => dispatch.arms.iter().map(|(_, arm)| size(arm)).sum(),
+        // A node per byte of the trie, at most.
+        Expr::Except(except) => except.excluded.iter().map(Vec::len).sum(),
         Expr::Empty | Expr::Class(_) | Expr::Ref(_) | Expr::RepeatRule { .. } | Expr::Tokens(_) => {
             0
         }
