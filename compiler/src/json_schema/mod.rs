@@ -23,6 +23,8 @@ mod numbers;
 mod schema;
 mod strings;
 
+pub(crate) use self::formats::KNOWN as KNOWN_FORMATS;
+
 use std::collections::HashMap;
 use std::fmt;
 
