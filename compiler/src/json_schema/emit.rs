@@ -63,27 +63,27 @@ pub(crate) struct Emitter<'a> {
     rules: Rules,
     /// The rule of each conjunction at each nesting level (always level 0
     /// unless the layout is pretty).
-    memo: HashMap<(Vec<String>, u32), usize>,
+    memo: FxHashMap<(Vec<String>, u32), usize>,
     /// The conjunctions with rules, by the content of their schemas and
     /// level: a copy of one takes its rule (see [`content`]).
-    by_content: HashMap<ContentKey, Vec<(Vec<String>, usize)>>,
+    by_content: FxHashMap<ContentKey, Vec<(Vec<String>, usize)>>,
     contents: Contents,
     /// `(original, copy)`: schemas that took the rule of an equal one; what
     /// the report says under the original holds under the copy.
     copies: Vec<(String, String)>,
     queue: VecDeque<(usize, Vec<String>, u32)>,
-    blocks: HashMap<(Block, u32), usize>,
+    blocks: FxHashMap<(Block, u32), usize>,
     /// The rule of the body of a key that is none of a set of names
     /// (sorted), per level: built once for copies of one object type
     /// (schemas that inline their definitions repeat them hundreds of
     /// times), and an inline rule (written out in the automaton, where the
     /// key's walk then sees the `:` after it).
-    other_keys: HashMap<(Vec<String>, u32), usize>,
+    other_keys: FxHashMap<(Vec<String>, u32), usize>,
     /// The nesting depth of the rule being built.
     depth: u32,
     report: Report,
     /// Where each `(pointer, keyword)` note is in the report.
-    noted: HashMap<(String, String), usize>,
+    noted: FxHashMap<(String, String), usize>,
     /// Per rule name, the JSON pointer of the schema it was made for.
     origins: HashMap<String, String>,
     errors: Vec<SchemaError>,
@@ -116,16 +116,16 @@ impl<'a> Emitter<'a> {
             root_id,
             anchors: schema::anchors(doc),
             rules: Rules::default(),
-            memo: HashMap::new(),
-            by_content: HashMap::new(),
+            memo: FxHashMap::default(),
+            by_content: FxHashMap::default(),
             contents: Contents::default(),
             copies: Vec::new(),
             queue: VecDeque::new(),
-            blocks: HashMap::new(),
-            other_keys: HashMap::new(),
+            blocks: FxHashMap::default(),
+            other_keys: FxHashMap::default(),
             depth: 0,
             report: Report::default(),
-            noted: HashMap::new(),
+            noted: FxHashMap::default(),
             origins: HashMap::new(),
             errors: Vec::new(),
             exhausted: None,
@@ -347,7 +347,7 @@ impl<'a> Emitter<'a> {
         if self.copies.is_empty() || self.exhausted.is_some() {
             return;
         }
-        let mut copies: HashMap<String, Vec<String>> = HashMap::new();
+        let mut copies: FxHashMap<String, Vec<String>> = FxHashMap::default();
         for (original, copy) in std::mem::take(&mut self.copies) {
             copies.entry(original).or_default().push(copy);
         }
