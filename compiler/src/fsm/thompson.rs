@@ -1,5 +1,7 @@
 //! Thompson construction from the normalized IR, then epsilon removal.
 
+use rustc_hash::FxHashMap;
+
 use super::{Edge, Fsm, Label, Node, check_every_stride, node_id};
 use crate::budget::{Budget, Exceeded};
 use crate::ir::{Except, Expr, TokenSet};
@@ -132,12 +134,7 @@ impl Builder<'_> {
             Expr::Sequence(items) => items.iter().fold(from, |at, item| self.expr(item, at)),
             Expr::Choice(items) => {
                 let to = self.node();
-                for item in items {
-                    if self.exceeded.is_some() {
-                        break;
-                    }
-                    self.expr_to(item, from, to);
-                }
+                self.choice_to(items, from, to);
                 to
             }
             Expr::Repeat { expr, min, max } => self.repeat(expr, *min, *max, from),
@@ -169,7 +166,7 @@ impl Builder<'_> {
                 self.edge(from, Label::Tokens(index), to);
                 to
             }
-            Expr::Except(except) => self.except(except, from),
+            Expr::Except(except) => self.except(except, from, &mut FxHashMap::default()),
             // `normalize` gives every dispatch a rule of its own, whose body
             // is not built here; a nested one matches nothing.
             Expr::Dispatch(_) | Expr::TokenDispatch(_) => self.node(),
@@ -193,22 +190,68 @@ impl Builder<'_> {
                     self.edge(from, Label::Bytes { lo, hi }, to);
                 }
             }
-            Expr::Sequence(items) if !items.is_empty() => {
-                let (last, init) = items.split_last().expect("not empty");
-                let at = init.iter().fold(from, |at, item| self.expr(item, at));
-                self.expr_to(last, at, to);
-            }
-            Expr::Choice(items) => {
-                for item in items {
-                    if self.exceeded.is_some() {
-                        break;
-                    }
-                    self.expr_to(item, from, to);
-                }
-            }
+            Expr::Sequence(items) if !items.is_empty() => self.sequence_to(items, from, to),
+            Expr::Choice(items) => self.choice_to(items, from, to),
             expr => {
                 let end = self.expr(expr, from);
                 self.edge(end, Label::Epsilon, to);
+            }
+        }
+    }
+
+    /// Adds the sequence `items` (not empty) from `from` to `to`.
+    fn sequence_to(&mut self, items: &[Expr], from: u32, to: u32) {
+        let (last, init) = items.split_last().expect("not empty");
+        let at = init.iter().fold(from, |at, item| self.expr(item, at));
+        self.expr_to(last, at, to);
+    }
+
+    /// Adds a choice's alternatives from `from` to `to`. Those that begin
+    /// with literal bytes go down one trie of these bytes, so the choice
+    /// is deterministic where they differ: a JSON object's members and an
+    /// enum's strings all begin with `"`, and merging thousands of such
+    /// alternatives was left to subset construction. An [`Except`] right
+    /// after the bytes (an object's other property names) builds its trie
+    /// in the same one: the declared names' members go on from its nodes,
+    /// where it neither ends nor leaves by their bytes.
+    fn choice_to(&mut self, items: &[Expr], from: u32, to: u32) {
+        let mut trie: FxHashMap<(u32, u8), u32> = FxHashMap::default();
+        for item in items {
+            if self.exceeded.is_some() {
+                break;
+            }
+            let (lead, rest): (&[u8], &[Expr]) = match item {
+                Expr::Bytes(bytes) => (bytes, &[]),
+                Expr::Sequence(items) => match items.split_first() {
+                    Some((Expr::Bytes(bytes), rest)) => (bytes, rest),
+                    _ => (&[], &[]),
+                },
+                _ => (&[], &[]),
+            };
+            if lead.is_empty() {
+                self.expr_to(item, from, to);
+                continue;
+            }
+            let mut at = from;
+            for &byte in lead {
+                at = match trie.get(&(at, byte)) {
+                    Some(&child) => child,
+                    None => {
+                        let child = self.node();
+                        self.edge(at, Label::Bytes { lo: byte, hi: byte }, child);
+                        trie.insert((at, byte), child);
+                        child
+                    }
+                };
+            }
+            let (at, rest) = match rest.split_first() {
+                Some((Expr::Except(except), rest)) => (self.except(except, at, &mut trie), rest),
+                _ => (at, rest),
+            };
+            if rest.is_empty() {
+                self.edge(at, Label::Epsilon, to);
+            } else {
+                self.sequence_to(rest, at, to);
             }
         }
     }
@@ -218,8 +261,9 @@ impl Builder<'_> {
     /// node ends (unless a string ends there), goes down by the next byte
     /// of some string, or leaves for one loop over units by another plain
     /// byte or by `other` (built once, entered from every node by an
-    /// epsilon edge: one edge per node when it is a reference).
-    fn except(&mut self, except: &Except, from: u32) -> u32 {
+    /// epsilon edge: one edge per node when it is a reference). Trie nodes
+    /// are looked up in and added to `trie` (by parent and byte).
+    fn except(&mut self, except: &Except, from: u32, trie: &mut FxHashMap<(u32, u8), u32>) -> u32 {
         let end = self.node();
         let rest = self.node();
         for (lo, hi) in except.plain.ranges() {
@@ -244,8 +288,15 @@ impl Builder<'_> {
                 let byte = first[depth];
                 let run = below.iter().take_while(|s| s[depth] == byte).count();
                 leave = leave.without(byte);
-                let child = self.node();
-                self.edge(node, Label::Bytes { lo: byte, hi: byte }, child);
+                let child = match trie.get(&(node, byte)) {
+                    Some(&child) => child,
+                    None => {
+                        let child = self.node();
+                        self.edge(node, Label::Bytes { lo: byte, hi: byte }, child);
+                        trie.insert((node, byte), child);
+                        child
+                    }
+                };
                 pending.push((child, &below[..run], depth + 1));
                 below = &below[run..];
             }
