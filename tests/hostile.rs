@@ -693,3 +693,53 @@ fn dispatch_strings_past_the_limits_are_refused_at_once() {
     let error = compile_request(&grammar, None, false).expect_err("too long");
     assert!(error.contains("longer than 1024"), "{error}");
 }
+
+/// The compile of a JSON Schema within `limits`, or its error messages.
+fn schema_within(schema: &Value, limits: &Limits) -> Result<Arc<Grammar>, String> {
+    let mut sources = Sources::new();
+    let file = sources.add("schema.json", "", None);
+    let mut diagnostics = Diagnostics::new();
+    pipeline::json_schema(
+        schema,
+        &json_schema::Options::default(),
+        limits,
+        &CompileCache::default(),
+        &sources,
+        file,
+        &mut diagnostics,
+    )
+    .map(Arc::new)
+    .ok_or_else(|| errors(&diagnostics))
+}
+
+/// Past `Limits::memory`, a compilation stops where its structures grow:
+/// a long literal's automaton (a 7 MB `const` took 1.3 GB and 2 s to run
+/// out of time; under the default 256 MiB it is refused in 0.5 s), and the
+/// rules a large enum generates. Under the limit the same schemas compile.
+#[test]
+fn the_memory_limit_holds_where_structures_grow() {
+    let small = Limits {
+        memory: Some(4 << 20),
+        ..roomy()
+    };
+    let literal = json!({"const": "x".repeat(400_000)});
+    let started = Instant::now();
+    let error = schema_within(&literal, &small).expect_err("past 4 MiB");
+    assert!(error.contains("needs more than 4 MiB"), "{error}");
+    assert!(
+        started.elapsed() < Duration::from_secs(20),
+        "{:?}",
+        started.elapsed()
+    );
+    let words: Vec<String> = (0..120_000).map(|i| format!("w{i}")).collect();
+    let enumeration = json!({"enum": words});
+    let error = schema_within(&enumeration, &small).expect_err("past 4 MiB");
+    assert!(error.contains("needs more than 4 MiB"), "{error}");
+    // With room, both compile and mean what they say.
+    let grammar = schema_within(&literal, &roomy()).expect("within the default limit");
+    assert!(accepts(&grammar, &format!("\"{}\"", "x".repeat(400_000))));
+    assert!(!accepts(&grammar, &format!("\"{}\"", "x".repeat(399_999))));
+    let grammar = schema_within(&enumeration, &roomy()).expect("within the default limit");
+    assert!(accepts(&grammar, "\"w119999\""));
+    assert!(!accepts(&grammar, "\"w120000\""));
+}

@@ -19,15 +19,26 @@ pub struct Limits {
     pub time: Option<Duration>,
     /// Set from another thread to stop the compilation.
     pub cancel: Option<Arc<AtomicBool>>,
+    /// Most bytes the compilation's largest structures may take: the
+    /// rules a front end generates, the automaton being built, and all
+    /// the automata built. Counted as the structures grow, not by the
+    /// allocator: the process's peak is a small multiple of it (see the
+    /// book's security page).
+    pub memory: Option<usize>,
 }
 
+/// [`Limits::memory`] by default: 256 MiB.
+pub const DEFAULT_MEMORY_LIMIT: usize = 256 << 20;
+
 impl Default for Limits {
-    /// 100 000 rules, 2 seconds, no cancellation flag.
+    /// 100 000 rules, 2 seconds, 256 MiB ([`DEFAULT_MEMORY_LIMIT`]), no
+    /// cancellation flag.
     fn default() -> Self {
         Self {
             max_rules: 100_000,
             time: Some(Duration::from_secs(2)),
             cancel: None,
+            memory: Some(DEFAULT_MEMORY_LIMIT),
         }
     }
 }
@@ -39,6 +50,7 @@ impl Limits {
             max_rules: usize::MAX,
             time: None,
             cancel: None,
+            memory: None,
         }
     }
 }
@@ -52,6 +64,8 @@ pub enum Exceeded {
     Time(Duration),
     /// The cancellation flag was set.
     Cancelled,
+    /// Larger than [`Limits::memory`] (the limit, in bytes).
+    Memory(usize),
     /// A rule's automaton could not be made deterministic and is larger
     /// than a matcher can follow within bounded memory (see
     /// [`crate::fsm::MAX_NFA_NODES`]).
@@ -69,6 +83,11 @@ impl fmt::Display for Exceeded {
             }
             Exceeded::Time(time) => write!(f, "compiling took longer than {time:?} (the limit)"),
             Exceeded::Cancelled => f.write_str("compilation was cancelled"),
+            Exceeded::Memory(bytes) => write!(
+                f,
+                "compiling needs more than {} MiB (the limit)",
+                bytes.div_ceil(1 << 20)
+            ),
             Exceeded::Automaton { nodes } => write!(
                 f,
                 "a rule's automaton cannot be made deterministic within limits and has {nodes} \
@@ -124,5 +143,13 @@ impl Budget {
             return Err(Exceeded::Rules(self.limits.max_rules));
         }
         self.check()
+    }
+
+    /// `Err` if a structure of `bytes` is past the memory limit.
+    pub fn check_memory(&self, bytes: usize) -> Result<(), Exceeded> {
+        match self.limits.memory {
+            Some(limit) if bytes > limit => Err(Exceeded::Memory(limit)),
+            _ => Ok(()),
+        }
     }
 }

@@ -185,6 +185,7 @@ pub struct GrammarCompiler {
     cache_limit: usize,
     max_rules: usize,
     time_limit: Option<Duration>,
+    memory_limit: Option<usize>,
 }
 
 #[pymethods]
@@ -192,11 +193,14 @@ impl GrammarCompiler {
     /// `cache_limit_bytes` bounds each cache (-1: xg's default, 256 MiB
     /// of generated rules and automata, and as much of compiled
     /// grammars). Every compilation stops, with a `CompileError`, past
-    /// `time_limit` seconds (`None`: no limit) or `max_rules` generated
-    /// rules. `max_threads` is accepted for XGrammar's signature: one
-    /// compilation runs on one thread; run several at once instead.
+    /// `time_limit` seconds (`None`: no limit), `max_rules` generated
+    /// rules or `memory_limit_bytes` of rules and automata (-1: xg's
+    /// default, 256 MiB; `None`: no limit). `max_threads` is accepted for
+    /// XGrammar's signature: one compilation runs on one thread; run
+    /// several at once instead.
     #[new]
-    #[pyo3(signature = (tokenizer_info, *, max_threads = 8, cache_enabled = true, cache_limit_bytes = -1, time_limit = Some(2.0), max_rules = 100_000))]
+    #[pyo3(signature = (tokenizer_info, *, max_threads = 8, cache_enabled = true, cache_limit_bytes = -1, time_limit = Some(2.0), max_rules = 100_000, memory_limit_bytes = Some(-1)))]
+    #[allow(clippy::too_many_arguments)]
     fn new(
         tokenizer_info: Py<TokenizerInfo>,
         max_threads: i64,
@@ -204,7 +208,11 @@ impl GrammarCompiler {
         cache_limit_bytes: i64,
         time_limit: Option<f64>,
         max_rules: usize,
+        memory_limit_bytes: Option<i64>,
     ) -> PyResult<Self> {
+        let memory_limit = memory_limit_bytes.map(|bytes| {
+            usize::try_from(bytes).unwrap_or(xg_compiler::budget::DEFAULT_MEMORY_LIMIT)
+        });
         let _ = max_threads;
         let cache_limit =
             usize::try_from(cache_limit_bytes).unwrap_or(xg_compiler::DEFAULT_COMPILE_CACHE_BYTES);
@@ -223,6 +231,7 @@ impl GrammarCompiler {
             cache_limit,
             max_rules,
             time_limit,
+            memory_limit,
         })
     }
 
@@ -292,6 +301,7 @@ impl GrammarCompiler {
             max_rules: self.max_rules,
             time: self.time_limit,
             cancel: None,
+            memory: self.memory_limit,
         };
         let value = parse_json(&text, "the JSON Schema").map_err(CompileError::new_err)?;
         let generated = py.detach(|| {
@@ -472,6 +482,7 @@ impl GrammarCompiler {
             max_rules: self.max_rules,
             time: self.time_limit,
             cancel: cancel.map(|c| Arc::clone(&c.flag)),
+            memory: self.memory_limit,
         };
         let info = self.tokenizer_info.get();
         let fresh;

@@ -220,6 +220,12 @@ def test_limits(info):
         xg.GrammarCompiler(info).compile_json_schema(wide, cancel=cancel)
     unlimited = xg.GrammarCompiler(info, time_limit=None)
     assert unlimited.compile_json_schema(wide).memory_size_bytes > 0
+    long_literal = {"const": "x" * 400_000}
+    small = xg.GrammarCompiler(info, memory_limit_bytes=1 << 20)
+    with pytest.raises(xg.CompileError, match="1 MiB"):
+        small.compile_json_schema(long_literal)
+    roomy = xg.GrammarCompiler(info, memory_limit_bytes=None)
+    assert roomy.compile_json_schema(long_literal).memory_size_bytes > 0
 
 
 def test_caches(info):

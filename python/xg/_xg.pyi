@@ -100,6 +100,7 @@ class GrammarCompiler:
         cache_limit_bytes: int = -1,
         time_limit: Optional[float] = 2.0,
         max_rules: int = 100000,
+        memory_limit_bytes: Optional[int] = -1,
     ) -> None: ...
     def compile_json_schema(
         self,

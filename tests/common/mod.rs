@@ -120,7 +120,12 @@ fn derive(grammar: &ir::Grammar, expr: &Expr, rng: &mut Rng, depth: usize, out: 
         return;
     }
     match expr {
-        Expr::Empty | Expr::Tokens(_) | Expr::TokenDispatch(_) => {}
+        // Near the excluded strings: one of them, or a prefix.
+        Expr::Except(except) if !except.excluded.is_empty() => {
+            let excluded = &except.excluded[rng.below(except.excluded.len())];
+            out.extend_from_slice(&excluded[..rng.below(excluded.len() + 1)]);
+        }
+        Expr::Empty | Expr::Tokens(_) | Expr::TokenDispatch(_) | Expr::Except(_) => {}
         Expr::Bytes(bytes) => out.extend_from_slice(bytes),
         Expr::Class(set) => {
             let ranges = set.ranges();
@@ -165,12 +170,6 @@ fn derive(grammar: &ir::Grammar, expr: &Expr, rng: &mut Rng, depth: usize, out: 
                 out.extend_from_slice(stop);
             }
         }
-        // Near the excluded strings: one of them, or a prefix.
-        Expr::Except(except) if !except.excluded.is_empty() => {
-            let excluded = &except.excluded[rng.below(except.excluded.len())];
-            out.extend_from_slice(&excluded[..rng.below(excluded.len() + 1)]);
-        }
-        Expr::Except(_) => {}
     }
 }
 

@@ -223,6 +223,23 @@ fn check_every_stride(budget: &Budget, count: usize) -> Result<(), Exceeded> {
     }
 }
 
+/// What an automaton of `nodes` and `edges` takes while it is built, for
+/// the compilation's memory limit: its edges in the construction's flat
+/// lists (twice, before and after epsilon removal) and in the finished
+/// automaton's per-node vectors, and its nodes in each.
+pub(crate) fn building_bytes(nodes: usize, edges: usize) -> usize {
+    let edge = size_of::<Edge>();
+    let node = size_of::<Node>() + 2 * size_of::<u32>() + 1;
+    nodes
+        .saturating_mul(node)
+        .saturating_add(edges.saturating_mul(3 * edge + 4))
+}
+
+/// What a finished automaton takes (see [`building_bytes`]).
+fn finished_bytes(fsm: &Fsm) -> usize {
+    fsm.nodes.len() * size_of::<Node>() + fsm.edge_count() * size_of::<Edge>()
+}
+
 /// The most nodes a rule's automaton may keep when it cannot be made
 /// deterministic. A matcher holds up to one item per node and origin in
 /// every row: a nondeterministic chain of 60,000 nodes (a long periodic
@@ -242,11 +259,13 @@ pub fn build(
     cache: &CompileCache,
 ) -> Result<Grammar, Exceeded> {
     let mut token_sets = Vec::new();
+    let mut bytes = 0usize;
     let rules = grammar
         .rules
         .iter()
         .map(|rule| {
             budget.check()?;
+            budget.check_memory(bytes)?;
             let body = match &rule.body {
                 ir::Expr::Dispatch(dispatch) => Body::Dispatch(Dispatch {
                     arms: dispatch
@@ -268,7 +287,11 @@ pub fn build(
                     repeat: dispatch.repeat,
                     exclude: dispatch.exclude.clone(),
                 }),
-                expr => Body::Automaton(automaton(expr, &mut token_sets, budget, cache)?),
+                expr => {
+                    let fsm = automaton(expr, &mut token_sets, budget, cache)?;
+                    bytes = bytes.saturating_add(finished_bytes(&fsm));
+                    Body::Automaton(fsm)
+                }
             };
             Ok(Rule {
                 name: rule.name.clone(),

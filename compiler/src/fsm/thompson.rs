@@ -103,12 +103,20 @@ struct Builder<'a> {
 impl Builder<'_> {
     fn node(&mut self) -> u32 {
         self.finals.push(false);
+        let nodes = self.finals.len();
         if self.exceeded.is_none()
-            && let Err(exceeded) = check_every_stride(self.budget, self.finals.len())
+            && let Err(exceeded) = check_every_stride(self.budget, nodes).and_then(|()| {
+                if nodes.is_multiple_of(super::BUDGET_STRIDE) {
+                    self.budget
+                        .check_memory(super::building_bytes(nodes, self.edges.len()))
+                } else {
+                    Ok(())
+                }
+            })
         {
             self.exceeded = Some(exceeded);
         }
-        node_id(self.finals.len() - 1)
+        node_id(nodes - 1)
     }
 
     fn edge(&mut self, from: u32, label: Label, target: u32) {

@@ -165,6 +165,10 @@ impl<'a> Emitter<'a> {
             let name = self.rules.name(rule).to_string();
             let body = self.body(node, &key, &name);
             self.rules.define(rule, body);
+            if let Err(exceeded) = self.budget.check_memory(self.rules.defined_bytes()) {
+                self.exhaust(exceeded);
+                break;
+            }
         }
         self.report_copies();
         if !self.errors.is_empty() {

@@ -358,6 +358,8 @@ pub(crate) struct Rules {
     /// Per rule, whether it stays a rule of its own in the automata (see
     /// [`tree::Rule::keep`]).
     keep: Vec<bool>,
+    /// The bytes of every body defined so far (see [`G::bytes`]).
+    defined_bytes: usize,
 }
 
 impl Rules {
@@ -423,7 +425,14 @@ impl Rules {
         } else {
             body
         };
+        self.defined_bytes += body.bytes();
         self.bodies[rule] = body;
+    }
+
+    /// The approximate bytes of every body defined so far, for the
+    /// compilation's memory limit.
+    pub(crate) fn defined_bytes(&self) -> usize {
+        self.defined_bytes
     }
 
     /// A new rule named after `name` whose body is `body`, as a reference:

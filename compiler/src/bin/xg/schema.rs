@@ -44,6 +44,9 @@ pub struct SchemaFlags {
     /// Longest the compilation may take, in milliseconds.
     #[arg(long, value_name = "MS", default_value_t = 2000)]
     time_limit_ms: u64,
+    /// Most memory the compilation's rules and automata may take, in MiB.
+    #[arg(long, value_name = "MIB", default_value_t = (xg_compiler::budget::DEFAULT_MEMORY_LIMIT >> 20) as u64)]
+    memory_limit_mib: u64,
 }
 
 /// The longest whitespace run flexible JSON allows; `None` is unbounded.
@@ -104,6 +107,9 @@ impl SchemaFlags {
     fn limits(&self) -> Limits {
         Limits {
             time: Some(std::time::Duration::from_millis(self.time_limit_ms)),
+            memory: usize::try_from(self.memory_limit_mib)
+                .ok()
+                .and_then(|mib| mib.checked_mul(1 << 20)),
             ..Limits::default()
         }
     }
