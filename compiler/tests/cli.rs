@@ -1074,6 +1074,27 @@ fn match_says_when_the_properties_order_is_the_reason() {
         ),
         "{stderr}"
     );
+    // After a complete value, the container: a required member not
+    // written yet, or an array that is still open.
+    let help = |text: &str| {
+        let output = xg(&["match", people.to_str().unwrap(), "--text", text]);
+        assert_eq!(output.status.code(), Some(1));
+        let stderr = String::from_utf8_lossy(&output.stderr).into_owned();
+        let line = stderr
+            .lines()
+            .find(|line| line.contains("help: the schema"));
+        line.unwrap_or_else(|| panic!("{stderr}")).to_string()
+    };
+    let missing = help(r#"{"people": [{"name": "Ada"}]}"#);
+    assert!(
+        missing.contains("the schema at `#/definitions/person` requires `age`, not written yet"),
+        "{missing}"
+    );
+    let open = help(r#"{"people": [{"name": "Ada", "age": 36}"#);
+    assert!(
+        open.contains("the schema at `#/properties/people` refuses it"),
+        "{open}"
+    );
 }
 
 /// The code block in `language` (```` ```text ````, ```` ```xg ````) of

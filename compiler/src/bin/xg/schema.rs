@@ -264,8 +264,10 @@ fn quiet_schema(path: &Path) -> Option<(Sources, xg_compiler::FileId, serde_json
 /// of its own, and the schema of the value the refused byte is in, found
 /// by following the instance written so far (`written`) through the
 /// schema's `properties`, `items` and local `$ref`s (rules small enough to
-/// be inlined name no place). `None` if the file is not a schema or
-/// neither finds a place.
+/// be inlined name no place). After a complete string, object or array the
+/// place is its container, and `the schema at POINTER requires `age`, not
+/// written yet` names the container's required members not written. `None`
+/// if the file is not a schema or neither finds a place.
 pub fn refusal_place(
     path: &Path,
     flags: &SchemaFlags,
@@ -280,15 +282,46 @@ pub fn refusal_place(
         &Budget::new(flags.limits()),
     )
     .ok()?;
-    let by_rule = rules.iter().find_map(|rule| generated.origin(rule));
-    let by_value = value_schema(&schema, &instance_path(written));
+    let place = instance_path(written);
+    // An empty path is the root: named only as a container.
+    let by_value = value_schema(&schema, &place.path)
+        .or_else(|| (place.after_value && place.path.is_empty()).then(|| "#".to_string()));
+    // After a complete value, what refuses the next byte is its container
+    // (a required member missing, no more items), not the value's rules.
+    let by_rule = if place.after_value {
+        None
+    } else {
+        rules.iter().find_map(|rule| generated.origin(rule))
+    };
     let pointer = match (by_rule, by_value.as_deref()) {
         (Some(rule), Some(value)) if value.len() > rule.len() => value.to_string(),
         (Some(rule), _) => rule.to_string(),
         (None, value) => value?.to_string(),
     };
-    let mut place = schema.pointer(pointer.trim_start_matches('#'))?.clone();
-    if let Some(object) = place.as_object_mut() {
+    let mut shown = schema.pointer(pointer.trim_start_matches('#'))?.clone();
+    let missing: Vec<&str> = if place.after_value {
+        let required = shown.get("required").and_then(serde_json::Value::as_array);
+        required
+            .into_iter()
+            .flatten()
+            .filter_map(serde_json::Value::as_str)
+            .filter(|name| !place.keys.iter().any(|key| key == name))
+            .collect()
+    } else {
+        Vec::new()
+    };
+    let refusal = match missing.as_slice() {
+        [] => "refuses it".to_string(),
+        names => format!(
+            "requires {}, not written yet",
+            names
+                .iter()
+                .map(|name| format!("`{name}`"))
+                .collect::<Vec<_>>()
+                .join(", ")
+        ),
+    };
+    if let Some(object) = shown.as_object_mut() {
         for annotation in [
             "description",
             "title",
@@ -302,11 +335,11 @@ pub fn refusal_place(
             object.remove(annotation);
         }
     }
-    let mut shown = place.to_string();
+    let mut shown = shown.to_string();
     if shown.chars().count() > 160 {
         shown = shown.chars().take(157).collect::<String>() + "...";
     }
-    Some(format!("the schema at `{pointer}` refuses it: {shown}"))
+    Some(format!("the schema at `{pointer}` {refusal}: {shown}"))
 }
 
 /// Compiles the schema in `path` into a runtime grammar, printing its
@@ -366,74 +399,172 @@ enum Step {
     Index(usize),
 }
 
-/// The path of the value that `written`, a prefix of a JSON text, ends
-/// inside: the keys and indices of the containers open at its end.
-fn instance_path(written: &[u8]) -> Vec<Step> {
-    // Per open container: the step to its current value, if one started.
-    enum Open {
-        Object { key: Option<String>, in_value: bool },
-        Array { index: usize },
+/// Where a prefix of a JSON text ends: the path of the value it ends
+/// inside, or of the container whose last value it completed.
+#[derive(Debug, Default, PartialEq, Eq)]
+struct Place {
+    /// The keys and indices of the containers open at the end, down to the
+    /// value it ends inside.
+    path: Vec<Step>,
+    /// Whether the text ends after a complete string, object or array in
+    /// the innermost container (`path` then leads to the container).
+    after_value: bool,
+    /// The keys of the innermost object, if it is one, written so far.
+    keys: Vec<String>,
+}
+
+/// A container open in a prefix of a JSON text.
+enum Open {
+    Object {
+        /// The key of the current member, once written.
+        key: Option<String>,
+        /// Whether the current member's value has started.
+        in_value: bool,
+        /// Whether that value is a complete string, object or array.
+        done: bool,
+        /// Every key written in the object.
+        keys: Vec<String>,
+    },
+    Array {
+        index: usize,
+        /// Whether the current item is a complete string, object or array.
+        done: bool,
+    },
+}
+
+impl Open {
+    /// The step to its current value, unless it is not one yet or
+    /// `complete` values count as the container's.
+    fn step(&self, complete: bool) -> Option<Step> {
+        match self {
+            Open::Object { done: true, .. } | Open::Array { done: true, .. } if complete => None,
+            Open::Object {
+                key: Some(key),
+                in_value: true,
+                ..
+            } => Some(Step::Key(key.clone())),
+            Open::Object { .. } => None,
+            Open::Array { index, .. } => Some(Step::Index(*index)),
+        }
     }
+
+    /// Its current value is complete.
+    fn complete(&mut self) {
+        if let Open::Object {
+            in_value: true,
+            done,
+            ..
+        }
+        | Open::Array { done, .. } = self
+        {
+            *done = true;
+        }
+    }
+
+    /// A `,`: on to the next member or item.
+    fn next(&mut self) {
+        match self {
+            Open::Object {
+                key,
+                in_value,
+                done,
+                ..
+            } => {
+                *key = None;
+                *in_value = false;
+                *done = false;
+            }
+            Open::Array { index, done } => {
+                *index += 1;
+                *done = false;
+            }
+        }
+    }
+}
+
+/// The string that starts after a `"` in `chars`, unescaped, and whether
+/// it is closed.
+fn read_string(chars: &mut impl Iterator<Item = char>) -> (String, bool) {
+    let mut string = String::new();
+    while let Some(c) = chars.next() {
+        match c {
+            '"' => return (string, true),
+            '\\' => string.extend(chars.next()),
+            c => string.push(c),
+        }
+    }
+    (string, false)
+}
+
+/// The [`Place`] where `written`, a prefix of a JSON text, ends.
+fn instance_path(written: &[u8]) -> Place {
     let text = String::from_utf8_lossy(written);
     let mut open: Vec<Open> = Vec::new();
-    let mut chars = text.chars().peekable();
+    let mut chars = text.chars();
     while let Some(c) = chars.next() {
         match c {
             '{' => open.push(Open::Object {
                 key: None,
                 in_value: false,
+                done: false,
+                keys: Vec::new(),
             }),
-            '[' => open.push(Open::Array { index: 0 }),
+            '[' => open.push(Open::Array {
+                index: 0,
+                done: false,
+            }),
             '}' | ']' => {
                 open.pop();
-            }
-            ',' => match open.last_mut() {
-                Some(Open::Object { key, in_value }) => {
-                    *key = None;
-                    *in_value = false;
+                if let Some(container) = open.last_mut() {
+                    container.complete();
                 }
-                Some(Open::Array { index }) => *index += 1,
-                None => {}
-            },
+            }
+            ',' => {
+                if let Some(container) = open.last_mut() {
+                    container.next();
+                }
+            }
             ':' => {
                 if let Some(Open::Object { in_value, .. }) = open.last_mut() {
                     *in_value = true;
                 }
             }
             '"' => {
-                let mut string = String::new();
-                while let Some(c) = chars.next() {
-                    match c {
-                        '"' => break,
-                        '\\' => {
-                            if let Some(escaped) = chars.next() {
-                                string.push(escaped);
-                            }
-                        }
-                        c => string.push(c),
+                let (string, closed) = read_string(&mut chars);
+                match open.last_mut() {
+                    Some(Open::Object {
+                        key,
+                        in_value: false,
+                        keys,
+                        ..
+                    }) => {
+                        keys.push(string.clone());
+                        *key = Some(string);
                     }
-                }
-                if let Some(Open::Object {
-                    key,
-                    in_value: false,
-                }) = open.last_mut()
-                {
-                    *key = Some(string);
+                    Some(container) if closed => container.complete(),
+                    _ => {}
                 }
             }
             _ => {}
         }
     }
-    open.iter()
-        .filter_map(|container| match container {
-            Open::Object {
-                key: Some(key),
-                in_value: true,
-            } => Some(Step::Key(key.clone())),
-            Open::Object { .. } => None,
-            Open::Array { index } => Some(Step::Index(*index)),
-        })
-        .collect()
+    let after_value = matches!(
+        open.last(),
+        Some(Open::Object { done: true, .. } | Open::Array { done: true, .. })
+    );
+    let keys = match open.last() {
+        Some(Open::Object { keys, .. }) => keys.clone(),
+        _ => Vec::new(),
+    };
+    let last = open.len().saturating_sub(1);
+    let path = (open.iter().enumerate())
+        .filter_map(|(depth, container)| container.step(depth == last))
+        .collect();
+    Place {
+        path,
+        after_value,
+        keys,
+    }
 }
 
 /// The JSON pointer of the subschema of `schema` that the value at `path`
