@@ -4,7 +4,7 @@ use std::rc::Rc;
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Fsm, Label, Node, check_every_stride};
+use super::{Edge, Fsm, Label, Node, Work};
 use crate::budget::{Budget, Exceeded};
 
 /// Determinization gives up past this many states, or [`GROWTH`] times the
@@ -38,10 +38,11 @@ pub(super) fn determinize(nfa: &Fsm, budget: &Budget) -> Result<Option<Fsm>, Exc
     let mut scratch = Scratch::default();
     let mut nodes = Vec::new();
     let mut next = 0;
+    let mut work = Work::default();
     while next < sets.len() {
         let set = Rc::clone(&sets[next]);
         next += 1;
-        check_every_stride(budget, next)?;
+        work.add(set.len(), budget)?;
         scratch.transitions(nfa, &set);
         let mut edges = Vec::with_capacity(scratch.out.len());
         for &(label, start, end) in &scratch.out {

@@ -27,7 +27,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Fsm, Label, Node, check_every_stride, node_id};
+use super::{Edge, Fsm, Label, Node, Work, check_every_stride, node_id};
 use crate::budget::{Budget, Exceeded};
 
 /// The minimal automaton equivalent to the deterministic `dfa`; checks
@@ -519,8 +519,9 @@ fn coarsest_partition(
     // Block 0 need not be a splitter: it is what the others leave.
     let mut block = 1;
     let mut cord = 0;
+    let mut work = Work::default();
     while cord < cords.sets() {
-        check_every_stride(budget, cord + 1)?;
+        work.add((cords.past[cord] - cords.first[cord]) as usize + 1, budget)?;
         for i in cords.first[cord]..cords.past[cord] {
             let t = cords.elements[i as usize];
             blocks.mark(all[t as usize].0);
@@ -528,7 +529,10 @@ fn coarsest_partition(
         blocks.split();
         cord += 1;
         while block < blocks.sets() {
-            check_every_stride(budget, block)?;
+            work.add(
+                (blocks.past[block] - blocks.first[block]) as usize + 1,
+                budget,
+            )?;
             for i in blocks.first[block]..blocks.past[block] {
                 let node = blocks.elements[i as usize] as usize;
                 for &t in &into[offsets[node] as usize..offsets[node + 1] as usize] {

@@ -214,6 +214,26 @@ impl fmt::Display for Label {
 /// between two checks of the budget.
 const BUDGET_STRIDE: usize = 4096;
 
+/// Units of work done so far (nodes visited, transitions marked), for
+/// checking the budget every [`BUDGET_STRIDE`] of them: one large subset
+/// or block costs as much as many small ones.
+#[derive(Default)]
+struct Work(usize);
+
+impl Work {
+    /// Counts `amount` more; checks `budget` each time the count passes a
+    /// multiple of [`BUDGET_STRIDE`].
+    fn add(&mut self, amount: usize, budget: &Budget) -> Result<(), Exceeded> {
+        let before = self.0 / BUDGET_STRIDE;
+        self.0 += amount;
+        if self.0 / BUDGET_STRIDE == before {
+            Ok(())
+        } else {
+            budget.check()
+        }
+    }
+}
+
 /// Checks `budget` when `count` is a multiple of [`BUDGET_STRIDE`].
 fn check_every_stride(budget: &Budget, count: usize) -> Result<(), Exceeded> {
     if count.is_multiple_of(BUDGET_STRIDE) {
