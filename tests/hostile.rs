@@ -747,9 +747,12 @@ fn the_memory_limit_holds_where_structures_grow() {
 /// A cancel flag set from another thread while a wide object (80,000
 /// properties) compiles stops the compilation wherever it is: each stage
 /// checks the flag as it goes (every rule, every 4,096 nodes or units of
-/// work). It returned 10–320 ms after the flag here, growing with what was
-/// built, most of it freeing that (before the checks inside stages it took
-/// 15.7 s from a flag set at 100 ms). Release builds only (time bounds).
+/// work), and what was built is freed on another thread. It returned 10–270
+/// ms after the flag here: 10–25 ms in the generator, up to 270 ms where one
+/// large automaton is minimized or the rules are hashed and laid out as
+/// tables, which check only between rules (before the checks inside
+/// stages it took 15.7 s from a flag set at 100 ms). Release builds only
+/// (time bounds).
 #[test]
 #[cfg_attr(debug_assertions, ignore = "time bounds: release builds only")]
 fn a_cancel_stops_a_compilation_wherever_it_is() {
@@ -773,13 +776,20 @@ fn a_cancel_stops_a_compilation_wherever_it_is() {
         let outcome = schema_within(&schema, &limits);
         let returned = Instant::now();
         let set = setter.join().unwrap();
-        if let Err(error) = outcome {
-            assert!(error.contains("cancelled"), "{error}");
-            let delay = returned.saturating_duration_since(set);
-            assert!(
-                delay < Duration::from_millis(800),
-                "{delay:?} after a flag set at {after:?}"
-            );
+        // The last flag may come after the compilation is done (1.4 s).
+        match outcome {
+            Err(error) => {
+                assert!(error.contains("cancelled"), "{error}");
+                let delay = returned.saturating_duration_since(set);
+                assert!(
+                    delay < Duration::from_millis(800),
+                    "{delay:?} after {after:?}"
+                );
+            }
+            Ok(_) => assert!(
+                after >= Duration::from_secs(1),
+                "not cancelled at {after:?}"
+            ),
         }
     }
 }

@@ -280,10 +280,9 @@ pub fn build(
 ) -> Result<Grammar, Exceeded> {
     let mut token_sets = Vec::new();
     let mut bytes = 0usize;
-    let rules = grammar
-        .rules
-        .iter()
-        .map(|rule| {
+    let mut rules = Vec::with_capacity(grammar.rules.len());
+    for rule in &grammar.rules {
+        let built = (|| {
             budget.check()?;
             budget.check_memory(bytes)?;
             let body = match &rule.body {
@@ -322,8 +321,15 @@ pub fn build(
                     .map(|la| automaton(la, &mut token_sets, budget, cache))
                     .transpose()?,
             })
-        })
-        .collect::<Result<_, _>>()?;
+        })();
+        match built {
+            Ok(rule) => rules.push(rule),
+            Err(exceeded) => {
+                crate::budget::discard(rules);
+                return Err(exceeded);
+            }
+        }
+    }
     Ok(Grammar {
         rules,
         root: grammar.root,
