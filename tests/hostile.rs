@@ -44,20 +44,7 @@ fn roomy() -> Limits {
 
 /// The grammar of `schema`, or its error messages joined.
 fn schema_grammar(schema: &Value) -> Result<Arc<Grammar>, String> {
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", "", None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::json_schema(
-        schema,
-        &json_schema::Options::default(),
-        &roomy(),
-        &CompileCache::default(),
-        &sources,
-        file,
-        &mut diagnostics,
-    )
-    .map(Arc::new)
-    .ok_or_else(|| errors(&diagnostics))
+    schema_within(schema, &roomy())
 }
 
 /// The grammar of the structural tag `tag`, or its error messages joined.

@@ -214,6 +214,18 @@ impl Builder<'_> {
         self.expr_to(last, at, to);
     }
 
+    /// The node `byte` leads to from `node` in `trie` (by parent and byte),
+    /// made with its edge if there is none yet.
+    fn trie_child(&mut self, trie: &mut FxHashMap<(u32, u8), u32>, node: u32, byte: u8) -> u32 {
+        if let Some(&child) = trie.get(&(node, byte)) {
+            return child;
+        }
+        let child = self.node();
+        self.edge(node, Label::Bytes { lo: byte, hi: byte }, child);
+        trie.insert((node, byte), child);
+        child
+    }
+
     /// Adds a choice's alternatives from `from` to `to`. Those that begin
     /// with literal bytes go down one trie of these bytes, so the choice
     /// is deterministic where they differ: a JSON object's members and an
@@ -242,15 +254,7 @@ impl Builder<'_> {
             }
             let mut at = from;
             for &byte in lead {
-                at = match trie.get(&(at, byte)) {
-                    Some(&child) => child,
-                    None => {
-                        let child = self.node();
-                        self.edge(at, Label::Bytes { lo: byte, hi: byte }, child);
-                        trie.insert((at, byte), child);
-                        child
-                    }
-                };
+                at = self.trie_child(&mut trie, at, byte);
             }
             let (at, rest) = match rest.split_first() {
                 Some((Expr::Except(except), rest)) => (self.except(except, at, &mut trie), rest),
@@ -296,15 +300,7 @@ impl Builder<'_> {
                 let byte = first[depth];
                 let run = below.iter().take_while(|s| s[depth] == byte).count();
                 leave = leave.without(byte);
-                let child = match trie.get(&(node, byte)) {
-                    Some(&child) => child,
-                    None => {
-                        let child = self.node();
-                        self.edge(node, Label::Bytes { lo: byte, hi: byte }, child);
-                        trie.insert((node, byte), child);
-                        child
-                    }
-                };
+                let child = self.trie_child(trie, node, byte);
                 pending.push((child, &below[..run], depth + 1));
                 below = &below[run..];
             }
