@@ -42,6 +42,18 @@ fn roomy() -> Limits {
     }
 }
 
+/// Tests that bound time take turns: two at once on a 2-core machine each
+/// see the other's load (the six 15,000-property tools ran past 2 s while
+/// the cancel test compiled beside them).
+static TIMED: std::sync::Mutex<()> = std::sync::Mutex::new(());
+
+/// This test's turn among those that bound time.
+fn timed() -> std::sync::MutexGuard<'static, ()> {
+    TIMED
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner)
+}
+
 /// The grammar of `schema`, or its error messages joined.
 fn schema_grammar(schema: &Value) -> Result<Arc<Grammar>, String> {
     schema_within(schema, &roomy())
@@ -452,6 +464,7 @@ fn diagnostics_past_the_cap_are_counted_not_kept() {
 /// hundred characters still compiles exactly.
 #[test]
 fn long_periodic_patterns_are_refused_not_followed_without_bound() {
+    let _turn = timed();
     let long = "abc".repeat(3_000);
     let error = on_small_stack(|| schema_grammar(&json!({"type": "string", "pattern": long})))
         .expect_err("refused");
@@ -483,6 +496,7 @@ fn long_periodic_patterns_are_refused_not_followed_without_bound() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "a time bound: run in release builds")]
 fn the_time_limit_holds_inside_the_schema_generator() {
+    let _turn = timed();
     let name = "k".repeat(200_000);
     let limits = Limits {
         time: Some(Duration::from_millis(300)),
@@ -545,6 +559,7 @@ fn steps_past_the_step_budget_are_refused_and_undone() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "a time bound: release builds only")]
 fn the_default_step_budget_is_about_a_second() {
+    let _turn = timed();
     let grammar = common::runtime_grammar("root ::= s\ns ::= s s | \"a\"");
     let mut matcher = Matcher::new(grammar);
     let started = Instant::now();
@@ -568,6 +583,7 @@ fn the_default_step_budget_is_about_a_second() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "time bounds: release builds only")]
 fn wide_objects_and_tool_lists_compile_within_the_limits() {
+    let _turn = timed();
     let properties = |count: usize| -> serde_json::Map<String, Value> {
         (0..count)
             .map(|i| (format!("p{i}"), json!({"type": "integer"})))
@@ -651,6 +667,7 @@ fn wide_objects_and_tool_lists_compile_within_the_limits() {
 /// exclusion is exact.
 #[test]
 fn dispatch_strings_past_the_limits_are_refused_at_once() {
+    let _turn = timed();
     let any_text = |excludes: Vec<String>| {
         let started = Instant::now();
         let grammar = tag_grammar(&json!({"type": "structural_tag",
@@ -705,6 +722,7 @@ fn schema_within(schema: &Value, limits: &Limits) -> Result<Arc<Grammar>, String
 /// rules a large enum generates. Under the limit the same schemas compile.
 #[test]
 fn the_memory_limit_holds_where_structures_grow() {
+    let _turn = timed();
     let small = Limits {
         memory: Some(4 << 20),
         ..roomy()
@@ -743,6 +761,7 @@ fn the_memory_limit_holds_where_structures_grow() {
 #[test]
 #[cfg_attr(debug_assertions, ignore = "time bounds: release builds only")]
 fn a_cancel_stops_a_compilation_wherever_it_is() {
+    let _turn = timed();
     let properties: serde_json::Map<String, Value> = (0..80_000)
         .map(|i| (format!("p{i}"), json!({"type": "integer"})))
         .collect();
