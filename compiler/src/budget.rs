@@ -100,16 +100,6 @@ impl fmt::Display for Exceeded {
 
 impl std::error::Error for Exceeded {}
 
-/// Drops `value` on a thread of its own, for what a compilation that ran out
-/// of its budget built: the caller returns while it is freed (an
-/// 80,000-property object's rules took 0.1 s to free). Dropped here if no
-/// thread can be started.
-pub(crate) fn discard<T: Send + 'static>(value: T) {
-    let _ = std::thread::Builder::new()
-        .name("xg-discard".into())
-        .spawn(move || drop(value));
-}
-
 /// One compilation's account against its [`Limits`], started when made.
 #[derive(Clone, Debug)]
 pub struct Budget {

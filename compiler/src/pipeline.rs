@@ -109,21 +109,8 @@ fn compile_ir(
 ) -> Option<Compiled> {
     let stages = || -> Result<Compiled, Exceeded> {
         let grammar = normalize::normalize_within(grammar, budget)?;
-        // What ran out of the budget is freed while the error returns.
-        let mut automata = match fsm::build(&grammar, budget, cache) {
-            Ok(automata) => automata,
-            Err(exceeded) => {
-                crate::budget::discard(grammar);
-                return Err(exceeded);
-            }
-        };
-        let hashes = match hash::hash(&mut automata, budget) {
-            Ok(hashes) => hashes,
-            Err(exceeded) => {
-                crate::budget::discard(automata);
-                return Err(exceeded);
-            }
-        };
+        let mut automata = fsm::build(&grammar, budget, cache)?;
+        let hashes = hash::hash(&mut automata, budget)?;
         let tables = tables::build(&automata, &hashes);
         Ok(Compiled {
             automata,

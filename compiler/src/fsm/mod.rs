@@ -280,9 +280,10 @@ pub fn build(
 ) -> Result<Grammar, Exceeded> {
     let mut token_sets = Vec::new();
     let mut bytes = 0usize;
-    let mut rules = Vec::with_capacity(grammar.rules.len());
-    for rule in &grammar.rules {
-        let built = (|| {
+    let rules = grammar
+        .rules
+        .iter()
+        .map(|rule| {
             budget.check()?;
             budget.check_memory(bytes)?;
             let body = match &rule.body {
@@ -321,15 +322,8 @@ pub fn build(
                     .map(|la| automaton(la, &mut token_sets, budget, cache))
                     .transpose()?,
             })
-        })();
-        match built {
-            Ok(rule) => rules.push(rule),
-            Err(exceeded) => {
-                crate::budget::discard(rules);
-                return Err(exceeded);
-            }
-        }
-    }
+        })
+        .collect::<Result<_, _>>()?;
     Ok(Grammar {
         rules,
         root: grammar.root,

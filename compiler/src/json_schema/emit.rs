@@ -172,9 +172,6 @@ impl<'a> Emitter<'a> {
         }
         self.report_copies();
         if !self.errors.is_empty() {
-            if self.exhausted.is_some() {
-                self.discard();
-            }
             return Err(self.errors);
         }
         match self.rules.prune(self.budget) {
@@ -187,7 +184,6 @@ impl<'a> Emitter<'a> {
                 }]);
             }
             Err(exceeded) => {
-                self.discard();
                 return Err(vec![SchemaError {
                     pointer: "#".into(),
                     message: exceeded.to_string(),
@@ -199,19 +195,6 @@ impl<'a> Emitter<'a> {
             report: self.report,
             origins: self.origins,
         })
-    }
-
-    /// Frees the rules and tables built so far on another thread
-    /// ([`crate::budget::discard`]): the compilation ran out of its budget
-    /// and should return at once.
-    fn discard(&mut self) {
-        crate::budget::discard((
-            std::mem::take(&mut self.rules),
-            std::mem::take(&mut self.memo),
-            std::mem::take(&mut self.by_content),
-            std::mem::take(&mut self.queue),
-            std::mem::take(&mut self.report),
-        ));
     }
 
     // ---- Reporting -------------------------------------------------------

@@ -36,14 +36,12 @@ pub fn normalize(grammar: Grammar) -> Grammar {
 /// grammar may be large: an object of 80,000 properties is one rule of
 /// 80,000 choices).
 pub fn normalize_within(mut grammar: Grammar, budget: &Budget) -> Result<Grammar, Exceeded> {
-    let passes: [fn(&mut Grammar); 3] = [extract::extract, compress::compress, inline::inline];
-    for pass in passes {
-        if let Err(exceeded) = budget.check() {
-            crate::budget::discard(grammar);
-            return Err(exceeded);
-        }
-        pass(&mut grammar);
-    }
+    budget.check()?;
+    extract::extract(&mut grammar);
+    budget.check()?;
+    compress::compress(&mut grammar);
+    budget.check()?;
+    inline::inline(&mut grammar);
     Ok(grammar)
 }
 
