@@ -20,13 +20,9 @@ impl Hashed {
         let tree = pipeline::check(&mut sources, file, root, &mut diagnostics);
         let ir = tree.map(|tree| ir::lower(&tree));
         let ir = ir.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
-        let mut grammar = fsm::build(
-            &normalize::normalize(ir),
-            &Budget::unlimited(),
-            &CompileCache::default(),
-        )
-        .unwrap();
-        let hashes = hash::hash(&mut grammar, &Budget::unlimited()).unwrap();
+        let ir = normalize::normalize(ir);
+        let mut grammar = fsm::build(&ir, &Budget::unlimited(), &CompileCache::default()).unwrap();
+        let hashes = hash::hash(&ir, &mut grammar, &Budget::unlimited()).unwrap();
         Self { grammar, hashes }
     }
 

@@ -295,7 +295,7 @@ fn profile_one() {
     }
     eprintln!("fsm {:?}", t.elapsed() / repeat);
     let t = Instant::now();
-    let hashes = xg_compiler::hash::hash(&mut automata, &Budget::unlimited()).unwrap();
+    let hashes = xg_compiler::hash::hash(&g, &mut automata, &Budget::unlimited()).unwrap();
     eprintln!("hash {:?}", t.elapsed());
     let t = Instant::now();
     let _ = xg_compiler::tables::build(&automata, &hashes);
@@ -307,7 +307,8 @@ fn ir_grammar(grammar: xg_compiler::ir::Grammar) -> Arc<Grammar> {
     let normalized = xg_compiler::normalize::normalize(grammar);
     let mut automata =
         xg_compiler::fsm::build(&normalized, &Budget::unlimited(), &CACHE).expect("no limits");
-    let hashes = xg_compiler::hash::hash(&mut automata, &Budget::unlimited()).expect("no limits");
+    let hashes =
+        xg_compiler::hash::hash(&normalized, &mut automata, &Budget::unlimited()).expect("no limits");
     let tables = xg_compiler::tables::build(&automata, &hashes);
     Arc::new(Grammar::new(tables).expect("the compiler's tables validate"))
 }

@@ -1,19 +1,20 @@
-//! Structural hashing of rule automata (XGrammar 2, §3.3 and Appendix A).
+//! Structural hashing of rules (after XGrammar 2, §3.3 and Appendix A),
+//! from the byte-level IR rather than from the automata.
 //!
 //! Two rules get the same hash when they have the same structure — the same
-//! automaton up to node numbering, referring to rules with the same structure
-//! — whatever they are called, whichever grammar they are in, in whatever
+//! body and lookahead, referring to rules with the same structure —
+//! whatever they are called, whichever grammar they are in, in whatever
 //! order the rules were written. The runtime's cross-grammar mask cache keys
-//! on these hashes, so equal hashes must mean equal languages: that is what
-//! the construction below guarantees (up to 64-bit collisions).
+//! on these hashes, so equal hashes must mean equal automata, node for node:
+//! that is what the construction below guarantees (up to 64-bit
+//! collisions).
 //!
-//! - **Canonical numbering** (Algorithm 1): each automaton is walked breadth
-//!   first from its start over edges sorted by label — byte ranges by value,
-//!   references by the referenced rule's hash — and nodes are renumbered in
-//!   the order they are reached. The hash combines, node by node, finality and
-//!   each edge's label and target number. Hashing also *applies* the
-//!   renumbering, so node ids themselves are canonical: `(rule hash, node)`
-//!   names the same state in every grammar.
+//! - **From the IR** ([`ir_hashes`]): a rule's hash covers its normalized
+//!   body and lookahead, each reference keyed by the referenced rule's hash.
+//!   It needs no automaton, so it is known for every rule before any
+//!   automaton is built: a rule's automaton can be built when it is first
+//!   needed and still sort its edges, and be found in the mask cache, by
+//!   the hashes of the rules it calls.
 //! - **Order**: rules are hashed leaves first, by strongly connected
 //!   components of the reference graph in reverse topological order.
 //! - **Cycles**: inside a component, rules are coloured by colour
@@ -34,16 +35,25 @@
 //!   items whose items differ two references away — would stop with equal
 //!   colours for different rules.) For a simple cycle this is the
 //!   rotation-combined hash of Algorithm 2, generalised to any component.
+//! - **The automaton itself** ([`built`]): equal IR gives equal automata —
+//!   the construction is a function of the body with its references
+//!   numbered locally — but only within one build of the compiler. So the
+//!   hash the runtime keys on also covers the rule's own automaton as built
+//!   (node by node, finality and edges, references by IR hash): a bundle
+//!   written by another version never passes its nodes off as this one's.
 //! - A rule's hash covers its lookahead; [`RuleHash::automaton`] is the hash
 //!   without it (an automaton-only cache hit reuses accepted and rejected
 //!   tokens and rechecks the uncertain ones).
 
-use std::collections::{BTreeSet, HashSet};
+use std::collections::BTreeSet;
+
+use xg_runtime::RuleId;
 
 use crate::budget::{Budget, Exceeded};
 use crate::fsm::{self, Body, Fsm, Label};
+use crate::ir::{self, Expr};
 
-/// The structural hashes of one rule.
+/// The structural hashes of one rule, as the runtime keys on them.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub struct RuleHash {
     /// The rule's structure, lookahead included: the cache key.
@@ -54,51 +64,107 @@ pub struct RuleHash {
     pub lookahead: Option<u64>,
 }
 
-/// Hashes every rule and renumbers every automaton's nodes canonically.
-/// Returns the hashes indexed by rule id; checks `budget` per component.
-pub fn hash(grammar: &mut fsm::Grammar, budget: &Budget) -> Result<Vec<RuleHash>, Exceeded> {
+/// The hashes of one rule's IR: what it matches, with the rules it refers
+/// to, but not how its automaton is numbered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub struct IrHash {
+    /// Body and lookahead: equal for rules that unfold alike.
+    pub rule: u64,
+    /// The body alone.
+    pub body: u64,
+    /// The lookahead alone, if the rule has one.
+    pub lookahead: Option<u64>,
+}
+
+/// Hashes every rule of `grammar` and of its automata (`automata`, built
+/// from `grammar`) — [`ir_hashes`], then [`built`] per rule — and numbers
+/// every automaton's nodes canonically. Indexed by rule id; checks
+/// `budget` per component of the reference graph.
+pub fn hash(
+    grammar: &ir::Grammar,
+    automata: &mut fsm::Grammar,
+    budget: &Budget,
+) -> Result<Vec<RuleHash>, Exceeded> {
+    let ir = ir_hashes(grammar, budget)?;
+    let fsm::Grammar {
+        rules, token_sets, ..
+    } = automata;
+    Ok(rules
+        .iter_mut()
+        .zip(&ir)
+        .map(|(rule, hash)| built(hash, rule, &ir, token_sets))
+        .collect())
+}
+
+/// The hashes of every rule's IR, indexed by rule id; checks `budget` per
+/// component of the reference graph.
+pub fn ir_hashes(grammar: &ir::Grammar, budget: &Budget) -> Result<Vec<IrHash>, Exceeded> {
     let references: Vec<Vec<usize>> = grammar.rules.iter().map(references).collect();
-    let mut hashes: Vec<Option<RuleHash>> = vec![None; grammar.rules.len()];
+    let mut hashes: Vec<Option<IrHash>> = vec![None; grammar.rules.len()];
     for component in components(&references) {
         budget.check()?;
         let cyclic = component.len() > 1 || references[component[0]].contains(&component[0]);
         if !cyclic {
-            // Every reference is to a rule hashed already: one canonical
-            // walk gives the hash and the numbering.
+            // Every reference is to a rule hashed already.
             let r = component[0];
             let key = |target: usize| hashes[target].map_or(INSIDE_MARKER, |h| h.rule);
-            let (parts, orders) = canonical_parts(grammar, r, &key);
-            apply_orders(&mut grammar.rules[r], &orders);
-            hashes[r] = Some(RuleHash {
-                rule: combine(parts.0, parts.1.unwrap_or(NO_LOOKAHEAD)),
-                automaton: parts.0,
-                lookahead: parts.1,
+            let (body, lookahead) = parts(&grammar.rules[r], &key);
+            hashes[r] = Some(IrHash {
+                rule: combine(body, lookahead.unwrap_or(NO_LOOKAHEAD)),
+                body,
+                lookahead,
             });
             continue;
         }
         let colours = component_colours(grammar, &hashes, &component, budget)?;
         let quotient = quotient_hash(&colours);
         for (&r, &colour) in component.iter().zip(&colours) {
-            let (parts, _) = canonical_parts(grammar, r, &|target| {
+            let (body, lookahead) = parts(&grammar.rules[r], &|target| {
                 key_of(&hashes, &component, &colours, target)
             });
-            hashes[r] = Some(RuleHash {
+            hashes[r] = Some(IrHash {
                 rule: combine(quotient, colour),
-                automaton: parts.0,
-                lookahead: parts.1,
+                body,
+                lookahead,
             });
-        }
-        // Numbered with every reference keyed by its final hash.
-        for &r in &component {
-            let key = |target: usize| hashes[target].map_or(INSIDE_MARKER, |h| h.rule);
-            let (_, orders) = canonical_parts(grammar, r, &key);
-            apply_orders(&mut grammar.rules[r], &orders);
         }
     }
     Ok(hashes
         .into_iter()
         .map(|h| h.expect("every rule is in a component"))
         .collect())
+}
+
+/// The hashes of `rule` as built, from its IR hashes `ir`: each part
+/// combined with its automaton's structure — references keyed by the IR
+/// hashes `all` (indexed by rule id), token sets by their ids in
+/// `token_sets` — and each automaton renumbered in its canonical order.
+pub fn built(
+    ir: &IrHash,
+    rule: &mut fsm::Rule,
+    all: &[IrHash],
+    token_sets: &[ir::TokenSet],
+) -> RuleHash {
+    let key = |label: Label| label_key(label, all, token_sets);
+    let canonical = |fsm: &mut Fsm| {
+        let (hash, order) = automaton_hash(fsm, &key);
+        renumber(fsm, &order);
+        hash
+    };
+    let body = match &mut rule.body {
+        Body::Automaton(fsm) => canonical(fsm),
+        // A dispatch's structure is all in its IR hash.
+        Body::Dispatch(_) | Body::TokenDispatch(_) => DISPATCH_SHAPE,
+    };
+    let lookahead = rule.lookahead.as_mut().map(canonical);
+    RuleHash {
+        rule: combine(combine(ir.rule, body), lookahead.unwrap_or(NO_LOOKAHEAD)),
+        automaton: combine(ir.body, body),
+        lookahead: ir
+            .lookahead
+            .zip(lookahead)
+            .map(|(ir, shape)| combine(ir, shape)),
+    }
 }
 
 /// The colours of a cyclic component's rules (sorted indices). Round 0
@@ -108,26 +174,26 @@ pub fn hash(grammar: &mut fsm::Grammar, budget: &Budget) -> Result<Vec<RuleHash>
 /// (at most `n` rounds for `n` rules; isomorphic components take the same
 /// rounds, so get the same colours).
 fn component_colours(
-    grammar: &fsm::Grammar,
-    hashes: &[Option<RuleHash>],
+    grammar: &ir::Grammar,
+    hashes: &[Option<IrHash>],
     component: &[usize],
     budget: &Budget,
 ) -> Result<Vec<u64>, Exceeded> {
     let markers = vec![INSIDE_MARKER; component.len()];
-    let mut colours: Vec<u64> = component
-        .iter()
-        .map(|&r| local(grammar, r, &|t| key_of(hashes, component, &markers, t)))
-        .collect();
+    let local = |r: usize, colours: &[u64]| {
+        let (body, lookahead) = parts(&grammar.rules[r], &|t| {
+            key_of(hashes, component, colours, t)
+        });
+        combine(body, lookahead.unwrap_or(NO_LOOKAHEAD))
+    };
+    let mut colours: Vec<u64> = component.iter().map(|&r| local(r, &markers)).collect();
     let mut distinct = distinct_count(&colours);
     for _ in 0..component.len() {
         budget.check()?;
         let next: Vec<u64> = component
             .iter()
             .zip(&colours)
-            .map(|(&r, &own)| {
-                let h = local(grammar, r, &|t| key_of(hashes, component, &colours, t));
-                combine(own, h)
-            })
+            .map(|(&r, &own)| combine(own, local(r, &colours)))
             .collect();
         let count = distinct_count(&next);
         colours = next;
@@ -150,13 +216,16 @@ fn quotient_hash(colours: &[u64]) -> u64 {
 }
 
 fn distinct_count(colours: &[u64]) -> usize {
-    colours.iter().collect::<HashSet<_>>().len()
+    let mut sorted = colours.to_vec();
+    sorted.sort_unstable();
+    sorted.dedup();
+    sorted.len()
 }
 
 /// The key a reference to `target` contributes: its colour if it is in the
 /// component (sorted rule indices, `colours` in the same order), else its
 /// final hash.
-fn key_of(hashes: &[Option<RuleHash>], component: &[usize], colours: &[u64], target: usize) -> u64 {
+fn key_of(hashes: &[Option<IrHash>], component: &[usize], colours: &[u64], target: usize) -> u64 {
     match component.binary_search(&target) {
         Ok(i) => colours[i],
         Err(_) => hashes[target].map_or(INSIDE_MARKER, |h| h.rule),
@@ -166,99 +235,115 @@ fn key_of(hashes: &[Option<RuleHash>], component: &[usize], colours: &[u64], tar
 const INSIDE_MARKER: u64 = 0x9E37_79B9_7F4A_7C15;
 const QUOTIENT_SEED: u64 = 0xD6E8_FEB8_6659_FD93;
 const NO_LOOKAHEAD: u64 = 0x2545_F491_4F6C_DD1D;
+const DISPATCH_SHAPE: u64 = 0x5851_F42D_4C95_7F2D;
 
-/// A rule's hash given how references are keyed.
-fn local(grammar: &fsm::Grammar, rule: usize, key: &dyn Fn(usize) -> u64) -> u64 {
-    let ((automaton, lookahead), _) = canonical_parts(grammar, rule, key);
-    combine(automaton, lookahead.unwrap_or(NO_LOOKAHEAD))
+/// The hashes of a rule's body and lookahead, references keyed by `key`.
+fn parts(rule: &ir::Rule, key: &dyn Fn(usize) -> u64) -> (u64, Option<u64>) {
+    (
+        expr_hash(&rule.body, key),
+        rule.lookahead.as_ref().map(|la| expr_hash(la, key)),
+    )
 }
 
-/// The canonical node orders of a rule's body and lookahead automata.
-#[derive(Default)]
-struct Orders {
-    body: Option<Vec<u32>>,
-    lookahead: Option<Vec<u32>>,
-}
-
-/// The hashes of a rule's body and of its lookahead, and the canonical
-/// orders of their automata.
-fn canonical_parts(
-    grammar: &fsm::Grammar,
-    rule: usize,
-    key: &dyn Fn(usize) -> u64,
-) -> ((u64, Option<u64>), Orders) {
-    let rule = &grammar.rules[rule];
-    let mut orders = Orders::default();
-    let body = match &rule.body {
-        Body::Automaton(fsm) => {
-            let (hash, order) = automaton_hash(grammar, fsm, key);
-            orders.body = Some(order);
-            hash
-        }
-        Body::Dispatch(dispatch) => {
-            let mut arms: Vec<(&Vec<u8>, u64)> = dispatch
-                .arms
-                .iter()
-                .map(|(trigger, arm)| (trigger, key(arm.as_usize())))
-                .collect();
-            arms.sort_unstable();
-            let mut h = combine(
-                1,
-                u64::from(dispatch.repeat) | u64::from(dispatch.stop_at_end) << 1,
-            );
-            for (trigger, arm) in arms {
-                h = combine(combine(h, bytes_hash(trigger)), arm);
-            }
-            for strings in [&dispatch.stop, &dispatch.exclude] {
-                let mut sorted: Vec<u64> = strings.iter().map(|s| bytes_hash(s)).collect();
-                sorted.sort_unstable();
-                h = sorted.into_iter().fold(combine(h, 0xFF), combine);
-            }
-            h
-        }
-        Body::TokenDispatch(dispatch) => {
-            let mut arms: Vec<(u32, u64)> = dispatch
-                .arms
-                .iter()
-                .map(|(token, arm)| (token.as_u32(), key(arm.as_usize())))
-                .collect();
-            arms.sort_unstable();
-            let mut h = combine(2, u64::from(dispatch.repeat));
-            for (token, arm) in arms {
-                h = combine(combine(h, u64::from(token)), arm);
-            }
-            dispatch
-                .exclude
-                .iter()
-                .fold(combine(h, 0xFF), |h, t| combine(h, u64::from(t.as_u32())))
-        }
-    };
-    let lookahead = rule.lookahead.as_ref().map(|la| {
-        let (hash, order) = automaton_hash(grammar, la, key);
-        orders.lookahead = Some(order);
-        hash
-    });
-    ((body, lookahead), orders)
-}
-
-/// Renumbers a rule's automata in their canonical orders.
-fn apply_orders(rule: &mut fsm::Rule, orders: &Orders) {
-    if let (Body::Automaton(fsm), Some(order)) = (&mut rule.body, &orders.body) {
-        renumber(fsm, order);
+/// An expression's hash, references keyed by `key`: each node's kind and
+/// fields combined with its children's hashes — in order, but for a
+/// choice, whose order does not change what it matches (nor its minimal
+/// automaton). Walked with a stack of its own: bodies may be deep.
+fn expr_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
+    enum Step<'e> {
+        Enter(&'e Expr),
+        /// The node and how many children it has.
+        Exit(&'e Expr, usize),
     }
-    if let (Some(fsm), Some(order)) = (&mut rule.lookahead, &orders.lookahead) {
-        renumber(fsm, order);
+    let mut steps = vec![Step::Enter(expr)];
+    let mut values: Vec<u64> = Vec::new();
+    while let Some(step) = steps.pop() {
+        match step {
+            Step::Enter(expr) => {
+                let exit = steps.len();
+                steps.push(Step::Exit(expr, 0));
+                match expr {
+                    Expr::Sequence(items) | Expr::Choice(items) => {
+                        steps.extend(items.iter().map(Step::Enter));
+                    }
+                    Expr::Repeat { expr, .. } => steps.push(Step::Enter(expr)),
+                    Expr::Except(except) => steps.push(Step::Enter(&except.other)),
+                    Expr::Dispatch(dispatch) => {
+                        steps.extend(dispatch.arms.iter().map(|(_, arm)| Step::Enter(arm)));
+                    }
+                    Expr::TokenDispatch(dispatch) => {
+                        steps.extend(dispatch.arms.iter().map(|(_, arm)| Step::Enter(arm)));
+                    }
+                    Expr::Empty
+                    | Expr::Bytes(_)
+                    | Expr::Class(_)
+                    | Expr::Ref(_)
+                    | Expr::RepeatRule { .. }
+                    | Expr::Tokens(_) => {}
+                }
+                let count = steps.len() - exit - 1;
+                steps[exit] = Step::Exit(expr, count);
+                // Children are taken first to last.
+                steps[exit + 1..].reverse();
+            }
+            Step::Exit(expr, count) => {
+                let mut below = values.split_off(values.len() - count);
+                if matches!(expr, Expr::Choice(_)) {
+                    below.sort_unstable();
+                }
+                let own = node_hash(expr, key);
+                values.push(below.into_iter().fold(own, combine));
+            }
+        }
+    }
+    values.pop().expect("the root's hash")
+}
+
+/// What an expression node is, apart from its children: kind, sizes and
+/// fields, references keyed by `key`.
+fn node_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
+    let class = |h: u64, set: &ir::ByteSet| set.words().into_iter().fold(h, combine);
+    let strings = |h: u64, strings: &[Vec<u8>]| {
+        strings.iter().fold(combine(h, strings.len() as u64), |h, s| {
+            combine(h, bytes_hash(s))
+        })
+    };
+    match expr {
+        Expr::Empty => 1,
+        Expr::Bytes(bytes) => combine(2, bytes_hash(bytes)),
+        Expr::Class(set) => class(3, set),
+        Expr::Sequence(items) => combine(4, items.len() as u64),
+        Expr::Choice(items) => combine(5, items.len() as u64),
+        Expr::Repeat { min, max, .. } => combine(combine(6, u64::from(*min)), bound(*max)),
+        Expr::Ref(rule) => combine(7, key(rule.as_usize())),
+        Expr::RepeatRule { rule, min, max } => combine(
+            combine(combine(8, key(rule.as_usize())), u64::from(*min)),
+            bound(*max),
+        ),
+        Expr::Dispatch(dispatch) => {
+            let flags = u64::from(dispatch.repeat) | u64::from(dispatch.stop_at_end) << 1;
+            let triggers: Vec<Vec<u8>> = dispatch.arms.iter().map(|(t, _)| t.clone()).collect();
+            let h = strings(combine(9, flags), &triggers);
+            strings(strings(h, &dispatch.stop), &dispatch.exclude)
+        }
+        Expr::Tokens(set) => combine(10, token_set_hash(set)),
+        Expr::TokenDispatch(dispatch) => {
+            let h = combine(11, u64::from(dispatch.repeat));
+            let h = (dispatch.arms.iter()).fold(combine(h, dispatch.arms.len() as u64), |h, (t, _)| {
+                combine(h, u64::from(t.as_u32()))
+            });
+            (dispatch.exclude.iter()).fold(combine(h, dispatch.exclude.len() as u64), |h, t| {
+                combine(h, u64::from(t.as_u32()))
+            })
+        }
+        Expr::Except(except) => strings(class(12, &except.plain), &except.excluded),
     }
 }
 
 /// Algorithm 1: breadth first over sorted edges, hashing finality, labels and
 /// target numbers. Returns the hash and the order the nodes were reached in.
-fn automaton_hash(
-    grammar: &fsm::Grammar,
-    fsm: &Fsm,
-    key: &dyn Fn(usize) -> u64,
-) -> (u64, Vec<u32>) {
-    let mut keyed = KeyedEdges::of(fsm, &|label| label_key(grammar, label, key));
+fn automaton_hash(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> (u64, Vec<u32>) {
+    let mut keyed = KeyedEdges::of(fsm, key);
     if keyed.tied {
         let colours = node_colours(fsm, &keyed);
         keyed.break_ties(&colours);
@@ -411,27 +496,6 @@ const COLOUR_WORK: usize = 1 << 22;
 /// The rounds of colour refinement every automaton gets.
 const MIN_COLOUR_ROUNDS: usize = 16;
 
-/// A label's sort and hash key.
-fn label_key(grammar: &fsm::Grammar, label: Label, key: &dyn Fn(usize) -> u64) -> u64 {
-    match label {
-        Label::Bytes { lo, hi } => u64::from(lo) << 8 | u64::from(hi),
-        Label::Rule(rule) => combine(0x1_0000, key(rule.as_usize())),
-        Label::Repeat { rule, min, max } => combine(
-            combine(combine(0x2_0000, key(rule.as_usize())), u64::from(min)),
-            max.map_or(u64::MAX, u64::from),
-        ),
-        Label::Tokens(index) => {
-            let set = &grammar.token_sets[index as usize];
-            set.ids
-                .iter()
-                .fold(combine(0x3_0000, u64::from(set.negated)), |h, id| {
-                    combine(h, u64::from(id.as_u32()))
-                })
-        }
-        Label::Epsilon => 0x4_0000,
-    }
-}
-
 /// Renumbers `fsm`'s nodes in `order` (a canonical order: start first).
 fn renumber(fsm: &mut Fsm, order: &[u32]) {
     let mut number = vec![0u32; fsm.nodes.len()];
@@ -452,30 +516,57 @@ fn renumber(fsm: &mut Fsm, order: &[u32]) {
     fsm.nodes = nodes;
 }
 
+/// A label's sort and hash key: bytes by value, references by the IR
+/// hash of the rule, token sets by their ids.
+fn label_key(label: Label, all: &[IrHash], token_sets: &[ir::TokenSet]) -> u64 {
+    let rule = |rule: RuleId| all[rule.as_usize()].rule;
+    match label {
+        Label::Bytes { lo, hi } => u64::from(lo) << 8 | u64::from(hi),
+        Label::Rule(target) => combine(0x1_0000, rule(target)),
+        Label::Repeat { rule: target, min, max } => combine(
+            combine(combine(0x2_0000, rule(target)), u64::from(min)),
+            bound(max),
+        ),
+        Label::Tokens(index) => token_set_hash(&token_sets[index as usize]),
+        Label::Epsilon => 0x4_0000,
+    }
+}
+
+fn bound(max: Option<u32>) -> u64 {
+    max.map_or(u64::MAX, u64::from)
+}
+
+fn token_set_hash(set: &ir::TokenSet) -> u64 {
+    set.ids
+        .iter()
+        .fold(combine(0x3_0000, u64::from(set.negated)), |h, id| {
+            combine(h, u64::from(id.as_u32()))
+        })
+}
+
 /// The rules `rule` refers to (body and lookahead), by index.
-fn references(rule: &fsm::Rule) -> Vec<usize> {
+fn references(rule: &ir::Rule) -> Vec<usize> {
     let mut out = BTreeSet::new();
-    let body = match &rule.body {
-        Body::Automaton(fsm) => Some(fsm),
-        Body::Dispatch(dispatch) => {
-            out.extend(dispatch.arms.iter().map(|(_, arm)| arm.as_usize()));
-            None
-        }
-        Body::TokenDispatch(dispatch) => {
-            out.extend(dispatch.arms.iter().map(|(_, arm)| arm.as_usize()));
-            None
-        }
-    };
-    for fsm in body.into_iter().chain(rule.lookahead.as_ref()) {
-        for edge in fsm.nodes.iter().flat_map(|n| &n.edges) {
-            if let Label::Rule(target) | Label::Repeat { rule: target, .. } = edge.label {
+    let mut open: Vec<&Expr> = std::iter::once(&rule.body)
+        .chain(rule.lookahead.as_ref())
+        .collect();
+    while let Some(expr) = open.pop() {
+        match expr {
+            Expr::Ref(target) | Expr::RepeatRule { rule: target, .. } => {
                 out.insert(target.as_usize());
             }
+            Expr::Sequence(items) | Expr::Choice(items) => open.extend(items),
+            Expr::Repeat { expr, .. } => open.push(expr),
+            Expr::Dispatch(dispatch) => open.extend(dispatch.arms.iter().map(|(_, arm)| arm)),
+            Expr::TokenDispatch(dispatch) => {
+                open.extend(dispatch.arms.iter().map(|(_, arm)| arm));
+            }
+            Expr::Except(except) => open.push(&except.other),
+            Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Tokens(_) => {}
         }
     }
     out.into_iter().collect()
 }
-
 /// Strongly connected components of the reference graph, each a list of
 /// rule indices, dependencies before dependents (Tarjan's algorithm, with an
 /// explicit stack so deep grammars cannot overflow the call stack).

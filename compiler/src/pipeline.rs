@@ -3,7 +3,7 @@
 //! ```text
 //! .xg text ──syntax::parse──▶ ast::File ──resolve──▶ tree::Grammar     (check)
 //!          ──ir::lower──▶ ir::Grammar ──normalize──▶ ir::Grammar
-//!          ──fsm::build──▶ fsm::Grammar ──hash──▶ hashes, canonical nodes
+//!          ──fsm::build──▶ fsm::Grammar ──hash──▶ structural hashes
 //!          ──tables::build──▶ runtime tables                            (compile)
 //!          ──xg_runtime::Grammar::new──▶ runtime grammar                 (grammar)
 //! ```
@@ -58,7 +58,7 @@ fn check_with(
 /// A grammar compiled through the middle end: automata, hashes and tables.
 #[derive(Clone, Debug)]
 pub struct Compiled {
-    /// The automata, nodes numbered canonically.
+    /// The automata, as built (equal structures are numbered alike).
     pub automata: fsm::Grammar,
     /// Structural hashes, indexed by rule.
     pub hashes: Vec<RuleHash>,
@@ -110,7 +110,7 @@ fn compile_ir(
     let stages = || -> Result<Compiled, Exceeded> {
         let grammar = normalize::normalize_within(grammar, budget)?;
         let mut automata = fsm::build(&grammar, budget, cache)?;
-        let hashes = hash::hash(&mut automata, budget)?;
+        let hashes = hash::hash(&grammar, &mut automata, budget)?;
         let tables = tables::build(&automata, &hashes);
         Ok(Compiled {
             automata,

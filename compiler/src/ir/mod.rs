@@ -281,6 +281,11 @@ impl ByteSet {
         }
     }
 
+    /// The set as four words of 64 bits, lowest bytes first.
+    pub(crate) const fn words(&self) -> [u64; 4] {
+        self.0
+    }
+
     /// Adds one byte.
     pub fn insert(&mut self, byte: u8) {
         self.0[usize::from(byte >> 6)] |= 1 << (byte & 63);
