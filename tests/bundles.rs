@@ -62,7 +62,7 @@ fn small_vocabulary() -> Vocabulary {
 fn round_trip(grammar: &Arc<Grammar>, load: &dyn Fn() -> Vocabulary, seed: u64, what: &str) {
     let vocabulary = Arc::new(load());
     let masks = Masks::precompute(grammar, &vocabulary, Precompute::All);
-    let bytes = bundle::write(grammar, Some(&masks));
+    let bytes = bundle::write(grammar, Some(&masks)).unwrap();
     let fresh = Arc::new(load());
     let opened = Arc::new(Grammar::from_bundle(bytes, Some(&fresh)).unwrap());
     assert_eq!(opened.tables(), grammar.tables(), "{what}: tables");
@@ -113,10 +113,10 @@ fn bundles_round_trip_on_a_real_vocabulary() {
 fn a_bundle_without_masks_round_trips_its_tables() {
     for (name, text) in grammars() {
         let grammar = runtime_grammar(&text);
-        let opened = Grammar::from_bundle(grammar.to_bundle(), None).unwrap();
+        let opened = Grammar::from_bundle(grammar.to_bundle().unwrap(), None).unwrap();
         assert_eq!(opened.tables(), grammar.tables(), "{name}");
         assert_eq!(opened.precomputed_entries(), 0);
-        let info = bundle::inspect(&grammar.to_bundle()).unwrap();
+        let info = bundle::inspect(&grammar.to_bundle().unwrap()).unwrap();
         assert_eq!(info.vocabulary, None);
         assert_eq!(info.rules, grammar.tables().rules.len());
     }
@@ -129,7 +129,7 @@ fn writing_is_deterministic() {
         let write = || {
             let grammar = runtime_grammar(&text);
             let masks = Masks::precompute(&grammar, &vocabulary, Precompute::All);
-            bundle::write(&grammar, Some(&masks))
+            bundle::write(&grammar, Some(&masks)).unwrap()
         };
         assert!(write() == write(), "{name}");
     }
@@ -154,7 +154,7 @@ fn precompute_policies_pick_the_costliest_entries() {
     // Every policy gives the same masks.
     let grammar_with = |masks: &Masks| {
         let fresh = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-        let bytes = bundle::write(&grammar, Some(masks));
+        let bytes = bundle::write(&grammar, Some(masks)).unwrap();
         (
             Arc::new(Grammar::from_bundle(bytes, Some(&fresh)).unwrap()),
             fresh,
@@ -173,7 +173,7 @@ fn precompute_policies_pick_the_costliest_entries() {
 fn sample_bundle() -> (Vec<u8>, Arc<Grammar>) {
     let grammar = runtime_grammar(EXTRA[1]);
     let masks = Masks::precompute(&grammar, &small_vocabulary(), Precompute::All);
-    (bundle::write(&grammar, Some(&masks)), grammar)
+    (bundle::write(&grammar, Some(&masks)).unwrap(), grammar)
 }
 
 /// Where the mask index of `bytes` starts: every byte before it is checked
@@ -302,7 +302,7 @@ fn a_bundles_entries_serve_other_grammars_while_it_is_open() {
     // `word` refers to itself, so it stays a rule of its own.
     let source = runtime_grammar("root ::= \"[\" word \"]\"\nword ::= [a-z ]+ (\"-\" word)?");
     let masks = Masks::precompute(&source, &vocabulary, Precompute::All);
-    let bytes = bundle::write(&source, Some(&masks));
+    let bytes = bundle::write(&source, Some(&masks)).unwrap();
     let fresh = Arc::new(small_vocabulary());
     let opened = Grammar::from_bundle(bytes, Some(&fresh)).unwrap();
     // Another grammar with the same `word` rule, compiled at request time.

@@ -307,8 +307,8 @@ fn ir_grammar(grammar: xg_compiler::ir::Grammar) -> Arc<Grammar> {
     let normalized = xg_compiler::normalize::normalize(grammar);
     let mut automata =
         xg_compiler::fsm::build(&normalized, &Budget::unlimited(), &CACHE).expect("no limits");
-    let hashes =
-        xg_compiler::hash::hash(&normalized, &mut automata, &Budget::unlimited()).expect("no limits");
+    let hashes = xg_compiler::hash::hash(&normalized, &mut automata, &Budget::unlimited())
+        .expect("no limits");
     let tables = xg_compiler::tables::build(&automata, &hashes);
     Arc::new(Grammar::new(tables).expect("the compiler's tables validate"))
 }

@@ -314,6 +314,66 @@ fn masks_are_exact_along_maskbench_instances_on_real_vocabularies() {
     }
 }
 
+/// A JSON Schema grammar builds most rules when a matcher first enters
+/// them. Along every instance of every 25th MaskBench file (every 100th
+/// in debug builds), valid or not, tokenized by Llama 3.1's tokenizer,
+/// the masks of the lazy grammar — its matchers one after another, each
+/// starting from what the earlier ones built, so that masks of one
+/// snapshot meet states of the next — equal, bit for bit, those of the
+/// same grammar with every rule built first, each with a vocabulary (and
+/// mask cache) of its own; the first 40 steps of each instance (12 in
+/// debug builds).
+#[test]
+fn rules_built_on_first_use_give_the_masks_of_rules_built_first() {
+    let full = !cfg!(debug_assertions);
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
+    let load = || Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let mut compared = 0;
+    for (name, doc) in maskbench().into_iter().step_by(if full { 25 } else { 100 }) {
+        let cache = xg_compiler::CompileCache::default();
+        let Ok(lazy) = schema_grammar(&doc["schema"], &maskbench_options(), &cache) else {
+            continue;
+        };
+        // Compiled again, so that building it whole builds nothing for
+        // the lazy one.
+        let whole = schema_grammar(&doc["schema"], &maskbench_options(), &cache).unwrap();
+        if whole.is_complete() {
+            // Nothing left to build on first use.
+            continue;
+        }
+        let built = Arc::new(whole.completed().unwrap());
+        assert!(built.is_complete());
+        let (lazy_vocabulary, built_vocabulary) = (load(), load());
+        for test in doc["tests"].as_array().unwrap() {
+            let text = compact(&test["data"]);
+            let encoding = model.encode(text.as_str(), false).unwrap();
+            let mut on_lazy =
+                Matcher::with_vocabulary(Arc::clone(&lazy), Arc::clone(&lazy_vocabulary));
+            let mut on_built =
+                Matcher::with_vocabulary(Arc::clone(&built), Arc::clone(&built_vocabulary));
+            let mut lazy_mask = vec![0; lazy_vocabulary.mask_words()];
+            let mut built_mask = vec![0; built_vocabulary.mask_words()];
+            for (step, &id) in (encoding.get_ids().iter())
+                .take(if full { 40 } else { 12 })
+                .enumerate()
+            {
+                on_lazy.fill_next_token_bitmask(&mut lazy_mask).unwrap();
+                on_built.fill_next_token_bitmask(&mut built_mask).unwrap();
+                assert!(lazy_mask == built_mask, "{name}, step {step} of {text}");
+                compared += 1;
+                let next = token(id as usize);
+                if !allowed(&built_mask, next) {
+                    break;
+                }
+                on_lazy.accept_token(next).unwrap();
+                on_built.accept_token(next).unwrap();
+            }
+        }
+    }
+    assert!(compared >= 40, "{compared} masks compared");
+}
+
 #[test]
 fn mask_errors_and_tokens_without_a_vocabulary() {
     let grammar = runtime_grammar("root ::= \"a\"");

@@ -121,6 +121,11 @@ impl Budget {
         Self::new(Limits::unlimited())
     }
 
+    /// The limits this budget holds to.
+    pub fn limits(&self) -> &Limits {
+        &self.limits
+    }
+
     /// `Err` once time is up or the compilation was cancelled. Cheap enough
     /// to call per rule.
     pub fn check(&self) -> Result<(), Exceeded> {

@@ -120,8 +120,15 @@ struct Pool {
 /// Automata of rule bodies shared by compilations (see the module docs).
 ///
 /// One per process (or per tenant) is enough: pass the same cache to every
-/// request's compilation, from any thread.
+/// request's compilation, from any thread. Clones share the cache: a
+/// grammar that builds its rules on first use keeps one.
+#[derive(Clone)]
 pub struct CompileCache {
+    shared: Arc<Shared>,
+}
+
+/// What the clones of a [`CompileCache`] share.
+struct Shared {
     pool: Mutex<Pool>,
     limit: usize,
     /// Whether lookups fall back on the standard automata (not while
@@ -137,7 +144,7 @@ pub struct CompileCache {
 impl std::fmt::Debug for CompileCache {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
         f.debug_struct("CompileCache")
-            .field("limit", &self.limit)
+            .field("limit", &self.shared.limit)
             .field("stats", &self.stats())
             .finish_non_exhaustive()
     }
@@ -152,23 +159,26 @@ impl Default for CompileCache {
 impl CompileCache {
     /// An empty cache holding at most about `limit` bytes.
     pub fn new(limit: usize) -> Self {
-        Self {
-            standard: true,
-            ..Self::without_standard(limit)
-        }
+        Self::with(limit, true)
     }
 
     /// An empty cache that does not look among the standard automata.
     fn without_standard(limit: usize) -> Self {
+        Self::with(limit, false)
+    }
+
+    fn with(limit: usize, standard: bool) -> Self {
         Self {
-            pool: Mutex::default(),
-            limit,
-            standard: false,
-            hits: AtomicU64::new(0),
-            misses: AtomicU64::new(0),
-            schema_hits: AtomicU64::new(0),
-            schema_misses: AtomicU64::new(0),
-            evictions: AtomicU64::new(0),
+            shared: Arc::new(Shared {
+                pool: Mutex::default(),
+                limit,
+                standard,
+                hits: AtomicU64::new(0),
+                misses: AtomicU64::new(0),
+                schema_hits: AtomicU64::new(0),
+                schema_misses: AtomicU64::new(0),
+                evictions: AtomicU64::new(0),
+            }),
         }
     }
 
@@ -176,11 +186,11 @@ impl CompileCache {
     pub fn stats(&self) -> CompileCacheStats {
         let pool = self.lock();
         CompileCacheStats {
-            hits: self.hits.load(Ordering::Relaxed),
-            misses: self.misses.load(Ordering::Relaxed),
-            schema_hits: self.schema_hits.load(Ordering::Relaxed),
-            schema_misses: self.schema_misses.load(Ordering::Relaxed),
-            evictions: self.evictions.load(Ordering::Relaxed),
+            hits: self.shared.hits.load(Ordering::Relaxed),
+            misses: self.shared.misses.load(Ordering::Relaxed),
+            schema_hits: self.shared.schema_hits.load(Ordering::Relaxed),
+            schema_misses: self.shared.schema_misses.load(Ordering::Relaxed),
+            evictions: self.shared.evictions.load(Ordering::Relaxed),
             entries: pool.entries.len(),
             bytes: pool.bytes,
         }
@@ -203,21 +213,21 @@ impl CompileCache {
     ) -> Result<Arc<Automaton>, Exceeded> {
         let key = Key::Body(key);
         if let Some(Value::Automaton(found)) = self.get(&key) {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            self.shared.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(found);
         }
-        if self.standard
+        if self.shared.standard
             && let Key::Body(body) = &key
             && let Some(found) = STANDARD.get().and_then(|standard| standard.get(body))
         {
-            self.hits.fetch_add(1, Ordering::Relaxed);
+            self.shared.hits.fetch_add(1, Ordering::Relaxed);
             return Ok(Arc::clone(found));
         }
         let Key::Body(body) = &key else {
             unreachable!("the key was made a body above")
         };
         let value = Arc::new(build(body)?);
-        self.misses.fetch_add(1, Ordering::Relaxed);
+        self.shared.misses.fetch_add(1, Ordering::Relaxed);
         let bytes = value.bytes();
         self.insert(key, Value::Automaton(Arc::clone(&value)), bytes);
         Ok(value)
@@ -233,16 +243,16 @@ impl CompileCache {
         options: &json_schema::Options,
         generate: impl FnOnce() -> Result<Generated, Vec<json_schema::SchemaError>>,
     ) -> Result<Arc<Generated>, Vec<json_schema::SchemaError>> {
-        if self.standard {
+        if self.shared.standard {
             standard_automata();
         }
         let key = Key::Schema(text, options.clone());
         if let Some(Value::Schema(found)) = self.get(&key) {
-            self.schema_hits.fetch_add(1, Ordering::Relaxed);
+            self.shared.schema_hits.fetch_add(1, Ordering::Relaxed);
             return Ok(found);
         }
         let value = Arc::new(generate()?);
-        self.schema_misses.fetch_add(1, Ordering::Relaxed);
+        self.shared.schema_misses.fetch_add(1, Ordering::Relaxed);
         let bytes = value.bytes();
         self.insert(key, Value::Schema(Arc::clone(&value)), bytes);
         Ok(value)
@@ -280,10 +290,10 @@ impl CompileCache {
     /// pool is back to three quarters of it (keys are never copied: the
     /// oldest use to keep is found first, then the rest dropped at once).
     fn evict(&self, pool: &mut Pool) {
-        if pool.bytes <= self.limit {
+        if pool.bytes <= self.shared.limit {
             return;
         }
-        let target = self.limit / 4 * 3;
+        let target = self.shared.limit / 4 * 3;
         let mut uses: Vec<(u64, usize)> = pool
             .entries
             .values()
@@ -303,13 +313,18 @@ impl CompileCache {
         pool.entries.retain(|_, slot| slot.last_used >= oldest_kept);
         pool.bytes = bytes;
         let evicted = before - pool.entries.len();
-        self.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
+        self.shared
+            .evictions
+            .fetch_add(evicted as u64, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Pool> {
         // Every update leaves the pool consistent, so a panic elsewhere
         // while it was held does not make it unusable.
-        self.pool.lock().unwrap_or_else(PoisonError::into_inner)
+        self.shared
+            .pool
+            .lock()
+            .unwrap_or_else(PoisonError::into_inner)
     }
 }
 

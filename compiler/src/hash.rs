@@ -62,6 +62,9 @@ pub struct RuleHash {
     pub automaton: u64,
     /// The structure of its lookahead, if it has one.
     pub lookahead: Option<u64>,
+    /// The hash of its IR ([`IrHash::rule`]): what the edges that call it
+    /// are ordered by, known before its automaton is built.
+    pub ir: u64,
 }
 
 /// The hashes of one rule's IR: what it matches, with the rules it refers
@@ -164,6 +167,7 @@ pub fn built(
             .lookahead
             .zip(lookahead)
             .map(|(ir, shape)| combine(ir, shape)),
+        ir: ir.rule,
     }
 }
 
@@ -304,9 +308,11 @@ fn expr_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
 fn node_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
     let class = |h: u64, set: &ir::ByteSet| set.words().into_iter().fold(h, combine);
     let strings = |h: u64, strings: &[Vec<u8>]| {
-        strings.iter().fold(combine(h, strings.len() as u64), |h, s| {
-            combine(h, bytes_hash(s))
-        })
+        strings
+            .iter()
+            .fold(combine(h, strings.len() as u64), |h, s| {
+                combine(h, bytes_hash(s))
+            })
     };
     match expr {
         Expr::Empty => 1,
@@ -329,9 +335,10 @@ fn node_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
         Expr::Tokens(set) => combine(10, token_set_hash(set)),
         Expr::TokenDispatch(dispatch) => {
             let h = combine(11, u64::from(dispatch.repeat));
-            let h = (dispatch.arms.iter()).fold(combine(h, dispatch.arms.len() as u64), |h, (t, _)| {
-                combine(h, u64::from(t.as_u32()))
-            });
+            let h = (dispatch.arms.iter())
+                .fold(combine(h, dispatch.arms.len() as u64), |h, (t, _)| {
+                    combine(h, u64::from(t.as_u32()))
+                });
             (dispatch.exclude.iter()).fold(combine(h, dispatch.exclude.len() as u64), |h, t| {
                 combine(h, u64::from(t.as_u32()))
             })
@@ -523,7 +530,11 @@ fn label_key(label: Label, all: &[IrHash], token_sets: &[ir::TokenSet]) -> u64 {
     match label {
         Label::Bytes { lo, hi } => u64::from(lo) << 8 | u64::from(hi),
         Label::Rule(target) => combine(0x1_0000, rule(target)),
-        Label::Repeat { rule: target, min, max } => combine(
+        Label::Repeat {
+            rule: target,
+            min,
+            max,
+        } => combine(
             combine(combine(0x2_0000, rule(target)), u64::from(min)),
             bound(max),
         ),
@@ -545,7 +556,7 @@ fn token_set_hash(set: &ir::TokenSet) -> u64 {
 }
 
 /// The rules `rule` refers to (body and lookahead), by index.
-fn references(rule: &ir::Rule) -> Vec<usize> {
+pub(crate) fn references(rule: &ir::Rule) -> Vec<usize> {
     let mut out = BTreeSet::new();
     let mut open: Vec<&Expr> = std::iter::once(&rule.body)
         .chain(rule.lookahead.as_ref())

@@ -43,6 +43,7 @@ pub mod fsm;
 pub mod hash;
 pub mod ir;
 pub mod json_schema;
+mod lazy;
 pub mod normalize;
 pub mod pipeline;
 pub mod regex;

@@ -17,7 +17,8 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::hash::RuleHash;
 use crate::source::{FileId, Sources, Span};
 use crate::{
-    fsm, hash, ir, json_schema, normalize, regex, resolve, structural_tag, tables, tools, tree,
+    fsm, hash, ir, json_schema, lazy, normalize, regex, resolve, structural_tag, tables, tools,
+    tree,
 };
 
 /// Runs the front end on `entry` with entry rule `root`: parse the file and
@@ -166,8 +167,8 @@ pub fn grammar_within(
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
     let tree = check_with(sources, entry, root, cache, &budget, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
-    runtime_grammar(compiled, crate::Span::new(entry, 0, 0), diagnostics)
+    let span = tree.rule(tree.root).span;
+    request_grammar(ir::lower(&tree), span, &budget, cache, diagnostics)
 }
 
 /// Compiles a JSON Schema into a runtime [`Grammar`] within `limits` (the
@@ -231,8 +232,7 @@ pub fn json_schema(
             return None;
         }
     };
-    let compiled = compile_ir(lowered, whole, &budget, cache, diagnostics)?;
-    runtime_grammar(compiled, whole, diagnostics)
+    request_grammar(lowered, whole, &budget, cache, diagnostics)
 }
 
 /// Compiles a regular expression, the whole text of `file`, into a runtime
@@ -248,8 +248,9 @@ pub fn regex(
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let tree = regex::check(pattern, options, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &Budget::new(limits.clone()), cache, diagnostics)?;
-    runtime_grammar(compiled, Span::new(file, 0, 0), diagnostics)
+    let span = tree.rule(tree.root).span;
+    let budget = Budget::new(limits.clone());
+    request_grammar(ir::lower(&tree), span, &budget, cache, diagnostics)
 }
 
 /// Compiles a structural tag (XGrammar's JSON, the whole text of `file`
@@ -269,8 +270,46 @@ pub fn structural_tag(
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
     let tree = structural_tag::check(tag, vocabulary, &budget, cache, sources, file, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
-    runtime_grammar(compiled, Span::new(file, 0, 0), diagnostics)
+    let span = tree.rule(tree.root).span;
+    request_grammar(ir::lower(&tree), span, &budget, cache, diagnostics)
+}
+
+/// The runtime grammar of a request's byte-level grammar, within
+/// `budget`: normalized and hashed now, its automata built now or, where
+/// small, on first use ([`lazy`]); running out of `budget` is an error at
+/// `root`.
+fn request_grammar(
+    grammar: ir::Grammar,
+    root: Span,
+    budget: &Budget,
+    cache: &CompileCache,
+    diagnostics: &mut Diagnostics,
+) -> Option<Grammar> {
+    let stages = || {
+        let grammar = normalize::normalize_within(grammar, budget)?;
+        lazy::grammar(grammar, budget, cache)
+    };
+    match stages() {
+        Ok(Ok(grammar)) => Some(grammar),
+        Ok(Err(error)) => {
+            diagnostics.push(internal_error(&error, root));
+            None
+        }
+        Err(exceeded) => {
+            diagnostics.push(budget_error(&exceeded, root));
+            None
+        }
+    }
+}
+
+/// The error for tables the compiler made that do not validate (a bug).
+fn internal_error(error: &xg_runtime::tables::TablesError, span: Span) -> Diagnostic {
+    Diagnostic::error(
+        "internal-error",
+        format!("the compiler produced {error}"),
+        span,
+        "while compiling this grammar",
+    )
 }
 
 fn runtime_grammar(
@@ -282,12 +321,7 @@ fn runtime_grammar(
         Ok(grammar) => Some(grammar),
         Err(error) => {
             // The compiler's own tables always validate; say so if not.
-            diagnostics.push(Diagnostic::error(
-                "internal-error",
-                format!("the compiler produced {error}"),
-                span,
-                "while compiling this grammar",
-            ));
+            diagnostics.push(internal_error(&error, span));
             None
         }
     }
@@ -332,6 +366,6 @@ pub fn tools(
     let generated = sources.add(name, text, None);
     let budget = Budget::new(limits.clone());
     let tree = check_with(sources, generated, "root", cache, &budget, diagnostics)?;
-    let compiled = compile_tree(&tree, &budget, cache, diagnostics)?;
-    runtime_grammar(compiled, Span::new(generated, 0, 0), diagnostics)
+    let span = tree.rule(tree.root).span;
+    request_grammar(ir::lower(&tree), span, &budget, cache, diagnostics)
 }

@@ -1,6 +1,7 @@
 //! Tables: the automata and hashes of a grammar as the runtime's flat records
 //! ([`xg_runtime::tables`]).
 
+use xg_runtime::Automaton;
 use xg_runtime::tables::{
     DispatchRecord, EdgeRecord, NodeRecord, PatternRecord, RuleRecord, Tables, TokenSetRecord,
 };
@@ -10,11 +11,41 @@ use crate::hash::RuleHash;
 
 /// Lays out `grammar` (hashed, so node numbers are canonical) as tables.
 pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
+    let rules: Vec<Laid> = grammar
+        .rules
+        .iter()
+        .zip(hashes)
+        .map(|(rule, hash)| Laid::Built(rule, *hash))
+        .collect();
+    let order: Vec<u64> = hashes.iter().map(|hash| hash.ir).collect();
+    build_partial(grammar.root.as_u32(), &rules, &order, &grammar.token_sets)
+}
+
+/// A rule as [`build_partial`] lays it out.
+#[derive(Clone, Copy, Debug)]
+pub enum Laid<'a> {
+    /// Built, with its hashes.
+    Built(&'a fsm::Rule, RuleHash),
+    /// An automaton to be built on first use ([`RuleRecord::PENDING`]),
+    /// named.
+    Pending(&'a str),
+}
+
+/// Lays out rules some of which are built: the tables of a grammar whose
+/// other automata a [`xg_runtime::RuleBuilder`] builds on first use.
+/// `order` holds every rule's IR hash (what edges to it are sorted by),
+/// `token_sets` every token set any rule uses (built or not).
+pub fn build_partial(
+    root: u32,
+    rules: &[Laid],
+    order: &[u64],
+    token_sets: &[crate::ir::TokenSet],
+) -> Tables {
     let mut tables = Tables {
-        root: grammar.root.as_u32(),
+        root,
         ..Tables::default()
     };
-    for set in &grammar.token_sets {
+    for set in token_sets {
         tables.token_sets.push(TokenSetRecord {
             offset: index(tables.token_pool.len()),
             len: index(set.ids.len()),
@@ -24,13 +55,34 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
             .token_pool
             .extend(set.ids.iter().map(|id| id.as_u32()));
     }
-    for (rule, hash) in grammar.rules.iter().zip(hashes) {
+    for laid in rules {
+        let name = match laid {
+            Laid::Built(rule, _) => rule.name.as_str(),
+            Laid::Pending(name) => name,
+        };
         let name_offset = index(tables.name_pool.len());
-        tables.name_pool.extend_from_slice(rule.name.as_bytes());
+        tables.name_pool.extend_from_slice(name.as_bytes());
+        let name_len = index(name.len());
+        let Laid::Built(rule, hash) = laid else {
+            tables.rules.push(RuleRecord {
+                kind: RuleRecord::PENDING,
+                body: RuleRecord::NONE,
+                node_count: 0,
+                lookahead: RuleRecord::NONE,
+                lookahead_node_count: 0,
+                name_offset,
+                name_len,
+                reserved: 0,
+                hash: 0,
+                automaton_hash: 0,
+                lookahead_hash: 0,
+            });
+            continue;
+        };
         let (kind, body, node_count) = match &rule.body {
             Body::Automaton(fsm) => (
                 RuleRecord::AUTOMATON,
-                add_automaton(&mut tables, fsm, hashes),
+                add_automaton(&mut tables, fsm, order),
                 index(fsm.nodes.len()),
             ),
             Body::Dispatch(dispatch) => {
@@ -44,7 +96,7 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
         };
         let (lookahead, lookahead_node_count) = match &rule.lookahead {
             Some(fsm) => (
-                add_automaton(&mut tables, fsm, hashes),
+                add_automaton(&mut tables, fsm, order),
                 index(fsm.nodes.len()),
             ),
             None => (RuleRecord::NONE, 0),
@@ -56,7 +108,7 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
             lookahead,
             lookahead_node_count,
             name_offset,
-            name_len: index(rule.name.len()),
+            name_len,
             reserved: 0,
             hash: hash.rule,
             automaton_hash: hash.automaton,
@@ -66,15 +118,37 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
     tables
 }
 
-/// Appends an automaton's nodes and edges; returns its start node. A
-/// node's edges are in canonical order — callees by structural hash, not
-/// by rule id — so rules with equal hashes have equal tables in every
-/// grammar (mask-cache keys name edges by their place in the node).
-fn add_automaton(tables: &mut Tables, fsm: &Fsm, hashes: &[RuleHash]) -> u32 {
+/// Appends an automaton's nodes and edges; returns its start node.
+fn add_automaton(tables: &mut Tables, fsm: &Fsm, order: &[u64]) -> u32 {
+    let built = records(fsm, &|rule| order[rule as usize]);
     let base = index(tables.nodes.len());
+    let edge_base = index(tables.edges.len());
+    tables
+        .nodes
+        .extend(built.nodes.iter().map(|node| NodeRecord {
+            first_edge: node.first_edge + edge_base,
+            ..*node
+        }));
+    tables
+        .edges
+        .extend(built.edges.iter().map(|edge| EdgeRecord {
+            target: edge.target + base,
+            ..*edge
+        }));
+    base
+}
+
+/// An automaton as records numbered on their own (node 0 the start). A
+/// node's edges are in canonical order — callees by `order` (the IR hash
+/// of the rule), not by rule id — so rules with equal hashes have equal
+/// records in every grammar (mask-cache keys name edges by their place in
+/// the node), whether built with the grammar or on first use.
+pub fn records(fsm: &Fsm, order: &dyn Fn(u32) -> u64) -> Automaton {
+    let mut built = Automaton::default();
     for node in &fsm.nodes {
-        tables.nodes.push(NodeRecord {
-            first_edge: index(tables.edges.len()),
+        let first = built.edges.len();
+        built.nodes.push(NodeRecord {
+            first_edge: index(first),
             edge_count: index(node.edges.len()),
             is_final: u32::from(node.is_final),
         });
@@ -92,24 +166,23 @@ fn add_automaton(tables: &mut Tables, fsm: &Fsm, hashes: &[RuleHash]) -> u32 {
                 // Epsilon edges are removed before automata are finished.
                 Label::Epsilon => unreachable!("epsilon edge in a finished automaton"),
             };
-            tables.edges.push(EdgeRecord {
+            built.edges.push(EdgeRecord {
                 kind,
                 a,
                 b,
                 c,
-                target: base + edge.target,
+                target: edge.target,
             });
         }
-        let first = tables.nodes.last().expect("just pushed").first_edge as usize;
-        tables.edges[first..].sort_by_key(|edge| {
+        built.edges[first..].sort_by_key(|edge| {
             let label = match edge.kind {
-                EdgeRecord::RULE | EdgeRecord::REPEAT => hashes[edge.a as usize].rule,
+                EdgeRecord::RULE | EdgeRecord::REPEAT => order(edge.a),
                 _ => u64::from(edge.a),
             };
             (edge.kind, label, edge.b, edge.c, edge.target)
         });
     }
-    base
+    built
 }
 
 fn add_dispatch(tables: &mut Tables, dispatch: &fsm::Dispatch) -> u32 {

@@ -39,7 +39,7 @@ fn sound() -> &'static (Arc<Grammar>, Vec<u8>) {
         let grammar =
             Arc::new(pipeline::grammar(&mut sources, file, "root", &mut diagnostics).unwrap());
         let masks = Masks::precompute(&grammar, &vocabulary(), Precompute::All);
-        let bytes = bundle::write(&grammar, Some(&masks));
+        let bytes = bundle::write(&grammar, Some(&masks)).expect("the compiler's grammars are complete");
         (grammar, bytes)
     })
 }

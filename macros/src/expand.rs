@@ -90,7 +90,7 @@ fn compile(request: &Request) -> Result<TokenStream, Failed> {
         _ => return Err(Failed(errors(&diagnostics, &sources, &entry))),
     };
     let mut tracked = sources.files_read();
-    let bundle = match &request.tokenizer {
+    let written = match &request.tokenizer {
         None => bundle::write(&grammar, None),
         Some(path) => {
             let (vocabulary, files) = load_vocabulary(path, &base)?;
@@ -100,6 +100,8 @@ fn compile(request: &Request) -> Result<TokenStream, Failed> {
             bundle::write(&grammar, Some(&masks))
         }
     };
+    let bundle = written
+        .map_err(|error| Failed::from(syn::Error::new(Span::call_site(), error.to_string())))?;
     let warnings = warnings(&diagnostics, &sources, &entry);
     Ok(expansion(&bundle, &tracked, &warnings))
 }

@@ -528,7 +528,7 @@ impl GrammarCompiler {
 
 /// The size of a grammar's tables: what its bundle holds.
 fn grammar_bytes(grammar: &RuntimeGrammar) -> usize {
-    grammar.to_bundle().len()
+    grammar.tables().byte_size()
 }
 
 fn schema_options(
@@ -685,9 +685,11 @@ pub struct CompiledGrammar {
 #[pymethods]
 impl CompiledGrammar {
     /// The grammar as an `.xgb` bundle (its tables; masks are built again
-    /// on first use).
-    fn serialize<'py>(&self, py: Python<'py>) -> Bound<'py, PyBytes> {
-        PyBytes::new(py, &self.grammar.to_bundle())
+    /// on first use). Rules not built yet are built first (`ValueError`
+    /// if one cannot be).
+    fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
+        let bundle = (self.grammar.to_bundle()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        Ok(PyBytes::new(py, &bundle))
     }
 
     /// A grammar from `serialize()`'s bytes, checked (a damaged or foreign

@@ -5,12 +5,13 @@ use std::fmt;
 
 use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
+use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
 use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
 use crate::fnv::Fnv;
+use crate::lazy::{self, Lazy, RuleBuilder};
 use crate::matcher::{ContextVerdicts, StateNames, StepStore};
 use crate::scanner::Scanner;
 use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
@@ -38,18 +39,17 @@ pub struct Grammar {
     edge_node: Vec<u32>,
     /// Per rule: whether it is short (see [`Grammar::is_short`]).
     short: Vec<bool>,
-    /// Per rule `r`: its callers are `callers[caller_start[r]..caller_start[r + 1]]`.
-    caller_start: Vec<u32>,
-    /// The callers of every rule, rule by rule.
-    callers: Vec<Caller>,
+    /// Per rule `r`: its callers are `callers.1[callers.0[r]..callers.0[r + 1]]`,
+    /// the callers of every rule, rule by rule.
+    callers: OnceLock<(Vec<u32>, Vec<Caller>)>,
     /// Identifies the grammar among those of this process (mask-cache
     /// combinations are per grammar).
     id: u64,
     /// Per dispatch (tag dispatches only): its free-text scanner.
-    scanners: Vec<Option<Scanner>>,
+    scanners: Arc<[Option<Scanner>]>,
     /// Per dispatch: what keys its free text's mask-cache entries (see
     /// [`free_hashes`]).
-    free_hashes: Vec<u64>,
+    free_hashes: Arc<[u64]>,
     has_lookahead: bool,
     /// Why token masks cannot use the mask cache, if they cannot.
     cache_fallback: Option<CacheFallback>,
@@ -57,7 +57,7 @@ pub struct Grammar {
     uses_tokens: bool,
     /// Every token id the grammar names (sorted): ids it does not name are
     /// all alike to it.
-    named_tokens: Vec<u32>,
+    named_tokens: Arc<[u32]>,
     /// Mask-cache entries from the bundle the grammar was opened from.
     precomputed: Option<Arc<MaskSection>>,
     /// Earley steps memoized by the trie walks that build mask-cache
@@ -67,9 +67,24 @@ pub struct Grammar {
     /// cache can keep what a state's uncertain tokens did.
     states: Arc<Mutex<StateNames>>,
     /// What the contexts of its rules did with the rests of uncertain
-    /// tokens (see [`Matcher::fill_next_token_bitmask`]).
+    /// tokens (see [`Matcher::fill_next_token_bitmask`]). Per snapshot
+    /// of a lazy grammar: a verdict holds for the callers built so far.
     contexts: Arc<Mutex<ContextVerdicts>>,
+    /// For a grammar whose rules are built on first use: the builder and
+    /// every rule built so far.
+    lazy: Option<Arc<Lazy>>,
+    /// How many rules are built (not pending).
+    built_rules: usize,
+    /// The newest snapshot of a lazy grammar, held by the grammar it was
+    /// made from (`Grammar::lazy`'s) so that its matchers start from it.
+    newest: Option<Arc<Newest>>,
+    /// [`Grammar::newest`] of the grammar this snapshot was made from:
+    /// weak, so that a snapshot never keeps itself alive.
+    newest_of_first: Weak<Newest>,
 }
+
+/// The newest snapshot of a lazy grammar (see [`Grammar::latest`]).
+type Newest = Mutex<Option<Arc<Grammar>>>;
 
 impl fmt::Debug for Grammar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -106,52 +121,176 @@ impl std::fmt::Display for CacheFallback {
 impl Grammar {
     /// Validates `tables` and prepares them for matching.
     pub fn new(tables: Tables) -> Result<Self, TablesError> {
-        tables.validate()?;
-        let nodes = tables.nodes.len();
-        let mut node_rule = vec![RuleRecord::NONE; nodes];
-        let mut node_in_lookahead = vec![false; nodes];
-        let mut has_lookahead = false;
-        // Each automaton owns its node range alone, and its edges stay in it.
-        let mut claim = |rule: u32, start: u32, count: u32, lookahead: bool| {
-            let range = start..start + count;
-            for node in range.clone() {
-                if node_rule[node as usize] != RuleRecord::NONE {
-                    return Err(TablesError::new(format!("node {node} is in two automata")));
-                }
-                node_rule[node as usize] = rule;
-                node_in_lookahead[node as usize] = lookahead;
-                let record = &tables.nodes[node as usize];
-                let first = record.first_edge as usize;
-                let edges = &tables.edges[first..first + record.edge_count as usize];
-                if let Some(edge) = edges.iter().find(|e| !range.contains(&e.target)) {
-                    return Err(TablesError::new(format!(
-                        "an edge of node {node} leaves its automaton for node {}",
-                        edge.target
-                    )));
-                }
+        if tables.has_pending() {
+            return Err(TablesError::new(
+                "pending rules need a rule builder (Grammar::lazy)",
+            ));
+        }
+        Self::prepare(tables, None)
+    }
+
+    /// A grammar whose [`RuleRecord::PENDING`] rules `builder` builds when
+    /// a matcher first enters them (see [`RuleBuilder`]): what a compiler
+    /// returns while a request waits, so that the work grows with what the
+    /// output reaches, not with the size of the grammar.
+    pub fn lazy(tables: Tables, builder: Box<dyn RuleBuilder>) -> Result<Self, TablesError> {
+        let lazy = Arc::new(Lazy::new(builder, tables.clone()));
+        let mut grammar = Self::prepare(tables, Some(lazy))?;
+        let newest = Arc::new(Mutex::new(None));
+        grammar.newest_of_first = Arc::downgrade(&newest);
+        grammar.newest = Some(newest);
+        Ok(grammar)
+    }
+
+    /// Whether every rule is built (always, but for a [`Grammar::lazy`]
+    /// grammar that has not met all its rules yet).
+    pub fn is_complete(&self) -> bool {
+        self.built_rules == self.tables.rules.len()
+    }
+
+    /// This grammar with every rule built (itself if it has them all):
+    /// what a bundle is written from.
+    pub fn completed(&self) -> Result<Self, TablesError> {
+        match &self.lazy {
+            Some(lazy) if !self.is_complete() => {
+                let tables = lazy.complete().map_err(TablesError::new)?;
+                self.snapshot(tables)
             }
-            Ok(())
+            _ => Ok(self.clone()),
+        }
+    }
+
+    /// This grammar with `rules` built, if it has pending ones among them
+    /// (or if other matchers built rules since): the latest snapshot, in
+    /// which every node means what it means here. `Ok(None)` if nothing
+    /// changed.
+    pub(crate) fn extended(&self, rules: &[u32]) -> Result<Option<Arc<Self>>, String> {
+        let Some(lazy) = &self.lazy else {
+            return Ok(None);
         };
-        for (i, rule) in tables.rules.iter().enumerate() {
-            let rule_id = u32::try_from(i).expect("validated tables index in u32");
-            if rule.kind == RuleRecord::AUTOMATON {
-                claim(rule_id, rule.body, rule.node_count, false)?;
+        if let Some(newest) = self.newest()
+            && newest.built_rules > self.built_rules
+            && rules
+                .iter()
+                .all(|&rule| newest.tables.rules[rule as usize].kind != RuleRecord::PENDING)
+        {
+            return Ok(Some(newest));
+        }
+        match lazy.with_rules(rules, self.built_rules)? {
+            Some(tables) => {
+                let next = Arc::new(self.snapshot(tables).map_err(|e| e.to_string())?);
+                if let Some(newest) = self.newest_of_first.upgrade() {
+                    let mut newest = newest.lock().unwrap_or_else(PoisonError::into_inner);
+                    if newest
+                        .as_ref()
+                        .is_none_or(|n| n.built_rules < next.built_rules)
+                    {
+                        *newest = Some(Arc::clone(&next));
+                    }
+                }
+                Ok(Some(next))
             }
-            if rule.lookahead != RuleRecord::NONE {
-                has_lookahead = true;
-                claim(rule_id, rule.lookahead, rule.lookahead_node_count, true)?;
+            None => Ok(None),
+        }
+    }
+
+    /// A later snapshot of this lazy grammar: `tables` extend this one's.
+    /// It is the same grammar — its id, names of parse states, memoized
+    /// steps (kept with the snapshot they need) and context verdicts (made
+    /// only for rules whose callers are all built) hold in every snapshot.
+    ///
+    /// Only what is new is derived: the automata appended (checked when
+    /// they were built) and the rules now built.
+    fn snapshot(&self, tables: Tables) -> Result<Self, TablesError> {
+        let extends = tables.rules.len() == self.tables.rules.len()
+            && tables.nodes.len() >= self.tables.nodes.len()
+            && tables.edges.len() >= self.tables.edges.len();
+        if !extends {
+            return Err(TablesError::new(
+                "a snapshot that does not extend the grammar",
+            ));
+        }
+        let mut owners = Owners {
+            node_rule: self.node_rule.clone(),
+            node_in_lookahead: self.node_in_lookahead.clone(),
+            node_waits: self.node_waits.clone(),
+            node_scans: self.node_scans.clone(),
+            edge_node: self.edge_node.clone(),
+        };
+        let newly_built = |rule: usize| self.tables.rules[rule].kind == RuleRecord::PENDING;
+        owners.extend(&tables, self.tables.nodes.len(), newly_built)?;
+        let mut short = self.short.clone();
+        let mut memo = vec![Longest::Unknown; tables.rules.len()];
+        for (rule, record) in tables.rules.iter().enumerate() {
+            if newly_built(rule) && record.kind != RuleRecord::PENDING {
+                short[rule] = longest_match(&tables, rule, &mut memo, 0).is_some();
             }
         }
-        let node_waits = nodes_with_edges(&tables, |kind| {
-            kind == EdgeRecord::RULE || kind == EdgeRecord::REPEAT
-        });
-        let node_scans = nodes_with_edges(&tables, |kind| kind == EdgeRecord::BYTES);
-        let edge_node = edge_nodes(&tables);
+        Ok(Self {
+            built_rules: lazy::built_count(&tables),
+            tables,
+            node_rule: owners.node_rule,
+            node_in_lookahead: owners.node_in_lookahead,
+            node_waits: owners.node_waits,
+            node_scans: owners.node_scans,
+            edge_node: owners.edge_node,
+            short,
+            callers: OnceLock::new(),
+            id: self.id,
+            scanners: Arc::clone(&self.scanners),
+            free_hashes: Arc::clone(&self.free_hashes),
+            has_lookahead: self.has_lookahead,
+            cache_fallback: self.cache_fallback,
+            uses_tokens: self.uses_tokens,
+            named_tokens: Arc::clone(&self.named_tokens),
+            precomputed: self.precomputed.clone(),
+            steps: Arc::clone(&self.steps),
+            states: Arc::clone(&self.states),
+            contexts: Arc::clone(&self.contexts),
+            lazy: self.lazy.clone(),
+            newest: None,
+            newest_of_first: Weak::clone(&self.newest_of_first),
+        })
+    }
+
+    /// The newest snapshot of this lazy grammar, if one was made.
+    fn newest(&self) -> Option<Arc<Self>> {
+        let newest = self.newest_of_first.upgrade()?;
+        let newest = newest.lock().unwrap_or_else(PoisonError::into_inner);
+        newest.clone()
+    }
+
+    /// How many rules are built (not pending): the snapshots of a lazy
+    /// grammar are ordered by it.
+    pub(crate) fn built_rules(&self) -> usize {
+        self.built_rules
+    }
+
+    /// The newest snapshot of this grammar a matcher holds, if newer than
+    /// this one (itself otherwise): matchers that start from it need not
+    /// build its rules again.
+    pub(crate) fn latest(self: &Arc<Self>) -> Arc<Self> {
+        if self.lazy.is_none() {
+            return Arc::clone(self);
+        }
+        match self.newest() {
+            Some(newest) if newest.built_rules > self.built_rules => newest,
+            _ => Arc::clone(self),
+        }
+    }
+
+    /// Validates `tables` and derives what matchers look up.
+    fn prepare(tables: Tables, lazy: Option<Arc<Lazy>>) -> Result<Self, TablesError> {
+        tables.validate()?;
+        let mut owners = Owners::default();
+        owners.extend(&tables, 0, |_| true)?;
+        let has_lookahead = tables.rules.iter().any(|r| r.lookahead != RuleRecord::NONE);
         let short = short_rules(&tables);
-        let (caller_start, callers) = callers(&tables);
+        let callers = OnceLock::from(callers(&tables));
         let scanners = scanners(&tables)?;
         let free_hashes = free_hashes(&tables);
-        let uses_tokens = tables.edges.iter().any(|e| e.kind == EdgeRecord::TOKENS)
+        let uses_tokens = !tables.token_sets.is_empty()
+            || tables.edges.iter().any(|e| e.kind == EdgeRecord::TOKENS)
             || tables
                 .rules
                 .iter()
@@ -172,32 +311,35 @@ impl Grammar {
         named_tokens.dedup();
         let cache_fallback = if has_lookahead {
             Some(CacheFallback::Lookahead)
-        } else if !hashes_agree(&tables) {
+        } else if lazy.is_none() && !hashes_agree(&tables) {
             Some(CacheFallback::HashesDisagree)
         } else {
             None
         };
         Ok(Self {
             cache_fallback,
-            tables,
-            node_rule,
-            node_in_lookahead,
-            node_waits,
-            node_scans,
-            edge_node,
+            node_rule: owners.node_rule,
+            node_in_lookahead: owners.node_in_lookahead,
+            node_waits: owners.node_waits,
+            node_scans: owners.node_scans,
+            edge_node: owners.edge_node,
             short,
-            caller_start,
             callers,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
-            scanners,
-            free_hashes,
+            scanners: scanners.into(),
+            free_hashes: free_hashes.into(),
             has_lookahead,
             uses_tokens,
-            named_tokens,
+            named_tokens: named_tokens.into(),
             precomputed: None,
             steps: Arc::default(),
             states: Arc::default(),
             contexts: Arc::default(),
+            built_rules: lazy::built_count(&tables),
+            newest: None,
+            newest_of_first: Weak::new(),
+            lazy,
+            tables,
         })
     }
 
@@ -241,8 +383,9 @@ impl Grammar {
 
     /// The grammar as a bundle of its tables alone (masks are built on
     /// first use); [`bundle::write`](crate::bundle::write) adds
-    /// precomputed masks.
-    pub fn to_bundle(&self) -> Vec<u8> {
+    /// precomputed masks. Rules built on first use are built first; `Err`
+    /// if one cannot be.
+    pub fn to_bundle(&self) -> Result<Vec<u8>, BundleError> {
         bundle::write(self, None)
     }
 
@@ -353,11 +496,26 @@ impl Grammar {
         self.short[rule as usize]
     }
 
-    /// Every place that calls `rule`, in table order.
+    /// The rules that call `rule` but are not built yet (none, but in a
+    /// lazy grammar): until they are, [`Grammar::callers`] does not list
+    /// all its callers.
+    pub(crate) fn pending_callers(&self, rule: u32) -> Vec<u32> {
+        let Some(lazy) = &self.lazy else {
+            return Vec::new();
+        };
+        lazy.callers(rule)
+            .filter(|&caller| self.tables.rules[caller as usize].kind == RuleRecord::PENDING)
+            .collect()
+    }
+
+    /// Every place that calls `rule`, in table order (in a lazy grammar,
+    /// every built place: see [`Grammar::pending_callers`]).
     pub(crate) fn callers(&self, rule: u32) -> &[Caller] {
-        let start = self.caller_start[rule as usize] as usize;
-        let end = self.caller_start[rule as usize + 1] as usize;
-        &self.callers[start..end]
+        // A snapshot of a lazy grammar lists them when first asked.
+        let (start, callers) = self.callers.get_or_init(|| callers(&self.tables));
+        let from = start[rule as usize] as usize;
+        let to = start[rule as usize + 1] as usize;
+        &callers[from..to]
     }
 
     /// The grammar's id among those of this process.
@@ -419,7 +577,7 @@ impl Grammar {
     pub(crate) fn unnamed_token(&self) -> u32 {
         // The first gap in the sorted names.
         let mut candidate = 0;
-        for &named in &self.named_tokens {
+        for &named in self.named_tokens.iter() {
             if named != candidate {
                 break;
             }
@@ -435,18 +593,103 @@ impl Grammar {
     }
 }
 
-/// Per edge: the node it leaves.
-fn edge_nodes(tables: &Tables) -> Vec<u32> {
-    let mut edge_node = vec![RuleRecord::NONE; tables.edges.len()];
-    for (n, node) in tables.nodes.iter().enumerate() {
-        let first = node.first_edge as usize;
-        for owner in &mut edge_node[first..first + node.edge_count as usize] {
-            if *owner == RuleRecord::NONE {
-                *owner = u32::try_from(n).expect("validated tables index in u32");
+/// Per node and edge, what owns it; per node, what its edges do.
+#[derive(Default)]
+struct Owners {
+    /// Per node: the rule whose automaton holds it.
+    node_rule: Vec<u32>,
+    /// Per node: whether it is in its rule's lookahead automaton.
+    node_in_lookahead: Vec<bool>,
+    /// Per node: whether it has rule or repeat edges.
+    node_waits: Vec<bool>,
+    /// Per node: whether it has byte edges.
+    node_scans: Vec<bool>,
+    /// Per edge: the node it leaves.
+    edge_node: Vec<u32>,
+}
+
+impl Owners {
+    /// Derives what `tables` adds from node `first` on, for the rules
+    /// `claimed` picks (their automata must be among the nodes added):
+    /// each automaton owns its node range alone, and its edges stay in it.
+    fn extend(
+        &mut self,
+        tables: &Tables,
+        first: usize,
+        claimed: impl Fn(usize) -> bool,
+    ) -> Result<(), TablesError> {
+        let nodes = tables.nodes.len();
+        self.node_rule.resize(nodes, RuleRecord::NONE);
+        self.node_in_lookahead.resize(nodes, false);
+        self.edge_node.resize(tables.edges.len(), RuleRecord::NONE);
+        for node in &tables.nodes[first..] {
+            let edges = &tables.edges
+                [node.first_edge as usize..(node.first_edge + node.edge_count) as usize];
+            self.node_waits.push(
+                edges
+                    .iter()
+                    .any(|e| e.kind == EdgeRecord::RULE || e.kind == EdgeRecord::REPEAT),
+            );
+            self.node_scans
+                .push(edges.iter().any(|e| e.kind == EdgeRecord::BYTES));
+        }
+        for (n, node) in tables.nodes.iter().enumerate().skip(first) {
+            let n = u32::try_from(n).expect("validated tables index in u32");
+            let edges = node.first_edge as usize..(node.first_edge + node.edge_count) as usize;
+            for owner in &mut self.edge_node[edges] {
+                if *owner == RuleRecord::NONE {
+                    *owner = n;
+                }
             }
         }
+        for (i, rule) in tables.rules.iter().enumerate() {
+            if !claimed(i) {
+                continue;
+            }
+            let rule_id = u32::try_from(i).expect("validated tables index in u32");
+            if rule.kind == RuleRecord::AUTOMATON {
+                self.claim(tables, rule_id, rule.body, rule.node_count, false)?;
+            }
+            if rule.lookahead != RuleRecord::NONE {
+                self.claim(
+                    tables,
+                    rule_id,
+                    rule.lookahead,
+                    rule.lookahead_node_count,
+                    true,
+                )?;
+            }
+        }
+        Ok(())
     }
-    edge_node
+
+    fn claim(
+        &mut self,
+        tables: &Tables,
+        rule: u32,
+        start: u32,
+        count: u32,
+        lookahead: bool,
+    ) -> Result<(), TablesError> {
+        let range = start..start + count;
+        for node in range.clone() {
+            if self.node_rule[node as usize] != RuleRecord::NONE {
+                return Err(TablesError::new(format!("node {node} is in two automata")));
+            }
+            self.node_rule[node as usize] = rule;
+            self.node_in_lookahead[node as usize] = lookahead;
+            let record = &tables.nodes[node as usize];
+            let first = record.first_edge as usize;
+            let edges = &tables.edges[first..first + record.edge_count as usize];
+            if let Some(edge) = edges.iter().find(|e| !range.contains(&e.target)) {
+                return Err(TablesError::new(format!(
+                    "an edge of node {node} leaves its automaton for node {}",
+                    edge.target
+                )));
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Per dispatch (tag dispatches only): its free-text scanner.
@@ -518,19 +761,13 @@ fn callers(tables: &Tables) -> (Vec<u32>, Vec<Caller>) {
     let mut per_rule: Vec<Vec<Caller>> = vec![Vec::new(); tables.rules.len()];
     let id = |i: usize| u32::try_from(i).expect("validated tables index in u32");
     for (r, record) in tables.rules.iter().enumerate() {
+        if record.kind == RuleRecord::PENDING {
+            continue;
+        }
         if record.kind == RuleRecord::AUTOMATON {
             for node in record.body..record.body + record.node_count {
-                let first = tables.nodes[node as usize].first_edge;
-                let count = tables.nodes[node as usize].edge_count;
-                for edge in first..first + count {
-                    let record = &tables.edges[edge as usize];
-                    match record.kind {
-                        EdgeRecord::RULE => per_rule[record.a as usize].push(Caller::Node(node)),
-                        EdgeRecord::REPEAT => {
-                            per_rule[record.a as usize].push(Caller::Repeat { node, edge });
-                        }
-                        _ => {}
-                    }
+                for (edge, callee) in calls_at(tables, node) {
+                    per_rule[callee as usize].push(edge);
                 }
             }
             continue;
@@ -554,6 +791,20 @@ fn callers(tables: &Tables) -> (Vec<u32>, Vec<Caller>) {
     }
     start.push(id(all.len()));
     (start, all)
+}
+
+/// The calls that the edges of `node` make: each with the rule called.
+fn calls_at(tables: &Tables, node: u32) -> impl Iterator<Item = (Caller, u32)> + '_ {
+    let first = tables.nodes[node as usize].first_edge;
+    let count = tables.nodes[node as usize].edge_count;
+    (first..first + count).filter_map(move |edge| {
+        let record = &tables.edges[edge as usize];
+        match record.kind {
+            EdgeRecord::RULE => Some((Caller::Node(node), record.a)),
+            EdgeRecord::REPEAT => Some((Caller::Repeat { node, edge }, record.a)),
+            _ => None,
+        }
+    })
 }
 
 /// The longest match of a rule that [`Grammar::is_short`] calls short.
@@ -648,20 +899,6 @@ fn longest_path(
         }
     }
     Some(longest)
-}
-
-/// Per node: whether it has an edge of a kind `wanted` picks.
-fn nodes_with_edges(tables: &Tables, wanted: impl Fn(u32) -> bool) -> Vec<bool> {
-    tables
-        .nodes
-        .iter()
-        .map(|node| {
-            let first = node.first_edge as usize;
-            tables.edges[first..first + node.edge_count as usize]
-                .iter()
-                .any(|e| wanted(e.kind))
-        })
-        .collect()
 }
 
 /// Whether rules with equal structural hashes have equal structure here:

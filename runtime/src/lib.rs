@@ -39,6 +39,7 @@ mod embedded;
 mod fnv;
 mod grammar;
 mod id;
+mod lazy;
 mod matcher;
 mod scanner;
 pub mod tables;
@@ -50,6 +51,7 @@ pub use self::cache::{CacheStats, MaskCache};
 pub use self::embedded::StaticGrammar;
 pub use self::grammar::{CacheFallback, Grammar};
 pub use self::id::{IdError, RuleId, TokenId};
+pub use self::lazy::{Automaton, BuiltRule, RuleBuilder};
 pub use self::matcher::{
     CONTEXT_TOKENS, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected, ForcedTokens,
     Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats, StopReason,

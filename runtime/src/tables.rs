@@ -59,6 +59,11 @@ impl RuleRecord {
     pub const DISPATCH: u32 = 1;
     /// The body is a token dispatch.
     pub const TOKEN_DISPATCH: u32 = 2;
+    /// The body is an automaton not built yet: a grammar made with a
+    /// [`RuleBuilder`](crate::RuleBuilder) builds it when a matcher first
+    /// enters the rule. `body` is [`RuleRecord::NONE`] and the node counts
+    /// are 0 until then; the hashes are the builder's.
+    pub const PENDING: u32 = 3;
     /// "No such index".
     pub const NONE: u32 = u32::MAX;
 }
@@ -243,25 +248,7 @@ impl Tables {
                 std::str::from_utf8(self.rule_name_bytes(rule)).is_ok(),
                 || format!("rule {i} name is not UTF-8"),
             )?;
-            match rule.kind {
-                RuleRecord::AUTOMATON => check(
-                    rule.node_count > 0 && within(rule.body, rule.node_count, self.nodes.len()),
-                    || format!("rule {i} nodes"),
-                )?,
-                RuleRecord::DISPATCH | RuleRecord::TOKEN_DISPATCH => {
-                    check((rule.body as usize) < self.dispatches.len(), || {
-                        format!("rule {i} dispatch")
-                    })?;
-                }
-                kind => check(false, || format!("rule {i} has kind {kind}"))?,
-            }
-            if rule.lookahead != RuleRecord::NONE {
-                check(
-                    rule.lookahead_node_count > 0
-                        && within(rule.lookahead, rule.lookahead_node_count, self.nodes.len()),
-                    || format!("rule {i} lookahead nodes"),
-                )?;
-            }
+            self.validate_body(i, rule)?;
         }
         for (i, node) in self.nodes.iter().enumerate() {
             check(
@@ -329,6 +316,57 @@ impl Tables {
             }
         }
         Ok(())
+    }
+
+    /// Checks where rule `i`'s body and lookahead are.
+    fn validate_body(&self, i: usize, rule: &RuleRecord) -> Result<(), TablesError> {
+        match rule.kind {
+            RuleRecord::AUTOMATON => check(
+                rule.node_count > 0 && within(rule.body, rule.node_count, self.nodes.len()),
+                || format!("rule {i} nodes"),
+            )?,
+            RuleRecord::DISPATCH | RuleRecord::TOKEN_DISPATCH => {
+                check((rule.body as usize) < self.dispatches.len(), || {
+                    format!("rule {i} dispatch")
+                })?;
+            }
+            RuleRecord::PENDING => check(
+                rule.body == RuleRecord::NONE
+                    && rule.node_count == 0
+                    && rule.lookahead == RuleRecord::NONE,
+                || format!("pending rule {i} has nodes"),
+            )?,
+            kind => check(false, || format!("rule {i} has kind {kind}"))?,
+        }
+        if rule.lookahead != RuleRecord::NONE {
+            check(
+                rule.lookahead_node_count > 0
+                    && within(rule.lookahead, rule.lookahead_node_count, self.nodes.len()),
+                || format!("rule {i} lookahead nodes"),
+            )?;
+        }
+        Ok(())
+    }
+
+    /// The bytes the tables take: what a bundle of them holds, less its
+    /// header.
+    pub fn byte_size(&self) -> usize {
+        size_of_val(self.rules.as_slice())
+            + size_of_val(self.nodes.as_slice())
+            + size_of_val(self.edges.as_slice())
+            + size_of_val(self.token_sets.as_slice())
+            + size_of_val(self.token_pool.as_slice())
+            + size_of_val(self.dispatches.as_slice())
+            + size_of_val(self.patterns.as_slice())
+            + self.byte_pool.len()
+            + self.name_pool.len()
+    }
+
+    /// Whether some rule is [`RuleRecord::PENDING`].
+    pub fn has_pending(&self) -> bool {
+        self.rules
+            .iter()
+            .any(|rule| rule.kind == RuleRecord::PENDING)
     }
 
     fn rule_name_bytes(&self, rule: &RuleRecord) -> &[u8] {

@@ -256,7 +256,7 @@ pub(crate) fn building_bytes(nodes: usize, edges: usize) -> usize {
 }
 
 /// What a finished automaton takes (see [`building_bytes`]).
-fn finished_bytes(fsm: &Fsm) -> usize {
+pub(crate) fn finished_bytes(fsm: &Fsm) -> usize {
     fsm.nodes.len() * size_of::<Node>() + fsm.edge_count() * size_of::<Edge>()
 }
 
@@ -286,48 +286,59 @@ pub fn build(
         .map(|rule| {
             budget.check()?;
             budget.check_memory(bytes)?;
-            let body = match &rule.body {
-                ir::Expr::Dispatch(dispatch) => Body::Dispatch(Dispatch {
-                    arms: dispatch
-                        .arms
-                        .iter()
-                        .map(|(trigger, arm)| (trigger.clone(), arm_rule(arm)))
-                        .collect(),
-                    repeat: dispatch.repeat,
-                    stop: dispatch.stop.clone(),
-                    stop_at_end: dispatch.stop_at_end,
-                    exclude: dispatch.exclude.clone(),
-                }),
-                ir::Expr::TokenDispatch(dispatch) => Body::TokenDispatch(TokenDispatch {
-                    arms: dispatch
-                        .arms
-                        .iter()
-                        .map(|(token, arm)| (*token, arm_rule(arm)))
-                        .collect(),
-                    repeat: dispatch.repeat,
-                    exclude: dispatch.exclude.clone(),
-                }),
-                expr => {
-                    let fsm = automaton(expr, &mut token_sets, budget, cache)?;
-                    bytes = bytes.saturating_add(finished_bytes(&fsm));
-                    Body::Automaton(fsm)
-                }
-            };
-            Ok(Rule {
-                name: rule.name.clone(),
-                body,
-                lookahead: rule
-                    .lookahead
-                    .as_ref()
-                    .map(|la| automaton(la, &mut token_sets, budget, cache))
-                    .transpose()?,
-            })
+            let built = build_rule(rule, &mut token_sets, budget, cache)?;
+            if let Body::Automaton(fsm) = &built.body {
+                bytes = bytes.saturating_add(finished_bytes(fsm));
+            }
+            Ok(built)
         })
         .collect::<Result<_, _>>()?;
     Ok(Grammar {
         rules,
         root: grammar.root,
         token_sets,
+    })
+}
+
+/// The automata of one rule of a normalized grammar, token sets its edges
+/// use added to `token_sets` (equal sets shared).
+pub fn build_rule(
+    rule: &ir::Rule,
+    token_sets: &mut Vec<ir::TokenSet>,
+    budget: &Budget,
+    cache: &CompileCache,
+) -> Result<Rule, Exceeded> {
+    let body = match &rule.body {
+        ir::Expr::Dispatch(dispatch) => Body::Dispatch(Dispatch {
+            arms: dispatch
+                .arms
+                .iter()
+                .map(|(trigger, arm)| (trigger.clone(), arm_rule(arm)))
+                .collect(),
+            repeat: dispatch.repeat,
+            stop: dispatch.stop.clone(),
+            stop_at_end: dispatch.stop_at_end,
+            exclude: dispatch.exclude.clone(),
+        }),
+        ir::Expr::TokenDispatch(dispatch) => Body::TokenDispatch(TokenDispatch {
+            arms: dispatch
+                .arms
+                .iter()
+                .map(|(token, arm)| (*token, arm_rule(arm)))
+                .collect(),
+            repeat: dispatch.repeat,
+            exclude: dispatch.exclude.clone(),
+        }),
+        expr => Body::Automaton(automaton(expr, token_sets, budget, cache)?),
+    };
+    Ok(Rule {
+        name: rule.name.clone(),
+        body,
+        lookahead: rule
+            .lookahead
+            .as_ref()
+            .map(|la| automaton(la, token_sets, budget, cache))
+            .transpose()?,
     })
 }
 

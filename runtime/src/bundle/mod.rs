@@ -69,7 +69,20 @@ impl Masks {
     /// ask for, for `vocabulary` (on every core). Grammars with lookahead
     /// assertions do not use the mask cache: they get no entries.
     pub fn precompute(grammar: &Arc<Grammar>, vocabulary: &Vocabulary, how: Precompute) -> Self {
-        let built = crate::matcher::precompute(grammar, vocabulary, how);
+        // Entries are for every rule: a grammar that builds rules on first
+        // use has them all built (none can be, if one fails).
+        let completed = match grammar.completed() {
+            Ok(completed) if !grammar.is_complete() => Arc::new(completed),
+            Ok(_) => Arc::clone(grammar),
+            Err(_) => {
+                return Self {
+                    fingerprint: vocabulary.fingerprint(),
+                    entries: Vec::new(),
+                    candidates: 0,
+                };
+            }
+        };
+        let built = crate::matcher::precompute(&completed, vocabulary, how);
         Self {
             fingerprint: vocabulary.fingerprint(),
             entries: built.entries,

@@ -2,17 +2,23 @@
 //! laid out deterministically (the same grammar and entries give the same
 //! bytes).
 
-use super::Masks;
 use super::format::{Header, MAGIC, SECTION_ALIGN, SectionRecord, VERSION};
 use super::masks::encode;
 use super::read::checksum_of_head;
+use super::{BundleError, Masks};
 use crate::grammar::Grammar;
 
 /// The bundle of `grammar`, with `masks` if given (precomputed for the
 /// same grammar). The bundle names a vocabulary when it carries mask
 /// entries, or when the grammar matches tokens by id and `masks` says
-/// which vocabulary the ids are of.
-pub fn write(grammar: &Grammar, masks: Option<&Masks>) -> Vec<u8> {
+/// which vocabulary the ids are of. A grammar whose rules are built on
+/// first use has them all built first; `Err` if one cannot be.
+pub fn write(grammar: &Grammar, masks: Option<&Masks>) -> Result<Vec<u8>, BundleError> {
+    let completed = grammar.completed().map_err(BundleError::Tables)?;
+    Ok(write_complete(&completed, masks))
+}
+
+fn write_complete(grammar: &Grammar, masks: Option<&Masks>) -> Vec<u8> {
     let tables = grammar.tables();
     let mut sections: Vec<(u32, Vec<u8>)> = vec![
         (

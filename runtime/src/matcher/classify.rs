@@ -62,7 +62,7 @@ pub(super) fn classify(
     let trie = vocabulary.trie();
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
-    let kept = grammar.step_store().take(seed.rule, parents.len());
+    let kept = (grammar.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
     let mut steps = StepMemo::new(&matcher, vocabulary.fingerprint(), kept);
     let mut found = Found {
         stop_at_arms: seed.key.kind == Key::FREE,
@@ -151,7 +151,11 @@ pub(super) fn classify(
     }
     found.end_recording(node, &mut steps);
     cost.items += matcher.work;
-    grammar.step_store().keep(seed.rule, parents.len(), steps);
+    matcher.built()?;
+    // Tagged with the snapshot the walk ended in: one that has every node
+    // the memo names.
+    let built = matcher.grammar().built_rules();
+    (grammar.step_store()).keep(seed.rule, parents.len(), built, steps);
     Ok(Classified {
         accepted: TokenSet::from_ranks(&found.accepted, found.count, trie),
         groups: found.groups.into(),

@@ -37,6 +37,11 @@ const VERDICT_BYTES: usize = 32;
 /// p99.9 −29 %, mean unchanged).
 const CONTEXT_ITEMS: usize = 256;
 
+/// The most callers of a rule a lazy grammar builds at once to know the
+/// rule's context: building them costs a step more than checking the
+/// rule's uncertain tokens against the full state saves.
+const CONTEXT_BUILDS: usize = 16;
+
 /// The rest of an uncertain token after a place its item's rule can end.
 pub(super) struct Rest<'a> {
     pub bytes: &'a [u8],
@@ -129,15 +134,30 @@ pub(super) fn expand(
     if rests.is_empty() {
         return Ok(());
     }
-    let Some(waiting) = waiting_items(grammar, rule, CONTEXT_ITEMS) else {
-        for rest in &rests {
-            uncertain.insert(rest.rank);
+    // A lazy grammar builds the callers it has not built yet, when they
+    // are few.
+    let mut grammar = Arc::clone(grammar);
+    let waiting = loop {
+        match waiting_items(&grammar, rule, CONTEXT_ITEMS) {
+            Waiting::Items(items) => break items,
+            Waiting::Pending(rules) if rules.len() <= CONTEXT_BUILDS => {
+                match grammar.extended(&rules) {
+                    Ok(Some(next)) => grammar = next,
+                    Ok(None) => return Err(MaskError::Build("a caller was not built".into())),
+                    Err(failure) => return Err(MaskError::Build(failure)),
+                }
+            }
+            Waiting::Pending(_) | Waiting::TooMany => {
+                for rest in &rests {
+                    uncertain.insert(rest.rank);
+                }
+                return Ok(());
+            }
         }
-        return Ok(());
     };
     rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
     let mut found = Vec::with_capacity(rests.len());
-    if let Some(mut context) = Matcher::context(Arc::clone(grammar), &waiting, rule) {
+    if let Some(mut context) = Matcher::context(Arc::clone(&grammar), &waiting, rule) {
         let base = context.history.rows();
         let mut walk = PrefixWalk::default();
         for rest in &rests {
@@ -155,6 +175,7 @@ pub(super) fn expand(
             }
         }
         cost.items += context.work;
+        context.built()?;
     } else {
         // Nothing can follow the rule: every rest is rejected.
         found.extend(rests.iter().map(|rest| (rest.rank, rest.end, false)));
@@ -167,10 +188,22 @@ pub(super) fn expand(
     Ok(())
 }
 
+/// What [`waiting_items`] found.
+enum Waiting {
+    /// Row 0 of the context matcher.
+    Items(Vec<Item>),
+    /// More than the limit.
+    TooMany,
+    /// Rules to build first (in a lazy grammar): callers of the rules the
+    /// row would take items from.
+    Pending(Vec<u32>),
+}
+
 /// Every item that waits for `rule`, or for a rule that can end with it,
-/// anywhere in the grammar: row 0 of the context matcher of `rule`; `None`
-/// as soon as there are more than `limit` (the walk stops there).
-fn waiting_items(grammar: &Grammar, rule: u32, limit: usize) -> Option<Vec<Item>> {
+/// anywhere in the grammar: row 0 of the context matcher of `rule`; none
+/// as soon as there are more than `limit` (the walk stops there), or the
+/// rules to build before it can be known.
+fn waiting_items(grammar: &Grammar, rule: u32, limit: usize) -> Waiting {
     let tables = grammar.tables();
     let item = |kind, a, aux| Item {
         kind,
@@ -186,6 +219,12 @@ fn waiting_items(grammar: &Grammar, rule: u32, limit: usize) -> Option<Vec<Item>
     let mut work = vec![rule];
     seen[rule as usize] = true;
     while let Some(r) = work.pop() {
+        // What follows a rule some of whose callers are not built yet is
+        // not known until they are.
+        let pending = grammar.pending_callers(r);
+        if !pending.is_empty() {
+            return Waiting::Pending(pending);
+        }
         if r == grammar.root() {
             row.push(item(Kind::Top, r, 0));
         }
@@ -205,7 +244,7 @@ fn waiting_items(grammar: &Grammar, rule: u32, limit: usize) -> Option<Vec<Item>
             if in_row.insert(waiter) {
                 row.push(waiter);
                 if row.len() > limit {
-                    return None;
+                    return Waiting::TooMany;
                 }
             }
             // The waiter's own rule can end after `r`: its callers wait too.
@@ -220,5 +259,8 @@ fn waiting_items(grammar: &Grammar, rule: u32, limit: usize) -> Option<Vec<Item>
             }
         }
     }
-    (row.len() <= limit).then_some(row)
+    if row.len() > limit {
+        return Waiting::TooMany;
+    }
+    Waiting::Items(row)
 }

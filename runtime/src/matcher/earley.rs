@@ -65,6 +65,9 @@ pub(super) struct Scratch {
     indexed: usize,
     /// Places of items that wait for a rule just completed.
     parents: Vec<u32>,
+    /// Pending rules the row predicted (see [`RuleRecord::PENDING`]): the
+    /// row is incomplete until they are built.
+    missing: Vec<u32>,
     /// Items tried in this row, new or not: the row's work, which grows
     /// with the ways to derive it (an ambiguous grammar tries each item
     /// many times), where the count of items does not.
@@ -98,6 +101,7 @@ pub(super) fn build(
     scratch.waiting.clear();
     scratch.indexed = 0;
     scratch.tried = 0;
+    scratch.missing.clear();
     let row = u32::try_from(history.rows()).expect("rows fit in u32");
     let mut builder = Builder {
         grammar,
@@ -149,6 +153,11 @@ pub(super) fn build(
 }
 
 impl Scratch {
+    /// The pending rules the last row predicted.
+    pub(super) fn missing(&self) -> &[u32] {
+        &self.missing
+    }
+
     /// The items of the row built last.
     pub(super) fn items(&self) -> &[Item] {
         &self.items
@@ -338,6 +347,11 @@ impl Builder<'_> {
         let (kind, a, aux) = match record.kind {
             RuleRecord::AUTOMATON => (Kind::Node, record.body, 0),
             RuleRecord::DISPATCH => (Kind::Free, rule, scanner::START),
+            RuleRecord::PENDING => {
+                // The row is made again once the rule is built.
+                self.scratch.missing.push(rule);
+                return;
+            }
             _ => (Kind::TokenFree, rule, 0),
         };
         self.add(Item {

@@ -65,6 +65,9 @@ pub enum MaskError {
     /// The links of a draft tree do not form a tree (see
     /// [`Matcher::fill_draft_tree_bitmasks`]): what is wrong.
     DraftTree(String),
+    /// A rule the grammar builds on first use could not be built (see
+    /// [`RuleBuilder`](crate::RuleBuilder)): why.
+    Build(String),
 }
 
 impl fmt::Display for MaskError {
@@ -79,6 +82,7 @@ impl fmt::Display for MaskError {
                 "computing the token mask needs more than the budget of {budget} Earley items"
             ),
             Self::DraftTree(problem) => write!(f, "not a draft tree: {problem}"),
+            Self::Build(problem) => write!(f, "the grammar could not be built: {problem}"),
         }
     }
 }
@@ -149,7 +153,9 @@ impl Matcher {
     pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) -> Result<(), MaskError> {
         let start = self.work;
         self.mask_stats = MaskStats::default();
-        let filled = self.fill(mask, start);
+        // What other matchers built since serves this one too.
+        self.grammar = self.grammar.latest();
+        let filled = self.fill(mask, start).and_then(|()| self.built());
         self.mask_stats.items = self.work - start;
         if filled.is_err() {
             mask.fill(0);
@@ -474,6 +480,7 @@ impl Matcher {
         });
         self.work += after.work;
         self.mask_stats.bytes_pushed += 1;
+        after.built()?;
         if !completed {
             return Ok(Vec::new());
         }
@@ -483,8 +490,9 @@ impl Matcher {
         self.states.adopt(&after.states, route.origin as usize + 1);
         let Some(state) = named else {
             // No name to keep verdicts under: check them all here.
-            return Ok(self
-                .walk_rests(&mut after, vocabulary, &mut rests, start)?
+            let found = self.walk_rests(&mut after, vocabulary, &mut rests, start)?;
+            after.built()?;
+            return Ok(found
                 .into_iter()
                 .filter_map(|(rank, _, taken)| taken.then_some(rank))
                 .collect());
@@ -508,6 +516,7 @@ impl Matcher {
             return Ok(taken);
         }
         let found = self.walk_rests(&mut after, vocabulary, &mut rests, start)?;
+        after.built()?;
         taken.extend(
             found
                 .iter()

@@ -31,6 +31,8 @@
 //! Only for grammars without lookahead, whose rows are all there is to the
 //! state.
 
+use std::collections::hash_map::Entry;
+
 use rustc_hash::FxHashMap;
 
 use super::Matcher;
@@ -72,24 +74,35 @@ const TARGETS: usize = FINISH + Utf8::INSIDE.len();
 /// the seed's).
 #[derive(Default)]
 pub(crate) struct StepStore {
-    memos: FxHashMap<(u32, usize), StepMemo>,
+    /// Per rule and covered parents: the memo, and how many rules the
+    /// grammar had built when it was kept (see [`StepStore::take`]).
+    memos: FxHashMap<(u32, usize), (usize, StepMemo)>,
     bytes: usize,
 }
 
 impl StepStore {
     /// The steps kept for walks from a seed of `rule` under `parents`
-    /// covered items.
-    pub(super) fn take(&mut self, rule: u32, parents: usize) -> Option<StepMemo> {
-        let memo = self.memos.remove(&(rule, parents))?;
+    /// covered items, by a walk in a grammar with `built` rules built: a
+    /// memo kept by a walk in a later snapshot of a lazy grammar may name
+    /// nodes this one does not have, and stays.
+    pub(super) fn take(&mut self, rule: u32, parents: usize, built: usize) -> Option<StepMemo> {
+        let Entry::Occupied(found) = self.memos.entry((rule, parents)) else {
+            return None;
+        };
+        if found.get().0 > built {
+            return None;
+        }
+        let (_, memo) = found.remove();
         self.bytes -= memo.bytes();
         Some(memo)
     }
 
     /// Keeps `memo` for the next walk from a seed of `rule` under
-    /// `parents` covered items. A memo that has run out of configurations
-    /// is dropped (a fresh one memoizes again); past [`STORE_BYTES`] the
-    /// store starts over.
-    pub(super) fn keep(&mut self, rule: u32, parents: usize, memo: StepMemo) {
+    /// `parents` covered items, made in a grammar with `built` rules
+    /// built. A memo that has run out of configurations is dropped (a
+    /// fresh one memoizes again); past [`STORE_BYTES`] the store starts
+    /// over.
+    pub(super) fn keep(&mut self, rule: u32, parents: usize, built: usize, memo: StepMemo) {
         if memo.shapes.len() >= MAX_CONFIGS {
             return;
         }
@@ -99,7 +112,7 @@ impl StepStore {
             self.bytes = 0;
         }
         self.bytes += bytes;
-        if let Some(old) = self.memos.insert((rule, parents), memo) {
+        if let Some((_, old)) = self.memos.insert((rule, parents), (built, memo)) {
             self.bytes -= old.bytes();
         }
     }

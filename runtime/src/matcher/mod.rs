@@ -119,6 +119,9 @@ pub struct Matcher {
     mask_stats: MaskStats,
     /// The states of the first rows (see [`states`]).
     states: RowStates,
+    /// Why a rule the grammar builds on first use could not be built, if
+    /// one could not: every step since has been refused.
+    failure: Option<Arc<str>>,
 }
 
 impl Clone for Matcher {
@@ -137,6 +140,7 @@ impl Clone for Matcher {
             step_budget: self.step_budget,
             mask_stats: MaskStats::default(),
             states: self.states.clone(),
+            failure: self.failure.clone(),
         }
     }
 }
@@ -171,6 +175,9 @@ pub struct Rejection {
     terminated: bool,
     /// The step budget, when it ran out before the step was decided.
     over_budget: Option<u64>,
+    /// Why a rule the grammar builds on first use could not be built, when
+    /// that decided the step.
+    failure: Option<Arc<str>>,
 }
 
 impl Rejection {
@@ -206,6 +213,13 @@ impl Rejection {
     pub fn is_over_budget(&self) -> bool {
         self.over_budget.is_some()
     }
+
+    /// Why a rule the grammar builds on first use could not be built, if
+    /// that refused the step rather than the grammar (see
+    /// [`RuleBuilder`](crate::RuleBuilder)).
+    pub fn build_failure(&self) -> Option<&str> {
+        self.failure.as_deref()
+    }
 }
 
 impl fmt::Display for Rejection {
@@ -221,6 +235,12 @@ impl fmt::Display for Rejection {
         }
         if self.terminated {
             return write!(f, "{found} after the output has ended");
+        }
+        if let Some(failure) = &self.failure {
+            return write!(
+                f,
+                "{found} was not decided: the grammar could not be built: {failure}"
+            );
         }
         if let Some(budget) = self.over_budget {
             return write!(
@@ -288,6 +308,13 @@ impl Matcher {
 
     /// A matcher with no rows yet.
     fn empty(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
+        // What other matchers of a lazy grammar built serves this one too.
+        let newest = grammar.latest();
+        let grammar = if Arc::ptr_eq(&newest, &grammar) {
+            grammar
+        } else {
+            newest
+        };
         Self {
             grammar,
             vocabulary,
@@ -302,6 +329,7 @@ impl Matcher {
             step_budget: DEFAULT_STEP_BUDGET,
             mask_stats: MaskStats::default(),
             states: RowStates::new(),
+            failure: None,
         }
     }
 
@@ -381,18 +409,50 @@ impl Matcher {
         }
     }
 
+    /// `Err` if a rule the grammar builds on first use could not be built
+    /// (the masks and steps since are not to be trusted).
+    pub(super) fn built(&self) -> Result<(), MaskError> {
+        match &self.failure {
+            Some(failure) => Err(MaskError::Build(failure.to_string())),
+            None => Ok(()),
+        }
+    }
+
     /// Builds and appends the row from `start`; false (and nothing
     /// changed) if no derivation survives it.
     fn push(&mut self, start: Start) -> bool {
+        if self.failure.is_some() {
+            return false;
+        }
         let rows = self.history.rows();
-        let settled = earley::build(
-            &self.grammar,
-            &self.history,
-            &mut self.lookahead,
-            &mut self.scratch,
-            start,
-        );
-        self.work += self.scratch.work();
+        let settled = loop {
+            let settled = earley::build(
+                &self.grammar,
+                &self.history,
+                &mut self.lookahead,
+                &mut self.scratch,
+                start,
+            );
+            self.work += self.scratch.work();
+            if self.scratch.missing().is_empty() {
+                break settled;
+            }
+            // The row predicted rules not built yet: build them, and make
+            // the row again in the grammar that has them.
+            self.lookahead.truncate(rows);
+            match self.grammar.extended(self.scratch.missing()) {
+                Ok(Some(grammar)) => self.grammar = grammar,
+                Ok(None) => {
+                    self.failure =
+                        Some("a rule the grammar builds on first use was not built".into());
+                    return false;
+                }
+                Err(failure) => {
+                    self.failure = Some(failure.into());
+                    return false;
+                }
+            }
+        };
         if settled.viable {
             let flags = if settled.can_terminate {
                 CAN_TERMINATE
@@ -569,6 +629,7 @@ impl Matcher {
             expected: self.expected(),
             terminated: self.terminated,
             over_budget: None,
+            failure: self.failure.clone(),
         }
     }
 

@@ -93,7 +93,7 @@ pub fn run(args: &CompileArgs, color: bool) -> Result<bool> {
         .as_ref()
         .map(|vocabulary| Masks::precompute(&grammar, vocabulary, how));
     let precomputed = started.elapsed();
-    let bytes = bundle::write(&grammar, masks.as_ref());
+    let bytes = bundle::write(&grammar, masks.as_ref())?;
     std::fs::write(&args.output, &bytes)
         .with_context(|| format!("cannot write `{}`", args.output.display()))?;
     eprintln!(

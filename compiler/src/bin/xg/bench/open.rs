@@ -72,7 +72,7 @@ pub(crate) fn run(args: &OpenArgs) -> Result<bool> {
     // Bytes of masks per string rule, from a bundle of one.
     let one = compile(&grammar_text(1))?;
     let one_masks = Masks::precompute(&one, &vocabulary, Precompute::All);
-    let per_rule = bundle::write(&one, Some(&one_masks)).len();
+    let per_rule = bundle::write(&one, Some(&one_masks))?.len();
     let per_entry = per_rule / one_masks.len().max(1);
     let largest = args.megabytes.iter().copied().max().unwrap_or(1);
     let rules = (largest << 20).div_ceil(per_rule).max(1);
@@ -81,7 +81,7 @@ pub(crate) fn run(args: &OpenArgs) -> Result<bool> {
     std::fs::create_dir_all(&dir)?;
     outln!(
         "{rules} string rules; tables of {} bytes\n",
-        grammar.to_bundle().len()
+        grammar.to_bundle()?.len()
     );
     outln!(
         "{:>8} {:>8}  {:>9} {:>9} {:>9}  {:>12} {:>12}",
@@ -96,7 +96,7 @@ pub(crate) fn run(args: &OpenArgs) -> Result<bool> {
     for &megabytes in &args.megabytes {
         let entries = (megabytes << 20) / per_entry.max(1);
         let masks = Masks::precompute(&grammar, &vocabulary, Precompute::Costliest(entries));
-        let bytes = bundle::write(&grammar, Some(&masks));
+        let bytes = bundle::write(&grammar, Some(&masks))?;
         let path = dir.join(format!("{megabytes}.xgb"));
         std::fs::write(&path, &bytes)?;
         let mut times: Vec<f64> = (0..args.opens.max(1))

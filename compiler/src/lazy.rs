@@ -1,0 +1,196 @@
+//! Grammars whose rule automata are built on first use.
+//!
+//! A request's grammar — a JSON Schema of thousands of definitions, a tool
+//! list — is compiled while the request waits, and one output enters few of
+//! its rules. [`grammar`] does the work every rule needs (normalizing,
+//! hashing the IR) and builds the automata of the rules that must be built
+//! now (dispatches, and rules large enough that building them may fail or
+//! take long, so that those errors and costs stay at compile time); the
+//! others are [`RuleRecord::PENDING`](xg_runtime::tables::RuleRecord) in
+//! the tables, and [`Rules`] — the runtime's [`RuleBuilder`] — builds each
+//! when a matcher first enters it, exactly as it would have been built
+//! here (the same automaton, numbering and hashes).
+
+use xg_runtime::{BuiltRule, Grammar, RuleBuilder, RuleId};
+
+use crate::budget::{Budget, Exceeded, Limits};
+use crate::cache::CompileCache;
+use crate::fsm::{self, Body};
+use crate::hash::{self, IrHash};
+use crate::ir::{self, Expr};
+use crate::tables::{self, Laid};
+
+/// The most nodes a rule's automaton is estimated to have for it to be
+/// built on first use; larger ones are built with the grammar.
+const LAZY_NODES: usize = 4096;
+
+/// Builds the pending automata of one grammar (see the module docs).
+struct Rules {
+    grammar: ir::Grammar,
+    /// Per rule: the rules whose IR refers to it.
+    callers: Vec<Vec<RuleId>>,
+    ir: Vec<IrHash>,
+    token_sets: Vec<ir::TokenSet>,
+    cache: CompileCache,
+    /// The compilation's memory limit, for each rule built later.
+    memory: Option<usize>,
+}
+
+impl RuleBuilder for Rules {
+    fn callers(&self, rule: RuleId) -> &[RuleId] {
+        self.callers.get(rule.as_usize()).map_or(&[], Vec::as_slice)
+    }
+
+    fn build(&self, rule: RuleId) -> Result<BuiltRule, String> {
+        let source = (self.grammar.rules)
+            .get(rule.as_usize())
+            .ok_or_else(|| format!("no rule {rule}"))?;
+        // Within the memory limit, not the time limit: the compilation
+        // this grammar came from is over.
+        let budget = Budget::new(Limits {
+            memory: self.memory,
+            ..Limits::unlimited()
+        });
+        let mut token_sets = self.token_sets.clone();
+        let mut built = fsm::build_rule(source, &mut token_sets, &budget, &self.cache)
+            .map_err(|exceeded| exceeded.to_string())?;
+        let hash = hash::built(&self.ir[rule.as_usize()], &mut built, &self.ir, &token_sets);
+        let order = |callee: u32| self.ir[callee as usize].rule;
+        let Body::Automaton(fsm) = &built.body else {
+            return Err(format!("rule {rule} is not an automaton"));
+        };
+        Ok(BuiltRule {
+            body: tables::records(fsm, &order),
+            lookahead: built
+                .lookahead
+                .as_ref()
+                .map(|fsm| tables::records(fsm, &order)),
+            hash: hash.rule,
+            automaton_hash: hash.automaton,
+            lookahead_hash: hash.lookahead.unwrap_or(0),
+        })
+    }
+}
+
+/// The runtime grammar of a normalized `grammar`, its small automata built
+/// on first use; the rest is built here within `budget`, with automata
+/// from (and for) `cache`. A grammar with lookahead has every rule built
+/// here: whether the mask cache serves a grammar must be known before its
+/// first mask.
+pub(crate) fn grammar(
+    grammar: ir::Grammar,
+    budget: &Budget,
+    cache: &CompileCache,
+) -> Result<Result<Grammar, xg_runtime::tables::TablesError>, Exceeded> {
+    let all_now = grammar.rules.iter().any(|rule| rule.lookahead.is_some());
+    let ir = hash::ir_hashes(&grammar, budget)?;
+    let token_sets = token_sets(&grammar);
+    let mut sets = token_sets.clone();
+    let mut built = Vec::with_capacity(grammar.rules.len());
+    let mut bytes = 0usize;
+    for (rule, hashes) in grammar.rules.iter().zip(&ir) {
+        let now = all_now
+            || matches!(rule.body, Expr::Dispatch(_) | Expr::TokenDispatch(_))
+            || estimated_nodes(&rule.body) > LAZY_NODES;
+        if !now {
+            built.push(None);
+            continue;
+        }
+        budget.check()?;
+        budget.check_memory(bytes)?;
+        let mut automata = fsm::build_rule(rule, &mut sets, budget, cache)?;
+        if let Body::Automaton(fsm) = &automata.body {
+            bytes = bytes.saturating_add(fsm::finished_bytes(fsm));
+        }
+        let hash = hash::built(hashes, &mut automata, &ir, &sets);
+        built.push(Some((automata, hash)));
+    }
+    let laid: Vec<Laid> = grammar
+        .rules
+        .iter()
+        .zip(&built)
+        .map(|(rule, built)| match built {
+            Some((automata, hash)) => Laid::Built(automata, *hash),
+            None => Laid::Pending(&rule.name),
+        })
+        .collect();
+    let order: Vec<u64> = ir.iter().map(|hash| hash.rule).collect();
+    let tables = tables::build_partial(grammar.root.as_u32(), &laid, &order, &token_sets);
+    drop(laid);
+    drop(built);
+    let mut callers = vec![Vec::new(); grammar.rules.len()];
+    for (caller, rule) in grammar.rules.iter().enumerate() {
+        let Ok(id) = RuleId::new(caller) else {
+            continue;
+        };
+        for callee in hash::references(rule) {
+            callers[callee].push(id);
+        }
+    }
+    let rules = Rules {
+        grammar,
+        callers,
+        ir,
+        token_sets,
+        cache: cache.clone(),
+        memory: budget.limits().memory,
+    };
+    Ok(Grammar::lazy(tables, Box::new(rules)))
+}
+
+/// Every token set the grammar's rules use, each once, in order of first
+/// use: the tables hold them all before any automaton is built.
+fn token_sets(grammar: &ir::Grammar) -> Vec<ir::TokenSet> {
+    let mut sets: Vec<ir::TokenSet> = Vec::new();
+    for rule in &grammar.rules {
+        let mut open = vec![&rule.body];
+        while let Some(expr) = open.pop() {
+            match expr {
+                Expr::Tokens(set) if !sets.contains(set) => sets.push(set.clone()),
+                Expr::Sequence(items) | Expr::Choice(items) => open.extend(items.iter().rev()),
+                Expr::Repeat { expr, .. } => open.push(expr),
+                Expr::Except(except) => open.push(&except.other),
+                _ => {}
+            }
+        }
+    }
+    sets
+}
+
+/// About how many nodes the automaton of `expr` may have: its size with
+/// counted repetitions multiplied out (saturating).
+fn estimated_nodes(expr: &Expr) -> usize {
+    // (expression, how many copies of it the automaton holds)
+    let mut open = vec![(expr, 1usize)];
+    let mut nodes = 0usize;
+    while let Some((expr, copies)) = open.pop() {
+        let own = match expr {
+            Expr::Bytes(bytes) => bytes.len(),
+            Expr::Sequence(items) | Expr::Choice(items) => {
+                open.extend(items.iter().map(|item| (item, copies)));
+                1
+            }
+            Expr::Repeat { expr, min, max } => {
+                let times = max.unwrap_or(*min).max(*min).max(1) as usize;
+                open.push((expr, copies.saturating_mul(times)));
+                1
+            }
+            Expr::Except(except) => {
+                open.push((&except.other, copies));
+                except.excluded.iter().map(Vec::len).sum()
+            }
+            Expr::Empty
+            | Expr::Class(_)
+            | Expr::Ref(_)
+            | Expr::RepeatRule { .. }
+            | Expr::Tokens(_)
+            | Expr::Dispatch(_)
+            | Expr::TokenDispatch(_) => 1,
+        };
+        nodes = nodes.saturating_add(own.saturating_mul(copies));
+        if nodes > LAZY_NODES {
+            return nodes;
+        }
+    }
+    nodes
+}
