@@ -688,7 +688,8 @@ impl CompiledGrammar {
     /// on first use). Rules not built yet are built first (`ValueError`
     /// if one cannot be).
     fn serialize<'py>(&self, py: Python<'py>) -> PyResult<Bound<'py, PyBytes>> {
-        let bundle = (self.grammar.to_bundle()).map_err(|e| PyValueError::new_err(e.to_string()))?;
+        let bundle =
+            (self.grammar.to_bundle()).map_err(|e| PyValueError::new_err(e.to_string()))?;
         Ok(PyBytes::new(py, &bundle))
     }
 

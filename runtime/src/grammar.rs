@@ -27,16 +27,8 @@ static NEXT_ID: AtomicU64 = AtomicU64::new(0);
 #[derive(Clone)]
 pub struct Grammar {
     tables: Tables,
-    /// Per node: the rule whose automaton holds it.
-    node_rule: Vec<u32>,
-    /// Per node: whether it belongs to the rule's lookahead automaton.
-    node_in_lookahead: Vec<bool>,
-    /// Per node: whether it has rule or repeat edges (can wait for a rule).
-    node_waits: Vec<bool>,
-    /// Per node: whether it has byte edges (an item there scans text).
-    node_scans: Vec<bool>,
-    /// Per edge: the node it leaves.
-    edge_node: Vec<u32>,
+    /// Who owns each node and edge, and what each node's edges do.
+    owners: Owners,
     /// Per rule: whether it is short (see [`Grammar::is_short`]).
     short: Vec<bool>,
     /// Per rule `r`: its callers are `callers.1[callers.0[r]..callers.0[r + 1]]`,
@@ -210,13 +202,7 @@ impl Grammar {
                 "a snapshot that does not extend the grammar",
             ));
         }
-        let mut owners = Owners {
-            node_rule: self.node_rule.clone(),
-            node_in_lookahead: self.node_in_lookahead.clone(),
-            node_waits: self.node_waits.clone(),
-            node_scans: self.node_scans.clone(),
-            edge_node: self.edge_node.clone(),
-        };
+        let mut owners = self.owners.clone();
         let newly_built = |rule: usize| self.tables.rules[rule].kind == RuleRecord::PENDING;
         owners.extend(&tables, self.tables.nodes.len(), newly_built)?;
         let mut short = self.short.clone();
@@ -229,11 +215,7 @@ impl Grammar {
         Ok(Self {
             built_rules: lazy::built_count(&tables),
             tables,
-            node_rule: owners.node_rule,
-            node_in_lookahead: owners.node_in_lookahead,
-            node_waits: owners.node_waits,
-            node_scans: owners.node_scans,
-            edge_node: owners.edge_node,
+            owners,
             short,
             callers: OnceLock::new(),
             id: self.id,
@@ -318,11 +300,7 @@ impl Grammar {
         };
         Ok(Self {
             cache_fallback,
-            node_rule: owners.node_rule,
-            node_in_lookahead: owners.node_in_lookahead,
-            node_waits: owners.node_waits,
-            node_scans: owners.node_scans,
-            edge_node: owners.edge_node,
+            owners,
             short,
             callers,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
@@ -467,25 +445,25 @@ impl Grammar {
     }
 
     pub(crate) fn node_rule(&self, node: u32) -> u32 {
-        self.node_rule[node as usize]
+        self.owners.node_rule[node as usize]
     }
 
     pub(crate) fn in_lookahead(&self, node: u32) -> bool {
-        self.node_in_lookahead[node as usize]
+        self.owners.node_in_lookahead[node as usize]
     }
 
     pub(crate) fn waits(&self, node: u32) -> bool {
-        self.node_waits[node as usize]
+        self.owners.node_waits[node as usize]
     }
 
     /// Whether an item at `node` scans bytes.
     pub(crate) fn scans(&self, node: u32) -> bool {
-        self.node_scans[node as usize]
+        self.owners.node_scans[node as usize]
     }
 
     /// The node that edge `edge` leaves.
     pub(crate) fn edge_node(&self, edge: u32) -> u32 {
-        self.edge_node[edge as usize]
+        self.owners.edge_node[edge as usize]
     }
 
     /// Whether every match of `rule` is text of at most [`SHORT_RULE_BYTES`]
@@ -594,7 +572,7 @@ impl Grammar {
 }
 
 /// Per node and edge, what owns it; per node, what its edges do.
-#[derive(Default)]
+#[derive(Clone, Default)]
 struct Owners {
     /// Per node: the rule whose automaton holds it.
     node_rule: Vec<u32>,
