@@ -119,14 +119,15 @@ def test_batch_fill_releases_the_gil(info):
 
 
 def test_compiles_release_the_gil_and_run_in_parallel(info):
-    # A schema of 300 objects takes tens of milliseconds to compile; a Python
+    # A schema of 3,000 objects takes tens of milliseconds to compile (most
+    # automata are built on first use, so it takes that many); a Python
     # thread must keep counting meanwhile, and four threads compiling
     # different schemas at once with one compiler all get their grammar.
     wide = {
         "type": "object",
         "properties": {
             f"p{i}": {"type": "object", "properties": {f"q{i}": {"type": "integer", "minimum": i}}}
-            for i in range(300)
+            for i in range(3000)
         },
     }
     compiler = xg.GrammarCompiler(info, time_limit=None)
