@@ -102,9 +102,22 @@ pub fn hash(
 /// The hashes of every rule's IR, indexed by rule id; checks `budget` per
 /// component of the reference graph.
 pub fn ir_hashes(grammar: &ir::Grammar, budget: &Budget) -> Result<Vec<IrHash>, Exceeded> {
-    let references: Vec<Vec<usize>> = grammar.rules.iter().map(references).collect();
+    ir_hashes_with(grammar, &references_of(grammar), budget)
+}
+
+/// Per rule, the rules it refers to (body and lookahead), by index.
+pub(crate) fn references_of(grammar: &ir::Grammar) -> Vec<Vec<usize>> {
+    grammar.rules.iter().map(references).collect()
+}
+
+/// [`ir_hashes`] with the grammar's [`references_of`] known.
+pub(crate) fn ir_hashes_with(
+    grammar: &ir::Grammar,
+    references: &[Vec<usize>],
+    budget: &Budget,
+) -> Result<Vec<IrHash>, Exceeded> {
     let mut hashes: Vec<Option<IrHash>> = vec![None; grammar.rules.len()];
-    for component in components(&references) {
+    for component in components(references) {
         budget.check()?;
         let cyclic = component.len() > 1 || references[component[0]].contains(&component[0]);
         if !cyclic {
@@ -556,7 +569,7 @@ fn token_set_hash(set: &ir::TokenSet) -> u64 {
 }
 
 /// The rules `rule` refers to (body and lookahead), by index.
-pub(crate) fn references(rule: &ir::Rule) -> Vec<usize> {
+fn references(rule: &ir::Rule) -> Vec<usize> {
     let mut out = BTreeSet::new();
     let mut open: Vec<&Expr> = std::iter::once(&rule.body)
         .chain(rule.lookahead.as_ref())

@@ -83,9 +83,9 @@ pub(crate) fn grammar(
     cache: &CompileCache,
 ) -> Result<Result<Grammar, xg_runtime::tables::TablesError>, Exceeded> {
     let all_now = grammar.rules.iter().any(|rule| rule.lookahead.is_some());
-    let ir = hash::ir_hashes(&grammar, budget)?;
-    let token_sets = token_sets(&grammar);
-    let mut sets = token_sets.clone();
+    let references = hash::references_of(&grammar);
+    let ir = hash::ir_hashes_with(&grammar, &references, budget)?;
+    let mut token_sets = token_sets(&grammar);
     let mut built = Vec::with_capacity(grammar.rules.len());
     let mut bytes = 0usize;
     for (rule, hashes) in grammar.rules.iter().zip(&ir) {
@@ -98,11 +98,11 @@ pub(crate) fn grammar(
         }
         budget.check()?;
         budget.check_memory(bytes)?;
-        let mut automata = fsm::build_rule(rule, &mut sets, budget, cache)?;
+        let mut automata = fsm::build_rule(rule, &mut token_sets, budget, cache)?;
         if let Body::Automaton(fsm) = &automata.body {
             bytes = bytes.saturating_add(fsm::finished_bytes(fsm));
         }
-        let hash = hash::built(hashes, &mut automata, &ir, &sets);
+        let hash = hash::built(hashes, &mut automata, &ir, &token_sets);
         built.push(Some((automata, hash)));
     }
     let laid: Vec<Laid> = grammar
@@ -119,11 +119,11 @@ pub(crate) fn grammar(
     drop(laid);
     drop(built);
     let mut callers = vec![Vec::new(); grammar.rules.len()];
-    for (caller, rule) in grammar.rules.iter().enumerate() {
+    for (caller, callees) in references.iter().enumerate() {
         let Ok(id) = RuleId::new(caller) else {
             continue;
         };
-        for callee in hash::references(rule) {
+        for &callee in callees {
             callers[callee].push(id);
         }
     }
@@ -138,12 +138,15 @@ pub(crate) fn grammar(
     Ok(Grammar::lazy(tables, Box::new(rules)))
 }
 
-/// Every token set the grammar's rules use, each once, in order of first
-/// use: the tables hold them all before any automaton is built.
+/// Every token set the grammar's rules use (bodies and lookaheads), each
+/// once, in order of first use: the tables hold them all before any
+/// automaton is built.
 fn token_sets(grammar: &ir::Grammar) -> Vec<ir::TokenSet> {
     let mut sets: Vec<ir::TokenSet> = Vec::new();
     for rule in &grammar.rules {
-        let mut open = vec![&rule.body];
+        let mut open: Vec<&Expr> = std::iter::once(&rule.body)
+            .chain(rule.lookahead.as_ref())
+            .collect();
         while let Some(expr) = open.pop() {
             match expr {
                 Expr::Tokens(set) if !sets.contains(set) => sets.push(set.clone()),
