@@ -1405,3 +1405,83 @@ fn draft_tree_batches_equal_one_call_per_matcher() {
     );
     assert!(untouched.iter().all(|&w| w == 7));
 }
+
+/// Inside a string of bounded length every *plain* token — whole printable
+/// characters, no quote, no backslash — is accepted when its characters
+/// fit the count left and refused when not, whatever they are; an entry
+/// takes all of them at once by their number of characters and walks only
+/// the trie below the other tokens. On Llama 3.1's vocabulary, along texts
+/// tokenized by its tokenizer, the masks equal the reference (every token
+/// in release builds, 600 sampled and the next one in debug builds) at
+/// every step: strings with bounds in a schema (escapes, non-ASCII text,
+/// a minimum), where no length decides (a pattern's letters, a rule that
+/// may end before its count is done), and a count past the longest token.
+/// In the schema with bounds no entry walks a quarter of the trie (near
+/// the end of a count, a walk that takes a subtree at once only when all
+/// of it fits visits nearly every node).
+#[test]
+fn plain_tokens_in_bounded_strings_are_sorted_by_length_at_once() {
+    let cases: [(&str, &str); 6] = [
+        (
+            r#"root ::= %json {"type": "object", "properties": {"a": {"type": "string", "minLength": 3, "maxLength": 40}, "b": {"type": "string", "maxLength": 5}}, "required": ["a", "b"]}"#,
+            r#"{"a":"héllo wörld, \"quoted\" 漢字 and\n more text!","b":"abc"}"#,
+        ),
+        (
+            r#"root ::= "\"" [^"\\\x00-\x1F]{0,6} "\"" | "<" [^"\\\x00-\x1F]{2,8}"#,
+            "<ab cdé f",
+        ),
+        (
+            r#"root ::= %json {"type": "string", "pattern": "^[a-z ]{0,12}$"}"#,
+            r#""abc def ghi""#,
+        ),
+        (
+            r#"root ::= %json {"type": "array", "items": {"type": "string", "minLength": 1, "maxLength": 300}}"#,
+            r#"["first item of the array, long enough to take several tokens","b"]"#,
+        ),
+        (
+            r#"root ::= "'" [^"\\\x00-\x1F]{1,4} "'" [^"\\\x00-\x1F]{0,3}"#,
+            "'ab'cd",
+        ),
+        (
+            r#"root ::= "|" name "ing things" | "[" name "]"
+               name ::= [^"\\\x00-\x1F]{1,3}"#,
+            "| bring things",
+        ),
+    ];
+    let tokenizer = &REAL_TOKENIZERS[0];
+    let (json, config) = real_tokenizer(tokenizer);
+    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    let full = !cfg!(debug_assertions);
+    let mut rng = Rng::new(40);
+    for (source, text) in cases {
+        let grammar = runtime_grammar_for(source, Some(&vocabulary));
+        let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
+        let encoding = model.encode(text, false).unwrap();
+        let ids = encoding.get_ids();
+        let bounded = source.contains("\"maxLength\": 40");
+        for (step, &id) in ids.iter().enumerate() {
+            let next = token(id as usize);
+            let sample = if full {
+                all.clone()
+            } else {
+                let mut ids: Vec<TokenId> = (0..600).map(|_| token(rng.below(all.len()))).collect();
+                ids.push(next);
+                ids
+            };
+            let allowed = check_mask(&mut matcher, &sample)
+                .unwrap_or_else(|error| panic!("{source}: {error}"));
+            assert!(allowed.contains(&next), "{source}: step {step}");
+            let walked = matcher.last_mask_stats().nodes_walked;
+            if bounded {
+                assert!(
+                    walked < vocabulary.len() as u64 / 4,
+                    "step {step}: {walked} trie nodes walked"
+                );
+            }
+            matcher.accept_token(next).unwrap();
+        }
+        assert!(matcher.can_terminate(), "{source}");
+    }
+}

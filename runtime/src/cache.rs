@@ -170,6 +170,20 @@ impl TokenSet {
         }
     }
 
+    /// The set of the tokens of the trie ranks in `ranges` and of `extra`
+    /// (a bitset in mask layout; the two may overlap).
+    pub(crate) fn from_ranks_and(ranges: &[(u32, u32)], extra: &[u32], trie: &TokenTrie) -> Self {
+        let ranked = trie.ranked();
+        let mut bits = extra.to_vec();
+        for &(start, end) in ranges {
+            for &id in &ranked[start as usize..end as usize] {
+                let id = id.as_usize();
+                bits[id / 32] |= 1 << (id % 32);
+            }
+        }
+        Self::new(bits, None, trie.universe(), trie.universe_len())
+    }
+
     /// Adds the set to `mask`; `scratch` is a buffer of the mask's width.
     pub(crate) fn add_to(&self, mask: &mut [u32], universe: &[u32], scratch: &mut Vec<u32>) {
         match self {

@@ -11,6 +11,8 @@
 //! is the order of their bytes): a subtree's tokens are one range of ranks,
 //! and the mask cache stores uncertain tokens as such ranges.
 
+use std::sync::OnceLock;
+
 use crate::TokenId;
 use crate::vocab::{TokenKind, Vocabulary};
 
@@ -43,6 +45,14 @@ pub(crate) struct TokenTrie {
     /// where they break it: such a node's subtree is never taken at once,
     /// see [`MALFORMED`]).
     utf8: Vec<Utf8>,
+    /// Per node: whether every token of its subtree is plain text (see
+    /// [`TokenTrie::plain_within`]).
+    pure: Vec<bool>,
+    /// Per rank: the characters of the token if it is plain text, else 0.
+    plain_chars: Vec<u8>,
+    /// Per number of characters `n` up to the longest plain token: the
+    /// plain tokens of at most `n` characters, made on first use.
+    plain_within: Vec<OnceLock<Box<[u32]>>>,
 }
 
 /// The number of byte classes.
@@ -88,6 +98,29 @@ pub(crate) const TEXT_CHARS: u8 = CLASSES;
 /// The bit of [`TokenTrie::classes_below`] for bytes that break UTF-8 (or
 /// follow a break); never taken at once.
 pub(crate) const MALFORMED: u8 = CLASSES + 1;
+
+/// Whether `byte` is plain text: printable ASCII but JSON's quote and
+/// backslash (what a JSON string takes as it is).
+const fn is_plain(byte: u8) -> bool {
+    matches!(byte, 0x20..=0x7E) && byte != b'"' && byte != b'\\'
+}
+
+/// The byte classes of plain text (see [`is_plain`]; each class holds
+/// only plain bytes or none) and [`TEXT_CHARS`]: a token is *plain* if its
+/// bytes are whole characters of these. The inside of a JSON string of
+/// bounded length counts them down, whatever they are, which
+/// [`TokenTrie::plain_within`] serves at once.
+pub(crate) const PLAIN_CLASSES: u64 = {
+    let mut classes = 1 << TEXT_CHARS;
+    let mut byte = 0u8;
+    while byte < 0x80 {
+        if is_plain(byte) {
+            classes |= 1 << byte_class(byte);
+        }
+        byte += 1;
+    }
+    classes
+};
 
 /// Where a byte string stands in UTF-8 (RFC 3629: no overlong forms, no
 /// surrogates, nothing past U+10FFFF).
@@ -246,6 +279,9 @@ impl TokenTrie {
             classes_below: Vec::new(),
             heights: Vec::new(),
             utf8: Vec::new(),
+            pure: Vec::new(),
+            plain_chars: Vec::new(),
+            plain_within: Vec::new(),
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -294,6 +330,7 @@ impl TokenTrie {
         }
         let utf8 = trie.utf8_states();
         trie.classes_below = trie.classes(&utf8);
+        trie.find_plain(&utf8);
         trie.utf8 = utf8
             .into_iter()
             .map(|state| state.unwrap_or(Utf8::Boundary))
@@ -348,6 +385,84 @@ impl TokenTrie {
             }
         }
         classes
+    }
+
+    /// Finds the plain tokens ([`PLAIN_CLASSES`]) and the subtrees that
+    /// hold nothing else, given where each node stands in UTF-8.
+    fn find_plain(&mut self, utf8: &[Option<Utf8>]) {
+        let count = self.bytes.len();
+        // Per node: the characters of its path if they are all plain
+        // (the last one may be unfinished).
+        let mut chars: Vec<Option<u32>> = Vec::with_capacity(count);
+        let mut open: Vec<usize> = Vec::new();
+        for node in 0..count {
+            open.truncate(self.depths[node] as usize - 1);
+            let (above, state) = open.last().map_or((Some(0), Utf8::Boundary), |&parent| {
+                (chars[parent], utf8[parent].unwrap_or(Utf8::Boundary))
+            });
+            let byte = self.bytes[node];
+            let plain_byte = !byte.is_ascii() || (state == Utf8::Boundary && is_plain(byte));
+            chars.push(match utf8[node] {
+                Some(Utf8::Boundary) if plain_byte => above.map(|n| n + 1),
+                Some(Utf8::Inside { .. }) if plain_byte => above,
+                _ => None,
+            });
+            open.push(node);
+        }
+        self.plain_chars = vec![0; self.tokens.len()];
+        self.pure = vec![true; count];
+        let mut longest = 0;
+        // In reverse depth-first order a node's children come before it.
+        for node in (0..count).rev() {
+            let own = match chars[node].filter(|_| utf8[node] == Some(Utf8::Boundary)) {
+                Some(n) => u8::try_from(n).unwrap_or(0),
+                None => 0,
+            };
+            let (first, past) = self.own_ranks(node);
+            self.plain_chars[first as usize..past as usize].fill(own);
+            let has_own = first < past;
+            if has_own {
+                longest = longest.max(own);
+            }
+            let end = self.ends[node] as usize;
+            let mut child = node + 1;
+            let mut pure = !has_own || own > 0;
+            while pure && child < end {
+                pure = self.pure[child];
+                child = self.ends[child] as usize;
+            }
+            self.pure[node] = pure;
+        }
+        self.plain_within = (0..=usize::from(longest))
+            .map(|_| OnceLock::new())
+            .collect();
+    }
+
+    /// The plain tokens — whole characters of [`PLAIN_CLASSES`] — of at
+    /// most `chars` characters (any number past the longest), as a bitset
+    /// in mask layout. Tokens of more than 255 characters are not plain.
+    pub(crate) fn plain_within(&self, chars: usize) -> &[u32] {
+        let chars = chars.min(self.longest_plain());
+        self.plain_within[chars].get_or_init(|| {
+            let mut bits = vec![0u32; self.universe.len()];
+            for (&id, &n) in self.tokens.iter().zip(&self.plain_chars) {
+                if n > 0 && usize::from(n) <= chars {
+                    bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+                }
+            }
+            bits.into()
+        })
+    }
+
+    /// The characters of the longest plain token.
+    pub(crate) fn longest_plain(&self) -> usize {
+        self.plain_within.len().saturating_sub(1)
+    }
+
+    /// Whether every token of `node`'s subtree is plain (see
+    /// [`TokenTrie::plain_within`]).
+    pub(crate) fn pure(&self, node: usize) -> bool {
+        self.pure[node]
     }
 
     /// The number of nodes.

@@ -86,8 +86,9 @@ pub struct Vocabulary {
     stop: Vec<TokenId>,
     kind: TokenizerKind,
     fingerprint: u64,
-    /// Built on first use (masks need it; loading alone does not).
-    trie: OnceLock<TokenTrie>,
+    /// Built on first use (masks need it; loading alone does not); clones
+    /// of the vocabulary share it.
+    trie: Arc<OnceLock<TokenTrie>>,
     /// Mask-cache entries of every grammar used with this vocabulary;
     /// clones of the vocabulary share it.
     cache: Arc<MaskCache>,
@@ -273,7 +274,7 @@ impl Vocabulary {
             stop: Vec::new(),
             kind,
             fingerprint: 0,
-            trie: OnceLock::new(),
+            trie: Arc::default(),
             cache: Arc::default(),
         };
         for (index, entry) in entries.into_iter().enumerate() {
@@ -362,7 +363,7 @@ impl Vocabulary {
     /// The tokens, stop set or size changed: what was derived from them
     /// is stale.
     fn reset_derived(&mut self) {
-        self.trie = OnceLock::new();
+        self.trie = Arc::default();
         self.cache = Arc::new(MaskCache::new(self.cache.limit()));
         self.fingerprint = self.compute_fingerprint();
     }

@@ -24,9 +24,10 @@ use std::sync::Arc;
 use super::Matcher;
 use super::item::Item;
 use super::mask::{MaskError, Seed};
-use super::memo::{Settled, StepMemo, Subtree};
+use super::memo::{Settled, StepMemo, Subtree, WalkKind};
 use crate::cache::{Classified, Group, Key, TokenSet};
 use crate::grammar::Grammar;
+use crate::trie::TokenTrie;
 use crate::vocab::Vocabulary;
 
 /// Bit 63 of a group's ends: the full state decides (the token runs 63
@@ -64,10 +65,14 @@ pub(super) fn classify(
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
     let kept = (grammar.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
     let mut steps = StepMemo::new(&matcher, vocabulary.fingerprint(), kept);
-    let mut found = Found {
-        stop_at_arms: seed.key.kind == Key::FREE,
-        ..Found::default()
-    };
+    let mut found = Found::default();
+    found.kind.stop_at_arms = seed.key.kind == Key::FREE;
+    // Plain tokens sorted at once by their number of characters (the
+    // inside of a bounded string): the walk skips subtrees of them.
+    let plain = steps
+        .plain_run(&mut matcher, trie.longest_plain())
+        .map(|chars| trie.plain_within(chars));
+    found.kind.skips_plain = plain.is_some();
     // Per depth on the current path: the places (bit j: after j bytes) the
     // rule can end up to there.
     let mut ends = vec![0u64];
@@ -75,6 +80,10 @@ pub(super) fn classify(
     while node < trie.len() {
         cost.nodes += 1;
         found.end_recording(node, &mut steps);
+        if found.kind.skips_plain && trie.pure(node) {
+            node = trie.end(node);
+            continue;
+        }
         let depth = trie.depth(node);
         ends.truncate(depth);
         let above = ends[depth - 1];
@@ -83,7 +92,7 @@ pub(super) fn classify(
             trie.byte(node),
             trie.classes_below(node),
             trie.utf8(node),
-            found.stop_at_arms,
+            found.kind.stop_at_arms,
         );
         let viable = match settled {
             Some(Settled::Whole) => {
@@ -104,8 +113,7 @@ pub(super) fn classify(
             let (start, end) = trie.subtree_ranks(node);
             found.group(start, end, above);
             node = trie.end(node);
-        } else if let Some(subtree) =
-            met_before.and_then(|at| steps.subtree(at, node, found.stop_at_arms))
+        } else if let Some(subtree) = met_before.and_then(|at| steps.subtree(at, node, found.kind))
         {
             found.replay(subtree, above);
             node = trie.end(node);
@@ -113,7 +121,7 @@ pub(super) fn classify(
             if let Some(config) = recurring {
                 found.record(config, node, trie.end(node), above);
             }
-            if found.stop_at_arms && steps.at_arm(depth, &matcher) {
+            if found.kind.stop_at_arms && steps.at_arm(depth, &matcher) {
                 let (start, end) = trie.subtree_ranks(node);
                 found.group(start, end, above | FULL_CHECK);
                 node = trie.end(node);
@@ -156,18 +164,17 @@ pub(super) fn classify(
     // the memo names.
     let built = matcher.grammar().built_rules();
     (grammar.step_store()).keep(seed.rule, parents.len(), built, steps);
-    Ok(Classified {
-        accepted: TokenSet::from_ranks(&found.accepted, found.count, trie),
-        groups: found.groups.into(),
-    })
+    Ok(found.into_classified(plain, trie))
 }
 
 /// The tokens a walk has sorted so far.
 #[derive(Default)]
 struct Found {
-    /// Whether tokens that complete a dispatch's trigger are left to the
-    /// full state: free-text entries are keyed without the dispatch's arms.
-    stop_at_arms: bool,
+    /// How the walk sorts tokens: whether tokens that complete a
+    /// dispatch's trigger are left to the full state (free-text entries
+    /// are keyed without the dispatch's arms), whether plain tokens are
+    /// skipped.
+    kind: WalkKind,
     /// Accepted trie ranks, as sorted disjoint ranges.
     accepted: Vec<(u32, u32)>,
     /// How many ranks `accepted` holds.
@@ -194,6 +201,19 @@ struct Recording {
 }
 
 impl Found {
+    /// The entry: the accepted ranks (and `plain`, the plain tokens taken
+    /// at once, if the walk skipped them) and the uncertain groups.
+    fn into_classified(self, plain: Option<&[u32]>, trie: &TokenTrie) -> Classified {
+        let accepted = match plain {
+            Some(plain) => TokenSet::from_ranks_and(&self.accepted, plain, trie),
+            None => TokenSet::from_ranks(&self.accepted, self.count, trie),
+        };
+        Classified {
+            accepted,
+            groups: self.groups.into(),
+        }
+    }
+
     fn accept(&mut self, (start, end): (u32, u32)) {
         if start == end {
             return;
@@ -264,7 +284,7 @@ impl Found {
             accepted: self.accepted[recording.first..].into(),
             groups: recording.groups.into(),
         };
-        steps.keep_subtree(recording.config, recording.node, self.stop_at_arms, subtree);
+        steps.keep_subtree(recording.config, recording.node, self.kind, subtree);
     }
 }
 

@@ -43,7 +43,7 @@ use crate::byteset::ByteSet;
 use crate::cache::Group;
 use crate::grammar::Grammar;
 use crate::tables::EdgeRecord;
-use crate::trie::{MALFORMED, TEXT_CHARS, Utf8, class_bytes};
+use crate::trie::{MALFORMED, PLAIN_CLASSES, TEXT_CHARS, Utf8, class_bytes};
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -118,8 +118,19 @@ impl StepStore {
     }
 }
 
+/// How a walk sorts tokens: what it records below a trie node holds only
+/// for walks of the same kind.
+#[derive(Clone, Copy, Default, PartialEq, Eq, Hash)]
+pub(super) struct WalkKind {
+    /// Tokens that complete a dispatch's trigger are left to the full
+    /// state.
+    pub stop_at_arms: bool,
+    /// Subtrees of plain tokens are skipped (see [`StepMemo::plain_run`]).
+    pub skips_plain: bool,
+}
+
 /// What a walk found below a trie node, in trie ranks: the same below that
-/// node in the same configuration, whatever the walk.
+/// node in the same configuration, whatever the walk of the same kind.
 pub(super) struct Subtree {
     /// Accepted ranks, as sorted disjoint ranges.
     pub accepted: Box<[(u32, u32)]>,
@@ -174,9 +185,9 @@ pub(super) struct StepMemo {
     built: usize,
     /// The configurations earlier walks met: `0..met`.
     met: usize,
-    /// Per configuration, trie node and whether arms stop the walk: what
-    /// was found below the node.
-    subtrees: FxHashMap<(u32, u32, bool), Subtree>,
+    /// Per configuration, trie node and kind of walk: what was found below
+    /// the node.
+    subtrees: FxHashMap<(u32, u32, WalkKind), Subtree>,
     /// The fingerprint of the vocabulary whose trie `subtrees` numbers
     /// (a grammar may serve several).
     vocabulary: u64,
@@ -330,9 +341,9 @@ impl StepMemo {
     }
 
     /// What was found below trie node `node` reached in `config`.
-    pub(super) fn subtree(&self, config: u32, node: usize, stop_at_arms: bool) -> Option<&Subtree> {
+    pub(super) fn subtree(&self, config: u32, node: usize, kind: WalkKind) -> Option<&Subtree> {
         let node = u32::try_from(node).ok()?;
-        self.subtrees.get(&(config, node, stop_at_arms))
+        self.subtrees.get(&(config, node, kind))
     }
 
     /// Keeps what was found below trie node `node` reached in `config`,
@@ -341,7 +352,7 @@ impl StepMemo {
         &mut self,
         config: u32,
         node: usize,
-        stop_at_arms: bool,
+        kind: WalkKind,
         subtree: Subtree,
     ) {
         let bytes = subtree.bytes();
@@ -350,7 +361,7 @@ impl StepMemo {
         };
         if self.subtree_bytes + bytes <= SUBTREE_BYTES {
             self.subtree_bytes += bytes;
-            self.subtrees.insert((config, node, stop_at_arms), subtree);
+            self.subtrees.insert((config, node, kind), subtree);
         }
     }
 
@@ -498,6 +509,54 @@ impl StepMemo {
         let viable = self.chain_reaches(matcher, start, classes, height);
         self.path.truncate(depth + 1);
         viable
+    }
+
+    /// How many plain characters ([`PLAIN_CLASSES`]) the configuration at
+    /// the root of the walk takes, when that number alone sorts every
+    /// plain token: from it, every plain character leads to one same
+    /// configuration, and from that one on to one same configuration, for
+    /// the number returned, after which every plain character is refused
+    /// (or for at least `longest`, the characters of the longest plain
+    /// token); and on the way the rule can neither end nor begin an arm.
+    /// A plain token is then accepted if it has at most that many
+    /// characters and rejected if not — the inside of a JSON string of
+    /// bounded length, wherever in its count — so a walk takes them all at
+    /// once from [`crate::trie::TokenTrie::plain_within`] and only visits
+    /// the subtrees that hold other tokens. `None` when it is not so.
+    pub(super) fn plain_run(&mut self, matcher: &mut Matcher, longest: usize) -> Option<usize> {
+        let start = self.path[0];
+        if start == NONE || self.can_end[start as usize] || self.at_arm[start as usize] {
+            return None;
+        }
+        let reaches = self.chain_reaches(matcher, 0, PLAIN_CLASSES, longest);
+        let chain = self.chains.get(&(start, PLAIN_CLASSES))?;
+        let run = chain.configs.len().min(longest);
+        let configs = &chain.configs[..run];
+        if configs
+            .iter()
+            .any(|&config| self.can_end[config as usize] || self.at_arm[config as usize])
+        {
+            return None;
+        }
+        if reaches {
+            return Some(longest);
+        }
+        // Broken: exhausted only if no plain byte goes on from its end.
+        let configs = configs.to_vec();
+        self.path.truncate(1);
+        self.path.extend_from_slice(&configs);
+        self.built = 0;
+        let exhausted = (0x20..=0xF4u8)
+            .filter(|&byte| {
+                if byte.is_ascii() {
+                    PLAIN_CLASSES & 1 << crate::trie::byte_class(byte) != 0
+                } else {
+                    Utf8::Boundary.advance(byte).is_some()
+                }
+            })
+            .all(|byte| !self.step(matcher, run + 1, byte));
+        self.path.truncate(1);
+        exhausted.then_some(run)
     }
 
     /// Whether the chain of common targets of `classes` (see
@@ -667,7 +726,16 @@ impl StepMemo {
             let config = self.path[depth + level];
             let led = match next {
                 Utf8::Boundary => same(target, config),
-                Utf8::Inside { .. } if config == NONE => false,
+                // Never one inside which the rule may end or an arm
+                // begin: a walk that takes the character at once would
+                // miss that place (see [`StepMemo::plain_run`]).
+                Utf8::Inside { .. }
+                    if config == NONE
+                        || self.can_end[config as usize]
+                        || self.at_arm[config as usize] =>
+                {
+                    false
+                }
                 Utf8::Inside { .. } if seen.contains(&(config, next)) => true,
                 Utf8::Inside { .. } => {
                     seen.push((config, next));

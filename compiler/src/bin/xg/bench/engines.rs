@@ -201,7 +201,8 @@ impl Engine for Xg {
         if !self.setup.cold {
             return None;
         }
-        // The token trie is copied; the mask cache is a new one.
+        // The token trie is shared (a server builds it once per model);
+        // the mask cache is a new one.
         let limit = self.vocabulary.mask_cache().limit();
         let vocabulary = Vocabulary::clone(&self.vocabulary).with_cache_limit(limit);
         Some(Box::new(Xg {
