@@ -122,6 +122,12 @@ pub(crate) const PLAIN_CLASSES: u64 = {
     classes
 };
 
+/// The most characters a plain token has: longer ones are rare (a few
+/// hundred of Llama 3.1's, runs of one punctuation mark) and walked like
+/// other tokens, so that no chain of counts a walk follows to sort plain
+/// tokens (see [`PLAIN_CLASSES`]) is longer.
+const PLAIN_LONGEST: u32 = 32;
+
 /// Where a byte string stands in UTF-8 (RFC 3629: no overlong forms, no
 /// surrogates, nothing past U+10FFFF).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -415,8 +421,8 @@ impl TokenTrie {
         // In reverse depth-first order a node's children come before it.
         for node in (0..count).rev() {
             let own = match chars[node].filter(|_| utf8[node] == Some(Utf8::Boundary)) {
-                Some(n) => u8::try_from(n).unwrap_or(0),
-                None => 0,
+                Some(n) if n <= PLAIN_LONGEST => u8::try_from(n).expect("at most 32"),
+                _ => 0,
             };
             let (first, past) = self.own_ranks(node);
             self.plain_chars[first as usize..past as usize].fill(own);
@@ -438,9 +444,9 @@ impl TokenTrie {
             .collect();
     }
 
-    /// The plain tokens — whole characters of [`PLAIN_CLASSES`] — of at
-    /// most `chars` characters (any number past the longest), as a bitset
-    /// in mask layout. Tokens of more than 255 characters are not plain.
+    /// The plain tokens — whole characters of [`PLAIN_CLASSES`], at most
+    /// [`PLAIN_LONGEST`] — of at most `chars` characters (any number past
+    /// the longest), as a bitset in mask layout.
     pub(crate) fn plain_within(&self, chars: usize) -> &[u32] {
         let chars = chars.min(self.longest_plain());
         self.plain_within[chars].get_or_init(|| {

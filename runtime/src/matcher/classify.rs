@@ -69,10 +69,11 @@ pub(super) fn classify(
     found.kind.stop_at_arms = seed.key.kind == Key::FREE;
     // Plain tokens sorted at once by their number of characters (the
     // inside of a bounded string): the walk skips subtrees of them.
-    let plain = steps
-        .plain_run(&mut matcher, trie.longest_plain())
+    let run = steps.plain_run(&mut matcher, trie.longest_plain());
+    found.kind.skips_plain = run.is_some();
+    let plain = run
+        .filter(|&chars| chars > 0)
         .map(|chars| trie.plain_within(chars));
-    found.kind.skips_plain = plain.is_some();
     // Per depth on the current path: the places (bit j: after j bytes) the
     // rule can end up to there.
     let mut ends = vec![0u64];
@@ -202,7 +203,8 @@ struct Recording {
 
 impl Found {
     /// The entry: the accepted ranks (and `plain`, the plain tokens taken
-    /// at once, if the walk skipped them) and the uncertain groups.
+    /// at once, if the walk skipped them and accepts some) and the
+    /// uncertain groups.
     fn into_classified(self, plain: Option<&[u32]>, trie: &TokenTrie) -> Classified {
         let accepted = match plain {
             Some(plain) => TokenSet::from_ranks_and(&self.accepted, plain, trie),

@@ -115,6 +115,8 @@ pub(crate) struct Outcome {
     pub engine: &'static str,
     /// Time to first mask, in microseconds; `None` if it did not compile.
     pub compile_us: Option<f64>,
+    /// The part of it the first mask took.
+    pub first_mask_us: Option<f64>,
     pub compile_error: Option<String>,
     /// Every step of every test, in microseconds.
     pub token_us: Vec<f64>,
@@ -132,6 +134,7 @@ impl Outcome {
             "file": self.file,
             "engine": self.engine,
             "compile_us": self.compile_us,
+            "first_mask_us": self.first_mask_us,
             "compile_error": self.compile_error,
             "token_us": self.token_us,
             "tests": self.tests.iter().map(|&(valid, accepted, steps)| json!({"valid": valid, "accepted": accepted, "steps": steps})).collect::<Vec<_>>(),
@@ -310,6 +313,7 @@ fn bench_file(
                 file: name.clone(),
                 engine: engine.name(),
                 compile_us: None,
+                first_mask_us: None,
                 compile_error: None,
                 token_us: Vec::new(),
                 tests: Vec::new(),
@@ -369,12 +373,15 @@ fn bench_engine(
         }
     };
     outcome.cache_fallback = compiled.cache_fallback();
+    let compiled_at = start.elapsed();
     let mut first = compiled.matcher();
     if let Err(error) = first.fill_mask() {
         outcome.compile_error = Some(format!("first mask: {error}"));
         return;
     }
-    outcome.compile_us = Some(micros(start.elapsed()));
+    let ttfm = start.elapsed();
+    outcome.compile_us = Some(micros(ttfm));
+    outcome.first_mask_us = Some(micros(ttfm.saturating_sub(compiled_at)));
     for (valid, tokens) in tests {
         let mut matcher = compiled.matcher();
         let mut accepted = true;
