@@ -1485,3 +1485,51 @@ fn plain_tokens_in_bounded_strings_are_sorted_by_length_at_once() {
         assert!(matcher.can_terminate(), "{source}");
     }
 }
+
+/// A token that starts with white space where a value may follow (` the`,
+/// ` {"`) is uncertain in the entry of the white space's rule: its rest
+/// after the space is for what follows the rule. Most such rests die at
+/// their first byte — a value starts with one of a few bytes — and are
+/// refused by it alone, each first byte checked once per rule, instead of
+/// each rest walked through the rule's context: on Llama 3.1, where over
+/// 40,000 tokens start with a space, no mask along an array of values
+/// walks 10,000 rests (the first walked 61,000 before; 4,400 now, those
+/// starting with `t`, `f`, a digit, a quote…). The masks equal the
+/// reference (every token in release builds, 600 sampled and the next one
+/// in debug builds).
+#[test]
+fn rests_after_white_space_are_refused_by_their_first_byte() {
+    let source = r#"root ::= %json {"type": "array", "items": {"type": ["integer", "boolean", "string", "object"]}}"#;
+    let text = r#"[1, true, "a b", {"k": [2, false]},  3 ]"#;
+    let tokenizer = &REAL_TOKENIZERS[0];
+    let (json, config) = real_tokenizer(tokenizer);
+    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let spaced = (0..vocabulary.len())
+        .filter(|&id| vocabulary.bytes(token(id)).first() == Some(&b' '))
+        .count();
+    assert!(spaced > 40_000, "{spaced} tokens start with a space");
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    let full = !cfg!(debug_assertions);
+    let mut rng = Rng::new(45);
+    let grammar = runtime_grammar_for(source, Some(&vocabulary));
+    let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
+    let encoding = model.encode(text, false).unwrap();
+    for (step, &id) in encoding.get_ids().iter().enumerate() {
+        let next = token(id as usize);
+        let sample = if full {
+            all.clone()
+        } else {
+            let mut ids: Vec<TokenId> = (0..600).map(|_| token(rng.below(all.len()))).collect();
+            ids.push(next);
+            ids
+        };
+        let allowed = check_mask(&mut matcher, &sample)
+            .unwrap_or_else(|error| panic!("step {step}: {error}"));
+        assert!(allowed.contains(&next), "step {step}");
+        let rests = matcher.last_mask_stats().context_rests;
+        assert!(rests < 10_000, "step {step}: {rests} rests walked");
+        matcher.accept_token(next).unwrap();
+    }
+    assert!(matcher.can_terminate());
+}

@@ -45,6 +45,8 @@ pub(super) struct Cost {
     pub items: u64,
     /// Trie nodes visited.
     pub nodes: u64,
+    /// Rests of uncertain tokens walked through a rule's context.
+    pub rests: u64,
 }
 
 /// What `seed` alone does with every token: walks the token trie with a

@@ -16,8 +16,10 @@ use rustc_hash::FxHashMap;
 
 use super::Matcher;
 use super::classify::Cost;
+use super::earley::{Start, Symbol};
 use super::item::{Item, Kind, WILD};
 use super::mask::{MaskError, PrefixWalk, RankSet};
+use crate::byteset::ByteSet;
 use crate::cache::StateKey;
 use crate::grammar::{Caller, Grammar};
 use crate::tables::RuleRecord;
@@ -42,6 +44,27 @@ const CONTEXT_ITEMS: usize = 256;
 /// rule's uncertain tokens against the full state saves.
 const CONTEXT_BUILDS: usize = 16;
 
+/// First bytes of rests checked against what can follow a rule (see
+/// [`ContextVerdicts`]).
+#[derive(Clone, Copy, Default)]
+pub(super) struct FirstBytes {
+    checked: ByteSet,
+    taken: ByteSet,
+}
+
+impl FirstBytes {
+    /// What is known of the first bytes of `rule`'s rests in `grammar`.
+    pub(super) fn of(grammar: &Grammar, rule: u32) -> Self {
+        let known = grammar.context_verdicts();
+        known.first_bytes.get(&rule).copied().unwrap_or_default()
+    }
+
+    /// Whether a rest starting with `byte` is known to be refused.
+    pub(super) fn refuses(self, byte: u8) -> bool {
+        self.checked.contains(byte) && !self.taken.contains(byte)
+    }
+}
+
 /// The rest of an uncertain token after a place its item's rule can end.
 pub(super) struct Rest<'a> {
     pub bytes: &'a [u8],
@@ -60,6 +83,11 @@ pub(super) struct Rest<'a> {
 #[derive(Default)]
 pub(crate) struct ContextVerdicts {
     verdicts: FxHashMap<(u64, u32, u32, u8), bool>,
+    /// Per rule: the first bytes of rests checked, and those of them that
+    /// what can follow the rule takes. Most rests die at their first byte
+    /// (the words after a space that ends a run of white space, where a
+    /// value must start), and are rejected by it alone: no verdict each.
+    first_bytes: FxHashMap<u32, FirstBytes>,
     after: FxHashMap<(u64, StateKey), FxHashMap<(u32, u8), bool>>,
     /// Verdicts held in `after`.
     after_len: usize,
@@ -96,6 +124,7 @@ impl ContextVerdicts {
     fn make_room(&mut self, more: usize) {
         if (self.verdicts.len() + self.after_len + more) * VERDICT_BYTES > VERDICTS_BYTES {
             self.verdicts.clear();
+            self.first_bytes.clear();
             self.after.clear();
             self.after_len = 0;
         }
@@ -103,7 +132,8 @@ impl ContextVerdicts {
 }
 
 /// Adds to `uncertain` the tokens of `rests` whose rest what can follow
-/// `rule` takes (the others are rejected), with the verdicts `grammar`
+/// `rule` takes (the others are rejected; the caller leaves out those
+/// whose first byte [`FirstBytes`] knows to be refused), with the verdicts `grammar`
 /// keeps for the vocabulary with fingerprint `vocabulary`; those missing
 /// are checked with the rule's context matcher and kept — or, for a rule
 /// that more than [`CONTEXT_ITEMS`] items wait for, all left uncertain.
@@ -117,8 +147,9 @@ pub(super) fn expand(
     budget: u64,
     cost: &mut Cost,
 ) -> Result<(), MaskError> {
-    {
+    let mut first = {
         let known = grammar.context_verdicts();
+        let first = known.first_bytes.get(&rule).copied().unwrap_or_default();
         rests.retain(
             |rest| match known.verdicts.get(&(vocabulary, rule, rest.rank, rest.end)) {
                 Some(&taken) => {
@@ -130,7 +161,8 @@ pub(super) fn expand(
                 None => true,
             },
         );
-    }
+        first
+    };
     if rests.is_empty() {
         return Ok(());
     }
@@ -155,10 +187,24 @@ pub(super) fn expand(
             }
         }
     };
-    rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
     let mut found = Vec::with_capacity(rests.len());
     if let Some(mut context) = Matcher::context(Arc::clone(&grammar), &waiting, rule) {
         let base = context.history.rows();
+        // The first bytes not checked yet, one step each; the rests they
+        // refuse go without sorting or a verdict of their own.
+        for rest in &rests {
+            let byte = rest.bytes[0];
+            if !first.checked.contains(byte) {
+                first.checked.insert(byte);
+                if context.push(Start::Scan(Symbol::Byte(byte))) {
+                    first.taken.insert(byte);
+                }
+                context.truncate(base);
+            }
+        }
+        rests.retain(|rest| first.taken.contains(rest.bytes[0]));
+        rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
+        cost.rests += rests.len() as u64;
         let mut walk = PrefixWalk::default();
         for rest in &rests {
             if uncertain.contains(rest.rank) {
@@ -182,6 +228,7 @@ pub(super) fn expand(
     }
     let mut known = grammar.context_verdicts();
     known.make_room(found.len());
+    known.first_bytes.insert(rule, first);
     for (rank, end, taken) in found {
         known.verdicts.insert((vocabulary, rule, rank, end), taken);
     }

@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::Matcher;
 use super::classify::{Cost, classify};
-use super::context::{Rest, expand};
+use super::context::{FirstBytes, Rest, expand};
 use super::earley::{Start, Symbol};
 use super::history::History;
 use super::item::{Item, Kind};
@@ -117,6 +117,11 @@ pub struct MaskStats {
     pub nodes_walked: u64,
     /// Earley items tried, entries included: what the budget bounds.
     pub items: u64,
+    /// Rests of uncertain tokens (what follows the place where an entry's
+    /// rule can end in them) walked through what can follow the rule; not
+    /// those refused by their first byte alone, nor those whose verdict an
+    /// earlier mask of the grammar kept.
+    pub context_rests: u64,
 }
 
 fn set(mask: &mut [u32], id: TokenId) {
@@ -290,6 +295,7 @@ impl Matcher {
         self.work += cost.items;
         self.mask_stats.built = built;
         self.mask_stats.nodes_walked = cost.nodes;
+        self.mask_stats.context_rests = cost.rests;
         let (combined, lookup) = found?;
         match lookup {
             Lookup::Hit => self.mask_stats.hits = 1,
@@ -929,6 +935,7 @@ fn combine(
     let mut uncertain = RankSet::new(ranked.len());
     for &(rule, ref entry) in &entries {
         let mut rests: Vec<Rest<'_>> = Vec::new();
+        let first = FirstBytes::of(grammar, rule);
         for group in &entry.groups {
             for rank in group.start..group.end {
                 let id = ranked[rank as usize];
@@ -944,7 +951,7 @@ fn combine(
                         // Too far in to follow, or past a trigger: left
                         // to the full check.
                         uncertain.insert(rank);
-                    } else {
+                    } else if !first.refuses(bytes[end]) {
                         rests.push(Rest {
                             bytes: &bytes[end..],
                             rank,
