@@ -937,28 +937,46 @@ fn combine(
         let mut rests: Vec<Rest<'_>> = Vec::new();
         let first = FirstBytes::of(grammar, rule);
         for group in &entry.groups {
-            for rank in group.start..group.end {
+            // With one place to end, the rests of a run of tokens that
+            // agree up to it start alike: a run refused at that byte (the
+            // words after a space where a key must follow) is skipped at
+            // once, ranks being in byte order.
+            let single = group
+                .ends
+                .is_power_of_two()
+                .then(|| group.ends.trailing_zeros() as usize);
+            let mut rank = group.start;
+            while rank < group.end {
                 let id = ranked[rank as usize];
-                if is_set(&accepted, id) || uncertain.contains(rank) {
+                let bytes = vocabulary.bytes(id);
+                if let Some(end) = single.filter(|&end| end < 63 && end < bytes.len())
+                    && first.refuses(bytes[end])
+                {
+                    let prefix = &bytes[..=end];
+                    let run = ranked[rank as usize..group.end as usize]
+                        .partition_point(|&other| vocabulary.bytes(other).starts_with(prefix));
+                    rank += u32::try_from(run).expect("ranks fit in u32");
                     continue;
                 }
-                let bytes = vocabulary.bytes(id);
-                let mut ends = group.ends;
-                while ends != 0 {
-                    let end = ends.trailing_zeros() as usize;
-                    ends &= ends - 1;
-                    if end == 63 || end >= bytes.len() {
-                        // Too far in to follow, or past a trigger: left
-                        // to the full check.
-                        uncertain.insert(rank);
-                    } else if !first.refuses(bytes[end]) {
-                        rests.push(Rest {
-                            bytes: &bytes[end..],
-                            rank,
-                            end: u8::try_from(end).expect("ends are below 63"),
-                        });
+                if !is_set(&accepted, id) && !uncertain.contains(rank) {
+                    let mut ends = group.ends;
+                    while ends != 0 {
+                        let end = ends.trailing_zeros() as usize;
+                        ends &= ends - 1;
+                        if end == 63 || end >= bytes.len() {
+                            // Too far in to follow, or past a trigger: left
+                            // to the full check.
+                            uncertain.insert(rank);
+                        } else if !first.refuses(bytes[end]) {
+                            rests.push(Rest {
+                                bytes: &bytes[end..],
+                                rank,
+                                end: u8::try_from(end).expect("ends are below 63"),
+                            });
+                        }
                     }
                 }
+                rank += 1;
             }
         }
         if !rests.is_empty() {
