@@ -59,10 +59,89 @@ impl FirstBytes {
         known.first_bytes.get(&rule).copied().unwrap_or_default()
     }
 
+    /// Every byte checked as the first of a rest of `rule` (one step
+    /// each from what can follow the rule; kept by the grammar), for a
+    /// combination about to list the rests of many tokens: a run of them
+    /// refused at that byte is then skipped at once. What is known if the
+    /// rule's context is not built ([`Following::Unknown`]). Adds the
+    /// Earley items built to `cost`.
+    pub(super) fn complete(
+        grammar: &Arc<Grammar>,
+        rule: u32,
+        cost: &mut Cost,
+    ) -> Result<Self, MaskError> {
+        let mut first = Self::of(grammar, rule);
+        if first.checked == ByteSet::full() {
+            return Ok(first);
+        }
+        let grammar = match following(grammar, rule)? {
+            Following::Unknown => return Ok(first),
+            Following::Nothing(grammar) => {
+                first.checked = ByteSet::full();
+                grammar
+            }
+            Following::Context(grammar, mut context) => {
+                let base = context.history.rows();
+                for byte in 0..=u8::MAX {
+                    if !first.checked.contains(byte) {
+                        first.checked.insert(byte);
+                        if context.push(Start::Scan(Symbol::Byte(byte))) {
+                            first.taken.insert(byte);
+                        }
+                        context.truncate(base);
+                    }
+                }
+                cost.items += context.work;
+                context.built()?;
+                grammar
+            }
+        };
+        grammar.context_verdicts().first_bytes.insert(rule, first);
+        Ok(first)
+    }
+
     /// Whether a rest starting with `byte` is known to be refused.
     pub(super) fn refuses(self, byte: u8) -> bool {
         self.checked.contains(byte) && !self.taken.contains(byte)
     }
+}
+
+/// What can follow a rule (see [`following`]).
+enum Following {
+    /// A matcher standing right after the rule, everywhere the grammar
+    /// (perhaps a later snapshot, with the rule's callers built) uses it.
+    Context(Arc<Grammar>, Box<Matcher>),
+    /// Nothing can follow the rule: every rest is refused.
+    Nothing(Arc<Grammar>),
+    /// More than [`CONTEXT_ITEMS`] items wait for the rule, or more than
+    /// [`CONTEXT_BUILDS`] of its callers are not built: rests are left to
+    /// the full state.
+    Unknown,
+}
+
+/// What can follow `rule` in `grammar`; a lazy grammar builds the callers
+/// it has not built yet, when they are few.
+fn following(grammar: &Arc<Grammar>, rule: u32) -> Result<Following, MaskError> {
+    let mut grammar = Arc::clone(grammar);
+    let waiting = loop {
+        match waiting_items(&grammar, rule, CONTEXT_ITEMS) {
+            Waiting::Items(items) => break items,
+            Waiting::Pending(rules) if rules.len() <= CONTEXT_BUILDS => {
+                match grammar.extended(&rules) {
+                    Ok(Some(next)) => grammar = next,
+                    Ok(None) => return Err(MaskError::Build("a caller was not built".into())),
+                    Err(failure) => return Err(MaskError::Build(failure)),
+                }
+            }
+            Waiting::Pending(_) | Waiting::TooMany => return Ok(Following::Unknown),
+        }
+    };
+    Ok(
+        match Matcher::context(Arc::clone(&grammar), &waiting, rule) {
+            Some(context) => Following::Context(grammar, Box::new(context)),
+            None => Following::Nothing(grammar),
+        },
+    )
 }
 
 /// The rest of an uncertain token after a place its item's rule can end.
@@ -166,29 +245,18 @@ pub(super) fn expand(
     if rests.is_empty() {
         return Ok(());
     }
-    // A lazy grammar builds the callers it has not built yet, when they
-    // are few.
-    let mut grammar = Arc::clone(grammar);
-    let waiting = loop {
-        match waiting_items(&grammar, rule, CONTEXT_ITEMS) {
-            Waiting::Items(items) => break items,
-            Waiting::Pending(rules) if rules.len() <= CONTEXT_BUILDS => {
-                match grammar.extended(&rules) {
-                    Ok(Some(next)) => grammar = next,
-                    Ok(None) => return Err(MaskError::Build("a caller was not built".into())),
-                    Err(failure) => return Err(MaskError::Build(failure)),
-                }
+    let (grammar, context) = match following(grammar, rule)? {
+        Following::Context(grammar, context) => (grammar, Some(context)),
+        Following::Nothing(grammar) => (grammar, None),
+        Following::Unknown => {
+            for rest in &rests {
+                uncertain.insert(rest.rank);
             }
-            Waiting::Pending(_) | Waiting::TooMany => {
-                for rest in &rests {
-                    uncertain.insert(rest.rank);
-                }
-                return Ok(());
-            }
+            return Ok(());
         }
     };
     let mut found = Vec::with_capacity(rests.len());
-    if let Some(mut context) = Matcher::context(Arc::clone(&grammar), &waiting, rule) {
+    if let Some(mut context) = context {
         let base = context.history.rows();
         // The first bytes not checked yet, one step each; the rests they
         // refuse go without sorting or a verdict of their own.

@@ -46,6 +46,12 @@ use crate::vocab::{TokenKind, Vocabulary};
 /// unit).
 pub const DEFAULT_MASK_BUDGET: u64 = 50_000_000;
 
+/// The fewest uncertain tokens of an entry for which a combination checks
+/// every first byte of the rule's rests before listing them (256 steps at
+/// most, once per rule): white space before a value leaves some 50,000
+/// tokens uncertain, which then go by runs of a refused first byte.
+const FIRST_BYTES_AT: u32 = 4096;
+
 /// Why no mask was computed.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum MaskError {
@@ -935,7 +941,12 @@ fn combine(
     let mut uncertain = RankSet::new(ranked.len());
     for &(rule, ref entry) in &entries {
         let mut rests: Vec<Rest<'_>> = Vec::new();
-        let first = FirstBytes::of(grammar, rule);
+        let listed: u32 = entry.groups.iter().map(|g| g.end - g.start).sum();
+        let first = if listed >= FIRST_BYTES_AT {
+            FirstBytes::complete(grammar, rule, cost)?
+        } else {
+            FirstBytes::of(grammar, rule)
+        };
         for group in &entry.groups {
             // With one place to end, the rests of a run of tokens that
             // agree up to it start alike: a run refused at that byte (the
