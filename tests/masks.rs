@@ -1452,38 +1452,52 @@ fn plain_tokens_in_bounded_strings_are_sorted_by_length_at_once() {
     let (json, config) = real_tokenizer(tokenizer);
     let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
     let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
-    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
-    let full = !cfg!(debug_assertions);
-    let mut rng = Rng::new(40);
     for (source, text) in cases {
         let grammar = runtime_grammar_for(source, Some(&vocabulary));
-        let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
-        let encoding = model.encode(text, false).unwrap();
-        let ids = encoding.get_ids();
         let bounded = source.contains("\"maxLength\": 40");
-        for (step, &id) in ids.iter().enumerate() {
-            let next = token(id as usize);
-            let sample = if full {
-                all.clone()
-            } else {
-                let mut ids: Vec<TokenId> = (0..600).map(|_| token(rng.below(all.len()))).collect();
-                ids.push(next);
-                ids
-            };
-            let allowed = check_mask(&mut matcher, &sample)
-                .unwrap_or_else(|error| panic!("{source}: {error}"));
-            assert!(allowed.contains(&next), "{source}: step {step}");
-            let walked = matcher.last_mask_stats().nodes_walked;
-            if bounded {
-                assert!(
-                    walked < vocabulary.len() as u64 / 4,
-                    "step {step}: {walked} trie nodes walked"
-                );
-            }
-            matcher.accept_token(next).unwrap();
-        }
-        assert!(matcher.can_terminate(), "{source}");
+        masks_along(&vocabulary, &model, grammar, text, |step, stats| {
+            let walked = stats.nodes_walked;
+            assert!(
+                !bounded || walked < vocabulary.len() as u64 / 4,
+                "{source}: step {step}: {walked} trie nodes walked"
+            );
+        });
     }
+}
+
+/// Feeds `text`, tokenized by `model`, to a matcher of `grammar`, checking
+/// every mask against the reference (every token in release builds, 600
+/// sampled and the next one in debug builds) and that the next token is
+/// allowed, and hands each mask's stats to `each`; the text must be able
+/// to end the output.
+fn masks_along(
+    vocabulary: &Arc<Vocabulary>,
+    model: &tokenizers::Tokenizer,
+    grammar: Arc<Grammar>,
+    text: &str,
+    mut each: impl FnMut(usize, MaskStats),
+) {
+    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
+    let full = !cfg!(debug_assertions);
+    let mut rng = Rng::new(text.len() as u64);
+    let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(vocabulary));
+    let encoding = model.encode(text, false).unwrap();
+    for (step, &id) in encoding.get_ids().iter().enumerate() {
+        let next = token(id as usize);
+        let sample = if full {
+            all.clone()
+        } else {
+            let mut ids: Vec<TokenId> = (0..600).map(|_| token(rng.below(all.len()))).collect();
+            ids.push(next);
+            ids
+        };
+        let allowed = check_mask(&mut matcher, &sample)
+            .unwrap_or_else(|error| panic!("{text}: step {step}: {error}"));
+        assert!(allowed.contains(&next), "{text}: step {step}");
+        each(step, matcher.last_mask_stats());
+        matcher.accept_token(next).unwrap();
+    }
+    assert!(matcher.can_terminate(), "{text}");
 }
 
 /// A token that starts with white space where a value may follow (` the`,
@@ -1509,27 +1523,9 @@ fn rests_after_white_space_are_refused_by_their_first_byte() {
         .filter(|&id| vocabulary.bytes(token(id)).first() == Some(&b' '))
         .count();
     assert!(spaced > 40_000, "{spaced} tokens start with a space");
-    let all: Vec<TokenId> = (0..vocabulary.len()).map(token).collect();
-    let full = !cfg!(debug_assertions);
-    let mut rng = Rng::new(45);
     let grammar = runtime_grammar_for(source, Some(&vocabulary));
-    let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
-    let encoding = model.encode(text, false).unwrap();
-    for (step, &id) in encoding.get_ids().iter().enumerate() {
-        let next = token(id as usize);
-        let sample = if full {
-            all.clone()
-        } else {
-            let mut ids: Vec<TokenId> = (0..600).map(|_| token(rng.below(all.len()))).collect();
-            ids.push(next);
-            ids
-        };
-        let allowed = check_mask(&mut matcher, &sample)
-            .unwrap_or_else(|error| panic!("step {step}: {error}"));
-        assert!(allowed.contains(&next), "step {step}");
-        let rests = matcher.last_mask_stats().context_rests;
+    masks_along(&vocabulary, &model, grammar, text, |step, stats| {
+        let rests = stats.context_rests;
         assert!(rests < 10_000, "step {step}: {rests} rests walked");
-        matcher.accept_token(next).unwrap();
-    }
-    assert!(matcher.can_terminate());
+    });
 }
