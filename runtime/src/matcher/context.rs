@@ -83,13 +83,7 @@ impl FirstBytes {
             Following::Context(grammar, mut context) => {
                 let base = context.history.rows();
                 for byte in 0..=u8::MAX {
-                    if !first.checked.contains(byte) {
-                        first.checked.insert(byte);
-                        if context.push(Start::Scan(Symbol::Byte(byte))) {
-                            first.taken.insert(byte);
-                        }
-                        context.truncate(base);
-                    }
+                    first.check(&mut context, base, byte);
                 }
                 cost.items += context.work;
                 context.built()?;
@@ -98,6 +92,19 @@ impl FirstBytes {
         };
         grammar.context_verdicts().first_bytes.insert(rule, first);
         Ok(first)
+    }
+
+    /// Checks `byte`, unless it was, with `context` (a matcher right after
+    /// the rule, at row `base`): one step, undone.
+    fn check(&mut self, context: &mut Matcher, base: usize, byte: u8) {
+        if self.checked.contains(byte) {
+            return;
+        }
+        self.checked.insert(byte);
+        if context.push(Start::Scan(Symbol::Byte(byte))) {
+            self.taken.insert(byte);
+        }
+        context.truncate(base);
     }
 
     /// Whether a rest starting with `byte` is known to be refused.
@@ -261,14 +268,7 @@ pub(super) fn expand(
         // The first bytes not checked yet, one step each; the rests they
         // refuse go without sorting or a verdict of their own.
         for rest in &rests {
-            let byte = rest.bytes[0];
-            if !first.checked.contains(byte) {
-                first.checked.insert(byte);
-                if context.push(Start::Scan(Symbol::Byte(byte))) {
-                    first.taken.insert(byte);
-                }
-                context.truncate(base);
-            }
+            first.check(&mut context, base, rest.bytes[0]);
         }
         rests.retain(|rest| first.taken.contains(rest.bytes[0]));
         rests.sort_unstable_by(|a, b| (a.bytes, a.rank).cmp(&(b.bytes, b.rank)));
