@@ -1406,6 +1406,87 @@ fn draft_tree_batches_equal_one_call_per_matcher() {
     assert!(untouched.iter().all(|&w| w == 7));
 }
 
+/// Batches of accepts and rollbacks (`accept_tokens_batch`,
+/// `rollback_batch`) leave each matcher where one call per matcher leaves
+/// it: four JSON outputs on Llama 3.1, three tokens a call (one output
+/// refused midway), masks equal after every batch and after rolling back
+/// different counts; a rollback batch with one count past its matcher's
+/// steps moves no matcher.
+#[test]
+fn accept_and_rollback_batches_equal_one_call_per_matcher() {
+    let schema = serde_json::json!({"type": "object", "properties": {
+        "name": {"type": "string"}, "age": {"type": "integer"}},
+        "required": ["name", "age"], "additionalProperties": false});
+    let texts = [
+        r#"{"name":"Ada","age":36}"#,
+        r#"{"name":"Grace Hopper","age":85}"#,
+        r#"{"name":"x","age":-1}"#,
+        r#"{"name":"Alan","age":4.5}"#, // refused at the fraction
+    ];
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
+    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let cache = xg_compiler::CompileCache::default();
+    let grammar = schema_grammar(&schema, &maskbench_options(), &cache).unwrap();
+    let outputs: Vec<Vec<TokenId>> = texts
+        .iter()
+        .map(|text| {
+            let ids = model.encode(*text, false).unwrap();
+            ids.get_ids().iter().map(|&id| token(id as usize)).collect()
+        })
+        .collect();
+    let new_matcher = || Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
+    let mut batch: Vec<Matcher> = texts.iter().map(|_| new_matcher()).collect();
+    let mut single: Vec<Matcher> = texts.iter().map(|_| new_matcher()).collect();
+    let same_masks = |batch: &mut [Matcher], single: &mut [Matcher], when: &str| {
+        for (i, (b, s)) in batch.iter_mut().zip(single.iter_mut()).enumerate() {
+            let mut masks = [
+                vec![0u32; vocabulary.mask_words()],
+                vec![0u32; vocabulary.mask_words()],
+            ];
+            b.fill_next_token_bitmask(&mut masks[0]).unwrap();
+            s.fill_next_token_bitmask(&mut masks[1]).unwrap();
+            assert_eq!(b.steps(), s.steps(), "{when}, output {i}");
+            assert!(masks[0] == masks[1], "{when}, output {i}: masks differ");
+        }
+    };
+    let longest = outputs.iter().map(Vec::len).max().unwrap();
+    let mut refused = vec![false; texts.len()];
+    for start in (0..longest).step_by(3) {
+        let chunks: Vec<&[TokenId]> = outputs
+            .iter()
+            .map(|ids| &ids[start.min(ids.len())..(start + 3).min(ids.len())])
+            .collect();
+        let mut jobs: Vec<(&mut Matcher, &[TokenId])> =
+            batch.iter_mut().zip(chunks.iter().copied()).collect();
+        let results = Matcher::accept_tokens_batch(&mut jobs);
+        for (i, (matcher, chunk)) in single.iter_mut().zip(&chunks).enumerate() {
+            let expected = matcher.accept_tokens(chunk);
+            assert_eq!(
+                results[i].as_ref().map_err(|(taken, _)| *taken),
+                expected.as_ref().map_err(|(taken, _)| *taken),
+                "tokens {start}.., output {i}"
+            );
+            refused[i] |= expected.is_err();
+        }
+        same_masks(&mut batch, &mut single, &format!("after tokens {start}.."));
+    }
+    assert_eq!(refused, [false, false, false, true]);
+    let counts = [1, 4, 0, batch[3].steps()];
+    let mut jobs: Vec<(&mut Matcher, usize)> = batch.iter_mut().zip(counts).collect();
+    Matcher::rollback_batch(&mut jobs).unwrap();
+    for (matcher, count) in single.iter_mut().zip(counts) {
+        matcher.rollback(count).unwrap();
+    }
+    same_masks(&mut batch, &mut single, "after the rollback batch");
+    let steps: Vec<usize> = batch.iter().map(Matcher::steps).collect();
+    let too_many = [0, 0, steps[2] + 1, 0];
+    let mut jobs: Vec<(&mut Matcher, usize)> = batch.iter_mut().zip(too_many).collect();
+    assert!(Matcher::rollback_batch(&mut jobs).is_err());
+    assert_eq!(batch.iter().map(Matcher::steps).collect::<Vec<_>>(), steps);
+    same_masks(&mut batch, &mut single, "after a refused rollback batch");
+}
+
 /// Inside a string of bounded length every *plain* token — whole printable
 /// characters, no quote, no backslash — is accepted when its characters
 /// fit the count left and refused when not, whatever they are; an entry

@@ -5,7 +5,7 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use xg_runtime::{Matcher, StopReason, Vocabulary};
+use xg_runtime::{Matcher, StopReason, TokenId, Vocabulary};
 
 use crate::bitmask::{MaskArray, allows_all};
 use crate::compiler::CompiledGrammar;
@@ -467,11 +467,12 @@ impl BatchGrammarMatcher {
         outcomes.into_iter().collect()
     }
 
-    /// Accepts `tokens[i]` in matcher `i`; per matcher, whether it was
-    /// accepted.
+    /// Accepts `tokens[i]` in matcher `i`, in parallel with the GIL
+    /// released; per matcher, whether it was accepted.
     #[staticmethod]
     #[pyo3(signature = (matchers, tokens, *, debug_print = false))]
     fn batch_accept_token(
+        py: Python<'_>,
         mut matchers: Vec<PyRefMut<'_, GrammarMatcher>>,
         tokens: Vec<i64>,
         debug_print: bool,
@@ -483,10 +484,15 @@ impl BatchGrammarMatcher {
             .zip(&tokens)
             .map(|(matcher, &token)| token_id(token, matcher.vocab_len()))
             .collect::<PyResult<Vec<_>>>()?;
-        Ok(matchers
+        let mut jobs: Vec<(&mut Matcher, &[TokenId])> = matchers
             .iter_mut()
-            .zip(ids)
-            .map(|(matcher, id)| report(matcher.matcher.accept_token(id), debug_print))
+            .zip(&ids)
+            .map(|(matcher, id)| (&mut matcher.matcher, std::slice::from_ref(id)))
+            .collect();
+        let results = py.detach(|| Matcher::accept_tokens_batch(&mut jobs));
+        Ok(results
+            .into_iter()
+            .map(|result| report(result.map_err(|(_, rejection)| rejection), debug_print))
             .collect())
     }
 
@@ -515,18 +521,19 @@ impl BatchGrammarMatcher {
         counts: Vec<i64>,
     ) -> PyResult<()> {
         same_length(matchers.len(), counts.len(), "counts")?;
-        for (matcher, &count) in matchers.iter().zip(&counts) {
-            if usize::try_from(count).map_or(true, |n| n > matcher.matcher.steps()) {
-                return Err(PyValueError::new_err(format!(
-                    "cannot roll back {count} steps of a matcher that took {}",
-                    matcher.matcher.steps()
-                )));
-            }
-        }
-        for (matcher, &count) in matchers.iter_mut().zip(&counts) {
-            matcher.rollback(count)?;
-        }
-        Ok(())
+        let counts = counts
+            .iter()
+            .map(|&count| {
+                usize::try_from(count)
+                    .map_err(|_| PyValueError::new_err(format!("cannot roll back {count} tokens")))
+            })
+            .collect::<PyResult<Vec<usize>>>()?;
+        let mut jobs: Vec<(&mut Matcher, usize)> = matchers
+            .iter_mut()
+            .map(|matcher| &mut matcher.matcher)
+            .zip(counts)
+            .collect();
+        Matcher::rollback_batch(&mut jobs).map_err(|e| PyValueError::new_err(e.to_string()))
     }
 }
 

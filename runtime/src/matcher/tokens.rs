@@ -77,4 +77,54 @@ impl Matcher {
         }
         Ok(())
     }
+
+    /// [`Matcher::accept_tokens`] for a batch, in parallel across cores:
+    /// each matcher accepts its own tokens (one for a decoding step, a
+    /// draft's for speculative decoding). Returns each matcher's result,
+    /// in order; a matcher that refuses a token keeps the ones before it,
+    /// the others are not affected.
+    ///
+    /// ```
+    /// use xg_runtime::{Matcher, TokenId};
+    ///
+    /// // A decoding step of a batch: each sequence's sampled token.
+    /// fn step(batch: &mut [&mut Matcher], sampled: &[TokenId]) -> Vec<bool> {
+    ///     let mut jobs: Vec<(&mut Matcher, &[TokenId])> = batch
+    ///         .iter_mut()
+    ///         .zip(sampled)
+    ///         .map(|(matcher, token)| (&mut **matcher, std::slice::from_ref(token)))
+    ///         .collect();
+    ///     let results = Matcher::accept_tokens_batch(&mut jobs);
+    ///     results.iter().map(Result::is_ok).collect()
+    /// }
+    /// ```
+    pub fn accept_tokens_batch(
+        batch: &mut [(&mut Matcher, &[TokenId])],
+    ) -> Vec<Result<(), (usize, super::Rejection)>> {
+        use rayon::prelude::*;
+        batch
+            .par_iter_mut()
+            .map(|(matcher, tokens)| matcher.accept_tokens(tokens))
+            .collect()
+    }
+
+    /// Rolls each matcher of a batch back by its count of steps, or none of
+    /// them: every count is checked first, and the first that asks for more
+    /// steps than its matcher took is the error.
+    pub fn rollback_batch(batch: &mut [(&mut Matcher, usize)]) -> Result<(), super::RollbackError> {
+        for (matcher, steps) in batch.iter() {
+            if *steps > matcher.steps() {
+                return Err(super::RollbackError {
+                    requested: *steps,
+                    available: matcher.steps(),
+                });
+            }
+        }
+        for (matcher, steps) in batch.iter_mut() {
+            matcher
+                .rollback(*steps)
+                .expect("every count was checked against its matcher's steps");
+        }
+        Ok(())
+    }
 }
