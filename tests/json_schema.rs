@@ -746,3 +746,57 @@ fn merged_properties_keep_document_order() {
         );
     }
 }
+
+/// Listed values (`enum`, `const`) are checked against the `pattern`s of
+/// the schemas they are conjoined with, and a choice between constants
+/// under such a conjunction gets rules only for the branches that can
+/// match: Azure Pipelines' schema pairs 238 task-name patterns with 238
+/// task-name constants (56,644 conjunctions, one rule each before, 0.48 s).
+/// Here 150 × 150 must stay under a 2,000-rule limit, `extra` (listed but
+/// matching no pattern) is refused, and the report says the patterns are
+/// enforced.
+#[test]
+fn listed_values_are_checked_against_the_patterns_they_meet() {
+    let names: Vec<String> = (0..150).map(|i| format!("Task{i}@1")).collect();
+    let mut listed: Vec<Value> = names
+        .iter()
+        .map(|n| serde_json::json!({"enum": [n]}))
+        .collect();
+    listed.push(serde_json::json!({"const": "extra"}));
+    let branches: Vec<Value> = names
+        .iter()
+        .map(|n| {
+            serde_json::json!({
+                "properties": {"task": {"pattern": format!("^{}$", n.replace('@', "\\@"))}},
+                "required": ["task"],
+            })
+        })
+        .collect();
+    let schema = serde_json::json!({
+        "type": "object",
+        "properties": {"task": {"anyOf": listed}},
+        "additionalProperties": false,
+        "anyOf": branches,
+    });
+    let limits = Limits {
+        max_rules: 2_000,
+        ..Limits::default()
+    };
+    let generated = json_schema::generate(&schema, &Options::default(), &Budget::new(limits))
+        .unwrap_or_else(|errors| panic!("{errors:?}"));
+    let enforced = generated
+        .report
+        .notes
+        .iter()
+        .filter(|note| note.keyword == "pattern")
+        .all(|note| note.treatment == json_schema::Treatment::Enforced);
+    assert!(enforced, "{:?}", generated.report.notes);
+    let grammar = compile(&schema, &Options::default()).unwrap();
+    for name in [&names[0], &names[77], &names[149]] {
+        let text = format!(r#"{{"task":"{name}"}}"#);
+        assert_eq!(first_refused_byte(&grammar, &text), None, "{text}");
+    }
+    for text in [r#"{"task":"extra"}"#, r#"{"task":"Task150@1"}"#, "{}"] {
+        assert!(first_refused_byte(&grammar, text).is_some(), "{text}");
+    }
+}

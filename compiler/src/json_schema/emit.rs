@@ -608,6 +608,9 @@ impl<'a> Emitter<'a> {
             }
             let mut alternatives = Vec::new();
             for (i, branch) in choice.branches.iter().enumerate() {
+                if self.refuses_every_value(&node, branch) {
+                    continue;
+                }
                 let mut branch_key = key.to_vec();
                 branch_key.extend(branch.iter().cloned());
                 let rule = self.rule_for(branch_key, self.depth, &format!("{name}_{i}"));
@@ -619,9 +622,10 @@ impl<'a> Emitter<'a> {
             self.apply_not(&mut node, &pointer);
         }
         if let Some((values, _)) = node.values.clone() {
+            self.note_value_patterns(&node);
             let fitting: Vec<G> = values
                 .iter()
-                .filter(|v| fits(&node, v))
+                .filter(|v| value_fits(&node, v))
                 .map(|v| self.literal(v, self.depth))
                 .collect();
             return G::alt(fitting);
@@ -646,6 +650,50 @@ impl<'a> Emitter<'a> {
             alternatives.push(self.object(&node, name));
         }
         G::alt(alternatives)
+    }
+
+    /// Whether `branch` of a choice lists the values it allows (`enum` or
+    /// `const`) and the rest of its conjunction, `node`, takes none of
+    /// them: the branch matches nothing and needs no rule. A choice between
+    /// hundreds of constants under a conjunction that allows one (a
+    /// `pattern` per task name in Azure Pipelines' schema: 238 × 238
+    /// branches) is then filtered here, not generated and pruned.
+    fn refuses_every_value(&mut self, node: &Node, branch: &[String]) -> bool {
+        let lists_values = |value: &Value| {
+            value
+                .as_object()
+                .is_some_and(|map| map.contains_key("enum") || map.contains_key("const"))
+        };
+        if !branch
+            .iter()
+            .any(|pointer| self.lookup(pointer).is_some_and(lists_values))
+        {
+            return false;
+        }
+        let own = self.collect(branch);
+        let Some((values, _)) = &own.values else {
+            return false;
+        };
+        !values
+            .iter()
+            .any(|value| fits(&own, value) && value_fits(node, value))
+    }
+
+    /// The `pattern`s of a schema whose values are listed: each value is
+    /// checked against them ([`value_fits`]); one that cannot be read
+    /// leaves the values unchecked.
+    fn note_value_patterns(&mut self, node: &Node) {
+        for (pattern, pointer) in &node.patterns {
+            if strings::pattern_regex(pattern).is_some() {
+                self.enforced(pointer, "pattern");
+            } else {
+                self.approximate(
+                    pointer,
+                    "pattern",
+                    "the pattern cannot be read; the listed values are not checked against it",
+                );
+            }
+        }
     }
 
     /// Whether at most one of `branches` (each merged with `key`) can match
@@ -1653,6 +1701,18 @@ fn fits(node: &Node, value: &Value) -> bool {
         }
         _ => true,
     }
+}
+
+/// Whether the listed value `value` passes `node`'s checks ([`fits`]) and,
+/// if it is a string, every `pattern` of `node` that can be read.
+fn value_fits(node: &Node, value: &Value) -> bool {
+    fits(node, value)
+        && match value {
+            Value::String(text) => node.patterns.iter().all(|(pattern, _)| {
+                strings::pattern_regex(pattern).is_none_or(|regex| regex.is_match(text))
+            }),
+            _ => true,
+        }
 }
 
 /// A number of `enum` / `const` (as serde_json prints it) in every
