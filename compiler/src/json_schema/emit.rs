@@ -4,6 +4,7 @@
 
 use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
+use std::rc::Rc;
 
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
@@ -71,6 +72,9 @@ pub(crate) struct Emitter<'a> {
     /// `(original, copy)`: schemas that took the rule of an equal one; what
     /// the report says under the original holds under the copy.
     copies: Vec<(String, String)>,
+    /// The values each choice branch lists (`None`: it lists none), by
+    /// branch: a branch is met once per conjunction it is chosen under.
+    listed: FxHashMap<Vec<String>, Option<Rc<[Value]>>>,
     queue: VecDeque<(usize, Vec<String>, u32)>,
     blocks: FxHashMap<(Block, u32), usize>,
     /// The rule of the body of a key that is none of a set of names
@@ -120,6 +124,7 @@ impl<'a> Emitter<'a> {
             by_content: FxHashMap::default(),
             contents: Contents::default(),
             copies: Vec::new(),
+            listed: FxHashMap::default(),
             queue: VecDeque::new(),
             blocks: FxHashMap::default(),
             other_keys: FxHashMap::default(),
@@ -607,8 +612,9 @@ impl<'a> Emitter<'a> {
                 ),
             }
             let mut alternatives = Vec::new();
+            let checks = ValueChecks::of(&node);
             for (i, branch) in choice.branches.iter().enumerate() {
-                if self.refuses_every_value(&node, branch) {
+                if self.refuses_every_value(&checks, branch) {
                     continue;
                 }
                 let mut branch_key = key.to_vec();
@@ -623,9 +629,10 @@ impl<'a> Emitter<'a> {
         }
         if let Some((values, _)) = node.values.clone() {
             self.note_value_patterns(&node);
+            let checks = ValueChecks::of(&node);
             let fitting: Vec<G> = values
                 .iter()
-                .filter(|v| value_fits(&node, v))
+                .filter(|v| checks.fits(v))
                 .map(|v| self.literal(v, self.depth))
                 .collect();
             return G::alt(fitting);
@@ -653,12 +660,26 @@ impl<'a> Emitter<'a> {
     }
 
     /// Whether `branch` of a choice lists the values it allows (`enum` or
-    /// `const`) and the rest of its conjunction, `node`, takes none of
+    /// `const`) and the rest of its conjunction (`checks`) takes none of
     /// them: the branch matches nothing and needs no rule. A choice between
     /// hundreds of constants under a conjunction that allows one (a
     /// `pattern` per task name in Azure Pipelines' schema: 238 × 238
     /// branches) is then filtered here, not generated and pruned.
-    fn refuses_every_value(&mut self, node: &Node, branch: &[String]) -> bool {
+    fn refuses_every_value(&mut self, checks: &ValueChecks<'_>, branch: &[String]) -> bool {
+        let values = match self.listed.get(branch) {
+            Some(values) => values.clone(),
+            None => {
+                let values = self.listed_values(branch);
+                self.listed.insert(branch.to_vec(), values.clone());
+                values
+            }
+        };
+        values.is_some_and(|values| !values.iter().any(|value| checks.fits(value)))
+    }
+
+    /// The values `branch` lists that pass its own checks, if it lists
+    /// any.
+    fn listed_values(&mut self, branch: &[String]) -> Option<Rc<[Value]>> {
         let lists_values = |value: &Value| {
             value
                 .as_object()
@@ -668,19 +689,16 @@ impl<'a> Emitter<'a> {
             .iter()
             .any(|pointer| self.lookup(pointer).is_some_and(lists_values))
         {
-            return false;
+            return None;
         }
         let own = self.collect(branch);
-        let Some((values, _)) = &own.values else {
-            return false;
-        };
-        !values
-            .iter()
-            .any(|value| fits(&own, value) && value_fits(node, value))
+        let (values, _) = own.values.as_ref()?;
+        let checks = ValueChecks::of(&own);
+        Some(values.iter().filter(|v| checks.fits(v)).cloned().collect())
     }
 
     /// The `pattern`s of a schema whose values are listed: each value is
-    /// checked against them ([`value_fits`]); one that cannot be read
+    /// checked against them ([`ValueChecks`]); one that cannot be read
     /// leaves the values unchecked.
     fn note_value_patterns(&mut self, node: &Node) {
         for (pattern, pointer) in &node.patterns {
@@ -1703,16 +1721,29 @@ fn fits(node: &Node, value: &Value) -> bool {
     }
 }
 
-/// Whether the listed value `value` passes `node`'s checks ([`fits`]) and,
-/// if it is a string, every `pattern` of `node` that can be read.
-fn value_fits(node: &Node, value: &Value) -> bool {
-    fits(node, value)
-        && match value {
-            Value::String(text) => node.patterns.iter().all(|(pattern, _)| {
-                strings::pattern_regex(pattern).is_none_or(|regex| regex.is_match(text))
-            }),
-            _ => true,
-        }
+/// What a listed value (`enum`, `const`) must pass in a schema: `node`'s
+/// checks ([`fits`]) and, for a string, every `pattern` of it that can be
+/// read (compiled once for all the values).
+struct ValueChecks<'n> {
+    node: &'n Node,
+    patterns: Vec<regex_automata::meta::Regex>,
+}
+
+impl<'n> ValueChecks<'n> {
+    fn of(node: &'n Node) -> Self {
+        let patterns = (node.patterns.iter())
+            .filter_map(|(pattern, _)| strings::pattern_regex(pattern))
+            .collect();
+        Self { node, patterns }
+    }
+
+    fn fits(&self, value: &Value) -> bool {
+        fits(self.node, value)
+            && match value {
+                Value::String(text) => self.patterns.iter().all(|regex| regex.is_match(text)),
+                _ => true,
+            }
+    }
 }
 
 /// A number of `enum` / `const` (as serde_json prints it) in every
