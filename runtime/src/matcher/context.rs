@@ -44,8 +44,9 @@ const CONTEXT_ITEMS: usize = 256;
 /// rule's uncertain tokens against the full state saves.
 const CONTEXT_BUILDS: usize = 16;
 
-/// First bytes of rests checked against what can follow a rule (see
-/// [`ContextVerdicts`]).
+/// First bytes of rests checked against a matcher: what can follow a rule
+/// (see [`ContextVerdicts`]), or one parse state once a rule has matched
+/// in it.
 #[derive(Clone, Copy, Default)]
 pub(super) struct FirstBytes {
     checked: ByteSet,
@@ -96,7 +97,7 @@ impl FirstBytes {
 
     /// Checks `byte`, unless it was, with `context` (a matcher right after
     /// the rule, at row `base`): one step, undone.
-    fn check(&mut self, context: &mut Matcher, base: usize, byte: u8) {
+    pub(super) fn check(&mut self, context: &mut Matcher, base: usize, byte: u8) {
         if self.checked.contains(byte) {
             return;
         }

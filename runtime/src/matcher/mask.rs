@@ -128,6 +128,11 @@ pub struct MaskStats {
     /// those refused by their first byte alone, nor those whose verdict an
     /// earlier mask of the grammar kept.
     pub context_rests: u64,
+    /// Rests of uncertain tokens walked from the parse state where an
+    /// entry's rule has just matched; not those refused by their first
+    /// byte alone, nor those whose verdict an earlier mask at that state
+    /// kept.
+    pub state_rests: u64,
 }
 
 fn set(mask: &mut [u32], id: TokenId) {
@@ -502,7 +507,7 @@ impl Matcher {
         self.states.adopt(&after.states, route.origin as usize + 1);
         let Some(state) = named else {
             // No name to keep verdicts under: check them all here.
-            let found = self.walk_rests(&mut after, vocabulary, &mut rests, start)?;
+            let found = self.walk_rests(&mut after, vocabulary, &rests, start)?;
             after.built()?;
             return Ok(found
                 .into_iter()
@@ -527,7 +532,7 @@ impl Matcher {
         if rests.is_empty() {
             return Ok(taken);
         }
-        let found = self.walk_rests(&mut after, vocabulary, &mut rests, start)?;
+        let found = self.walk_rests(&mut after, vocabulary, &rests, start)?;
         after.built()?;
         taken.extend(
             found
@@ -543,23 +548,40 @@ impl Matcher {
 
     /// Pushes each rest of `rests` into `after` (its last row the state
     /// they follow), sorted so that shared prefixes are pushed once:
-    /// `(rank, place, taken)` per rest.
+    /// `(rank, place, taken)` per rest walked. Each distinct first byte is
+    /// checked first, one step: the rests it refuses are not taken and go
+    /// without sorting, a walk or a verdict (after a value with white
+    /// space allowed, the rests of the 58,000 Llama 3 tokens that begin
+    /// with white space, where only `,` or `}` may come).
     fn walk_rests(
         &mut self,
         after: &mut Matcher,
         vocabulary: &Vocabulary,
-        rests: &mut [(u32, u8)],
+        rests: &[(u32, u8)],
         start: u64,
     ) -> Result<Vec<(u32, u8, bool)>, MaskError> {
         let ranked = vocabulary.trie().ranked();
         let rest =
             |&(rank, end): &(u32, u8)| &vocabulary.bytes(ranked[rank as usize])[end as usize..];
-        rests.sort_unstable_by(|a, b| rest(a).cmp(rest(b)));
         let base = after.history.rows();
+        let before = after.work;
+        let mut first = FirstBytes::default();
+        let mut rests: Vec<(u32, u8)> = rests
+            .iter()
+            .copied()
+            .filter(|item| match rest(item).first() {
+                Some(&byte) => {
+                    first.check(after, base, byte);
+                    !first.refuses(byte)
+                }
+                None => true,
+            })
+            .collect();
+        rests.sort_unstable_by(|a, b| rest(a).cmp(rest(b)));
+        self.mask_stats.state_rests += rests.len() as u64;
         let mut walk = PrefixWalk::default();
         let mut found = Vec::with_capacity(rests.len());
-        let before = after.work;
-        for item in rests.iter() {
+        for item in &rests {
             let (taken, pushed) = walk.accepts(after, base, rest(item));
             self.mask_stats.bytes_pushed += pushed;
             found.push((item.0, item.1, taken));

@@ -98,6 +98,8 @@ pub(crate) struct Setup {
     pub cold: bool,
     /// The order object properties may come in.
     pub order: PropertyOrder,
+    /// JSON whitespace allowed around punctuation (else none).
+    pub flexible: bool,
 }
 
 impl Default for Setup {
@@ -106,6 +108,7 @@ impl Default for Setup {
         Self {
             cold: false,
             order: PropertyOrder::Given,
+            flexible: false,
         }
     }
 }
@@ -156,10 +159,15 @@ impl Engine for Xg {
     }
 
     fn compile(&self, schema: &Value, timeout: Duration) -> Result<Box<dyn Compiled>, String> {
+        let defaults = Options::default();
         let options = Options {
-            whitespace: Whitespace::Compact,
+            whitespace: if self.setup.flexible {
+                defaults.whitespace.clone()
+            } else {
+                Whitespace::Compact
+            },
             property_order: self.setup.order,
-            ..Options::default()
+            ..defaults
         };
         let limits = Limits {
             time: Some(timeout),
@@ -293,6 +301,8 @@ pub(crate) mod llguidance_engine {
     /// LLGuidance's parser factory for the model's tokenizer.
     pub(crate) struct Llguidance {
         factory: ParserFactory,
+        /// JSON whitespace allowed around punctuation (else none).
+        flexible: bool,
     }
 
     /// LLGuidance's lexer fuel per millisecond of compiling (its docs:
@@ -302,11 +312,13 @@ pub(crate) mod llguidance_engine {
     impl Llguidance {
         /// The factory with `slices`, and compile limits raised to what
         /// `compile_time` allows (its defaults give up after about 20 ms
-        /// of lexer construction; xg gets the whole `compile_time`).
+        /// of lexer construction; xg gets the whole `compile_time`), for
+        /// JSON Schemas with flexible whitespace or none.
         pub(crate) fn new(
             tokenizer: &Path,
             slices: Slices,
             compile_time: Duration,
+            flexible: bool,
         ) -> Result<Self> {
             let env = crate::trace::read_tokenizer(tokenizer, None)
                 .and_then(|files| {
@@ -335,7 +347,7 @@ pub(crate) mod llguidance_engine {
             limits.max_lexer_states = limits
                 .max_lexer_states
                 .saturating_mul(usize::try_from(scale.min(8)).unwrap_or(8));
-            Ok(Self { factory })
+            Ok(Self { factory, flexible })
         }
     }
 
@@ -350,7 +362,7 @@ pub(crate) mod llguidance_engine {
                 object.insert(
                     "x-guidance".to_string(),
                     serde_json::json!({
-                        "whitespace_flexible": false,
+                        "whitespace_flexible": self.flexible,
                         "item_separator": ",",
                         "key_separator": ":",
                         "lenient": true

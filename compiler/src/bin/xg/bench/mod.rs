@@ -66,6 +66,11 @@ pub(crate) struct MaskbenchArgs {
     /// lists them, the language LLGuidance accepts).
     #[arg(long, value_enum, default_value_t = Order::Given)]
     order: Order,
+    /// The layout both engines compile: `compact` (`,` and `:`, what
+    /// MaskBench's instances are written in) or `flexible` (JSON whitespace
+    /// allowed around punctuation, what servers compile by default).
+    #[arg(long, value_enum, default_value_t = Layout::Compact)]
+    whitespace: Layout,
     /// After the summary, the N files with the highest mean step, per
     /// engine.
     #[arg(long, value_name = "N", default_value_t = 10)]
@@ -89,6 +94,16 @@ enum Order {
     Given,
     /// Any order (xg only; LLGuidance keeps the schema's).
     Any,
+}
+
+/// `--whitespace`'s values.
+#[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
+enum Layout {
+    /// No whitespace: `,` and `:`.
+    Compact,
+    /// JSON whitespace around punctuation (xg: runs of at most
+    /// `json_schema::DEFAULT_MAX_WHITESPACE`).
+    Flexible,
 }
 
 #[derive(Clone, Copy, PartialEq, Eq, ValueEnum)]
@@ -157,6 +172,7 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
             Order::Given => PropertyOrder::Given,
             Order::Any => PropertyOrder::Any,
         },
+        flexible: args.whitespace == Layout::Flexible,
     };
     let timeout = Duration::from_millis(args.timeout_ms);
     let engines = engines(
@@ -205,13 +221,18 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
     let outcomes = all;
     let names: Vec<&'static str> = engines.iter().map(|e| e.name()).collect();
     outln!(
-        "MaskBench: {} files, {} caches, properties in {} order, {} thread(s)",
+        "MaskBench: {} files, {} caches, properties in {} order, {} whitespace, {} thread(s)",
         files.len(),
         if args.cold { "cold" } else { "warm" },
         if args.order == Order::Given {
             "the given"
         } else {
             "any"
+        },
+        if setup.flexible {
+            "flexible"
+        } else {
+            "compact"
         },
         args.threads.max(1)
     );
@@ -248,10 +269,11 @@ fn engines(
             tokenizer,
             slices,
             compile_time,
+            setup.flexible,
         )?));
         #[cfg(not(feature = "llguidance"))]
         {
-            let _ = (slices, compile_time);
+            let _ = (slices, compile_time, setup.flexible);
             if choice == EngineChoice::Llguidance {
                 bail!("this xg was built without LLGuidance: build with `--features llguidance`");
             }
