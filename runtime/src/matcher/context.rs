@@ -30,19 +30,50 @@ const VERDICTS_BYTES: usize = 16 << 20;
 /// About the bytes one verdict takes in the map.
 const VERDICT_BYTES: usize = 32;
 
-/// The most items that may wait for a rule for its context to be built. A
-/// rule waited for in more places (a string type used all over a large
-/// schema) has a context row of thousands of items, and walking rests
-/// through it costs more than checking the tokens against the full state,
-/// whose row holds only the places the parse is at: its uncertain tokens
-/// are left to that check (MaskBench, Llama 3.1: per-token p99 −14 %,
-/// p99.9 −29 %, mean unchanged).
-const CONTEXT_ITEMS: usize = 256;
+/// How large a rule's context may be: the most items that may wait for
+/// the rule, and the most of its callers a lazy grammar builds at once to
+/// know them. Past either, the rule's uncertain tokens are left to the
+/// full state's check.
+#[derive(Clone, Copy, Debug)]
+pub(super) struct ContextLimits {
+    items: usize,
+    builds: usize,
+}
 
-/// The most callers of a rule a lazy grammar builds at once to know the
-/// rule's context: building them costs a step more than checking the
-/// rule's uncertain tokens against the full state saves.
-const CONTEXT_BUILDS: usize = 16;
+impl ContextLimits {
+    /// For an entry that leaves few tokens uncertain. A rule waited for in
+    /// many places (a string type used all over a large schema) has a
+    /// context row of thousands of items, and walking rests through it
+    /// costs more than checking the tokens against the full state, whose
+    /// row holds only the places the parse is at (MaskBench, Llama 3.1:
+    /// per-token p99 −14 %, p99.9 −29 %, mean unchanged); and building
+    /// many callers costs a step more than that check saves.
+    pub(super) const NARROW: Self = Self {
+        items: 256,
+        builds: 16,
+    };
+
+    /// For an entry that leaves thousands of tokens uncertain (white space
+    /// before a value: every token that begins with it, 58,000 on Llama
+    /// 3.1): even a wide context refuses most of them at their first byte
+    /// once for the grammar, where the full state reads them all again at
+    /// every value (every 10th MaskBench-full file with flexible white
+    /// space, cold: per-token mean 47 → 28 µs, p99 1.4 → 0.5 ms).
+    pub(super) const WIDE: Self = Self {
+        items: 4096,
+        builds: 64,
+    };
+
+    /// The limits for an entry that lists `listed` tokens as uncertain
+    /// (wide from `at` on).
+    pub(super) fn for_listed(listed: u32, at: u32) -> Self {
+        if listed >= at {
+            Self::WIDE
+        } else {
+            Self::NARROW
+        }
+    }
+}
 
 /// First bytes of rests checked against a matcher: what can follow a rule
 /// (see [`ContextVerdicts`]), or one parse state once a rule has matched
@@ -75,7 +106,7 @@ impl FirstBytes {
         if first.checked == ByteSet::full() {
             return Ok(first);
         }
-        let grammar = match following(grammar, rule)? {
+        let grammar = match following(grammar, rule, ContextLimits::WIDE)? {
             Following::Unknown => return Ok(first),
             Following::Nothing(grammar) => {
                 first.checked = ByteSet::full();
@@ -121,20 +152,24 @@ enum Following {
     Context(Arc<Grammar>, Box<Matcher>),
     /// Nothing can follow the rule: every rest is refused.
     Nothing(Arc<Grammar>),
-    /// More than [`CONTEXT_ITEMS`] items wait for the rule, or more than
-    /// [`CONTEXT_BUILDS`] of its callers are not built: rests are left to
+    /// More items wait for the rule, or more of its callers are not built,
+    /// than the [`ContextLimits`] allow: rests are left to
     /// the full state.
     Unknown,
 }
 
-/// What can follow `rule` in `grammar`; a lazy grammar builds the callers
-/// it has not built yet, when they are few.
-fn following(grammar: &Arc<Grammar>, rule: u32) -> Result<Following, MaskError> {
+/// What can follow `rule` in `grammar`, within `limits`; a lazy grammar
+/// builds the callers it has not built yet, when they are few.
+fn following(
+    grammar: &Arc<Grammar>,
+    rule: u32,
+    limits: ContextLimits,
+) -> Result<Following, MaskError> {
     let mut grammar = Arc::clone(grammar);
     let waiting = loop {
-        match waiting_items(&grammar, rule, CONTEXT_ITEMS) {
+        match waiting_items(&grammar, rule, limits.items) {
             Waiting::Items(items) => break items,
-            Waiting::Pending(rules) if rules.len() <= CONTEXT_BUILDS => {
+            Waiting::Pending(rules) if rules.len() <= limits.builds => {
                 match grammar.extended(&rules) {
                     Ok(Some(next)) => grammar = next,
                     Ok(None) => return Err(MaskError::Build("a caller was not built".into())),
@@ -223,12 +258,13 @@ impl ContextVerdicts {
 /// whose first byte [`FirstBytes`] knows to be refused), with the verdicts `grammar`
 /// keeps for the vocabulary with fingerprint `vocabulary`; those missing
 /// are checked with the rule's context matcher and kept — or, for a rule
-/// that more than [`CONTEXT_ITEMS`] items wait for, all left uncertain.
+/// whose context is past `limits` (how large a context the entry is worth),
+/// all left uncertain.
 /// Adds the Earley items built to `cost`, and stops past `budget`.
 pub(super) fn expand(
     grammar: &Arc<Grammar>,
     vocabulary: u64,
-    rule: u32,
+    (rule, limits): (u32, ContextLimits),
     mut rests: Vec<Rest<'_>>,
     uncertain: &mut RankSet,
     budget: u64,
@@ -253,7 +289,7 @@ pub(super) fn expand(
     if rests.is_empty() {
         return Ok(());
     }
-    let (grammar, context) = match following(grammar, rule)? {
+    let (grammar, context) = match following(grammar, rule, limits)? {
         Following::Context(grammar, context) => (grammar, Some(context)),
         Following::Nothing(grammar) => (grammar, None),
         Following::Unknown => {

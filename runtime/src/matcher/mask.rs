@@ -31,7 +31,7 @@ use std::sync::Arc;
 
 use super::Matcher;
 use super::classify::{Cost, classify};
-use super::context::{FirstBytes, Rest, expand};
+use super::context::{ContextLimits, FirstBytes, Rest, expand};
 use super::earley::{Start, Symbol};
 use super::history::History;
 use super::item::{Item, Kind};
@@ -1014,10 +1014,11 @@ fn combine(
         }
         if !rests.is_empty() {
             let fingerprint = vocabulary.fingerprint();
+            let limits = ContextLimits::for_listed(listed, FIRST_BYTES_AT);
             expand(
                 grammar,
                 fingerprint,
-                rule,
+                (rule, limits),
                 rests,
                 &mut uncertain,
                 budget,
