@@ -18,7 +18,7 @@ use super::Matcher;
 use super::classify::Cost;
 use super::earley::{Start, Symbol};
 use super::item::{Item, Kind, WILD};
-use super::mask::{MaskError, PrefixWalk, RankSet};
+use super::mask::{FIRST_BYTES_AT, MaskError, PrefixWalk, RankSet};
 use crate::byteset::ByteSet;
 use crate::cache::StateKey;
 use crate::grammar::{Caller, Grammar};
@@ -64,10 +64,11 @@ impl ContextLimits {
         builds: 64,
     };
 
-    /// The limits for an entry that lists `listed` tokens as uncertain
-    /// (wide from `at` on).
-    pub(super) fn for_listed(listed: u32, at: u32) -> Self {
-        if listed >= at {
+    /// The limits for an entry that lists `listed` tokens as uncertain:
+    /// wide from [`FIRST_BYTES_AT`] on, where the entry's first bytes are
+    /// all checked too ([`FirstBytes::complete`]).
+    pub(super) fn for_listed(listed: u32) -> Self {
+        if listed >= FIRST_BYTES_AT {
             Self::WIDE
         } else {
             Self::NARROW
@@ -106,6 +107,7 @@ impl FirstBytes {
         if first.checked == ByteSet::full() {
             return Ok(first);
         }
+        // Called for entries past `FIRST_BYTES_AT` only: wide limits.
         let grammar = match following(grammar, rule, ContextLimits::WIDE)? {
             Following::Unknown => return Ok(first),
             Following::Nothing(grammar) => {

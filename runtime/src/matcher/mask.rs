@@ -50,7 +50,7 @@ pub const DEFAULT_MASK_BUDGET: u64 = 50_000_000;
 /// every first byte of the rule's rests before listing them (256 steps at
 /// most, once per rule): white space before a value leaves some 50,000
 /// tokens uncertain, which then go by runs of a refused first byte.
-const FIRST_BYTES_AT: u32 = 4096;
+pub(super) const FIRST_BYTES_AT: u32 = 4096;
 
 /// Why no mask was computed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -1014,7 +1014,7 @@ fn combine(
         }
         if !rests.is_empty() {
             let fingerprint = vocabulary.fingerprint();
-            let limits = ContextLimits::for_listed(listed, FIRST_BYTES_AT);
+            let limits = ContextLimits::for_listed(listed);
             expand(
                 grammar,
                 fingerprint,
