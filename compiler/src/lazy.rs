@@ -11,7 +11,9 @@
 //! when a matcher first enters it, exactly as it would have been built
 //! here (the same automaton, numbering and hashes).
 
-use xg_runtime::{BuiltRule, Grammar, RuleBuilder, RuleId};
+use std::sync::OnceLock;
+
+use xg_runtime::{BuiltRule, ByteSet, Grammar, RuleBuilder, RuleId};
 
 use crate::budget::{Budget, Exceeded, Limits};
 use crate::cache::CompileCache;
@@ -34,11 +36,19 @@ struct Rules {
     cache: CompileCache,
     /// The compilation's memory limit, for each rule built later.
     memory: Option<usize>,
+    /// What each rule can begin with, read when the runtime first asks
+    /// what can follow a rule.
+    starts: OnceLock<ir::Starts>,
 }
 
 impl RuleBuilder for Rules {
     fn callers(&self, rule: RuleId) -> &[RuleId] {
         self.callers.get(rule.as_usize()).map_or(&[], Vec::as_slice)
+    }
+
+    fn follow_bytes(&self, rule: RuleId) -> ByteSet {
+        let starts = (self.starts).get_or_init(|| ir::Starts::new(&self.grammar, &self.callers));
+        ByteSet::from_words(starts.follow(&self.grammar, &self.callers, rule).words())
     }
 
     fn build(&self, rule: RuleId) -> Result<BuiltRule, String> {
@@ -134,6 +144,7 @@ pub(crate) fn grammar(
         token_sets,
         cache: cache.clone(),
         memory: budget.limits().memory,
+        starts: OnceLock::new(),
     };
     Ok(Grammar::lazy(tables, Box::new(rules)))
 }

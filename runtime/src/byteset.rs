@@ -1,16 +1,23 @@
 //! [`ByteSet`]: a set of bytes as 256 bits.
 
-/// A set of bytes.
+/// A set of bytes, as 256 bits.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
-pub(crate) struct ByteSet([u64; 4]);
+pub struct ByteSet([u64; 4]);
 
 impl ByteSet {
     /// Every byte.
-    pub(crate) const fn full() -> Self {
+    pub const fn full() -> Self {
         Self([u64::MAX; 4])
     }
 
-    pub(crate) fn insert(&mut self, byte: u8) {
+    /// The set whose bits are `words`, lowest bytes first (bit `b % 64` of
+    /// word `b / 64` for byte `b`).
+    pub const fn from_words(words: [u64; 4]) -> Self {
+        Self(words)
+    }
+
+    /// Adds `byte`.
+    pub fn insert(&mut self, byte: u8) {
         self.0[usize::from(byte) / 64] |= 1 << (byte % 64);
     }
 
@@ -21,7 +28,8 @@ impl ByteSet {
         }
     }
 
-    pub(crate) fn contains(self, byte: u8) -> bool {
+    /// Whether `byte` is in the set.
+    pub fn contains(self, byte: u8) -> bool {
         self.0[usize::from(byte) / 64] & (1 << (byte % 64)) != 0
     }
 

@@ -10,6 +10,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
+use crate::byteset::ByteSet;
 use crate::fnv::Fnv;
 use crate::lazy::{self, Lazy, RuleBuilder};
 use crate::matcher::{ContextVerdicts, StateNames, StepStore};
@@ -484,6 +485,14 @@ impl Grammar {
         lazy.callers(rule)
             .filter(|&caller| self.tables.rules[caller as usize].kind == RuleRecord::PENDING)
             .collect()
+    }
+
+    /// The bytes that can come first after a match of `rule` anywhere in
+    /// the grammar, pending rules included, as its builder reads them from
+    /// what it builds from ([`RuleBuilder::follow_bytes`]); `None` for a
+    /// grammar without a builder.
+    pub(crate) fn follow_bytes(&self, rule: u32) -> Option<ByteSet> {
+        self.lazy.as_ref().map(|lazy| lazy.follow_bytes(rule))
     }
 
     /// Every place that calls `rule`, in table order (in a lazy grammar,

@@ -17,6 +17,7 @@
 use std::fmt;
 use std::sync::{Mutex, PoisonError};
 
+use crate::byteset::ByteSet;
 use crate::id::RuleId;
 use crate::tables::{EdgeRecord, NodeRecord, RuleRecord, Tables, TablesError};
 
@@ -34,6 +35,14 @@ pub trait RuleBuilder: Send + Sync {
     /// Every rule whose automata refer to `rule` (built or pending): what
     /// can follow `rule` is known once they are all built.
     fn callers(&self, rule: RuleId) -> &[RuleId];
+
+    /// The bytes that can come first after a match of `rule` anywhere in
+    /// the grammar, built or pending. A mask refuses, at that byte, every
+    /// token that runs on past `rule` where its callers are too many to
+    /// build (white space before a value, called from every property): a
+    /// byte left out that some text puts there makes masks refuse tokens
+    /// the grammar allows, while extra bytes only cost time.
+    fn follow_bytes(&self, rule: RuleId) -> ByteSet;
 }
 
 /// One automaton as table records, numbered on its own: node 0 is the
@@ -122,6 +131,12 @@ impl Lazy {
     pub(crate) fn callers(&self, rule: u32) -> impl Iterator<Item = u32> + '_ {
         let callers = RuleId::new(rule as usize).map_or(&[][..], |id| self.builder.callers(id));
         callers.iter().map(|caller| caller.as_u32())
+    }
+
+    /// The bytes that can come first after `rule` (see
+    /// [`RuleBuilder::follow_bytes`]).
+    pub(crate) fn follow_bytes(&self, rule: u32) -> ByteSet {
+        RuleId::new(rule as usize).map_or(ByteSet::full(), |id| self.builder.follow_bytes(id))
     }
 
     /// The tables with every rule built.

@@ -47,6 +47,7 @@ mod trie;
 mod vocab;
 
 pub use self::bundle::BundleError;
+pub use self::byteset::ByteSet;
 pub use self::cache::{CacheStats, MaskCache};
 pub use self::embedded::StaticGrammar;
 pub use self::grammar::{CacheFallback, Grammar};

@@ -28,6 +28,7 @@
 //! assert_eq!(grammar.rule(grammar.root).body.to_string(), "[\\xC3] [\\xA9-\\xAA]");
 //! ```
 
+mod follow;
 mod lower;
 pub mod reference;
 mod regex;
@@ -37,6 +38,7 @@ use std::fmt;
 
 use xg_runtime::{RuleId, TokenId};
 
+pub(crate) use self::follow::Starts;
 pub use self::lower::lower;
 pub(crate) use self::utf8::char_set;
 
@@ -265,6 +267,11 @@ impl ByteSet {
     /// The empty set.
     pub const fn empty() -> Self {
         Self([0; 4])
+    }
+
+    /// Every byte.
+    pub const fn full() -> Self {
+        Self([u64::MAX; 4])
     }
 
     /// The set of bytes `lo..=hi`.

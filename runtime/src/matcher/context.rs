@@ -95,9 +95,10 @@ impl FirstBytes {
     /// Every byte checked as the first of a rest of `rule` (one step
     /// each from what can follow the rule; kept by the grammar), for a
     /// combination about to list the rests of many tokens: a run of them
-    /// refused at that byte is then skipped at once. What is known if the
-    /// rule's context is not built ([`Following::Unknown`]). Adds the
-    /// Earley items built to `cost`.
+    /// refused at that byte is then skipped at once. If the rule's context
+    /// is not built ([`Following::Unknown`]), the bytes that can follow the
+    /// rule anywhere in a lazy grammar ([`Grammar::follow_bytes`]), or what
+    /// is known. Adds the Earley items built to `cost`.
     pub(super) fn complete(
         grammar: &Arc<Grammar>,
         rule: u32,
@@ -109,7 +110,18 @@ impl FirstBytes {
         }
         // Called for entries past `FIRST_BYTES_AT` only: wide limits.
         let grammar = match following(grammar, rule, ContextLimits::WIDE)? {
-            Following::Unknown => return Ok(first),
+            // Too many callers to build: the bytes the builder reads from
+            // the whole grammar, a superset of those the context takes.
+            Following::Unknown => match grammar.follow_bytes(rule) {
+                Some(taken) => {
+                    first = Self {
+                        checked: ByteSet::full(),
+                        taken,
+                    };
+                    Arc::clone(grammar)
+                }
+                None => return Ok(first),
+            },
             Following::Nothing(grammar) => {
                 first.checked = ByteSet::full();
                 grammar

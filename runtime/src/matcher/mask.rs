@@ -374,7 +374,9 @@ impl Matcher {
         let mut accepted = Vec::new();
         let whole = match Self::rests_by_route(vocabulary, seeds, &pending) {
             Some((routes, whole)) => {
-                for (route, rests) in routes {
+                // A seed whose entry leaves none of the pending tokens
+                // uncertain has no rests: no row to build for it.
+                for (route, rests) in routes.into_iter().filter(|(_, rests)| !rests.is_empty()) {
                     for rank in self.rests_after(vocabulary, route, rests, start)? {
                         let id = ranked[rank as usize];
                         if !is_set(mask, id) {
