@@ -11,7 +11,8 @@
 //! when a matcher first enters it, exactly as it would have been built
 //! here (the same automaton, numbering and hashes).
 
-use std::sync::OnceLock;
+use std::collections::HashMap;
+use std::sync::{Mutex, OnceLock, PoisonError};
 
 use xg_runtime::{BuiltRule, ByteSet, Grammar, RuleBuilder, RuleId};
 
@@ -39,6 +40,10 @@ struct Rules {
     /// What each rule can begin with, read when the runtime first asks
     /// what can follow a rule.
     starts: OnceLock<ir::Starts>,
+    /// What can follow each rule asked about: the runtime asks again
+    /// whenever its verdicts start over (they are bounded), and walking
+    /// every caller of white space reads most of the grammar.
+    follows: Mutex<HashMap<RuleId, [u64; 4]>>,
 }
 
 impl RuleBuilder for Rules {
@@ -48,7 +53,11 @@ impl RuleBuilder for Rules {
 
     fn follow_bytes(&self, rule: RuleId) -> ByteSet {
         let starts = (self.starts).get_or_init(|| ir::Starts::new(&self.grammar, &self.callers));
-        ByteSet::from_words(starts.follow(&self.grammar, &self.callers, rule).words())
+        let mut known = self.follows.lock().unwrap_or_else(PoisonError::into_inner);
+        let words = *known
+            .entry(rule)
+            .or_insert_with(|| starts.follow(&self.grammar, &self.callers, rule).words());
+        ByteSet::from_words(words)
     }
 
     fn build(&self, rule: RuleId) -> Result<BuiltRule, String> {
@@ -145,6 +154,7 @@ pub(crate) fn grammar(
         cache: cache.clone(),
         memory: budget.limits().memory,
         starts: OnceLock::new(),
+        follows: Mutex::default(),
     };
     Ok(Grammar::lazy(tables, Box::new(rules)))
 }

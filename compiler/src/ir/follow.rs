@@ -34,6 +34,12 @@ impl Start {
         empty: true,
     };
 
+    /// What matches nothing begins with.
+    const NOTHING: Start = Start {
+        bytes: ByteSet::empty(),
+        empty: false,
+    };
+
     const ANY: Start = Start {
         bytes: ByteSet::full(),
         empty: true,
@@ -72,13 +78,7 @@ impl Starts {
     pub(crate) fn new(grammar: &Grammar, callers: &[Vec<RuleId>]) -> Self {
         let count = grammar.rules.len();
         let mut starts = Self {
-            rules: vec![
-                Start {
-                    bytes: ByteSet::empty(),
-                    empty: false,
-                };
-                count
-            ],
+            rules: vec![Start::NOTHING; count],
         };
         let mut queued = vec![true; count];
         let mut work: Vec<usize> = (0..count).rev().collect();
@@ -205,95 +205,105 @@ impl Starts {
         found
     }
 
-    /// What `expr` can begin with, its rules' starts as known so far.
-    /// Walked with a stack of its own: bodies may be deep.
+    /// What `expr` can begin with, its rules' starts as known so far. A
+    /// sequence is read only up to its first item that cannot be empty
+    /// (an object's rule: its `{`). Walked with a stack of its own: bodies
+    /// may be deep.
     fn of(&self, expr: &Expr) -> Start {
-        enum Step<'e> {
-            Enter(&'e Expr),
-            /// The node and how many children it has.
-            Exit(&'e Expr, usize),
+        /// A node whose children are being read.
+        enum Frame<'e> {
+            /// The items, the next to read, what the read ones begin with.
+            Sequence(&'e [Expr], usize, Start),
+            Choice(&'e [Expr], usize, Start),
+            /// The least number of repetitions.
+            Repeat(u32),
+            /// The bytes that are units on their own.
+            Except(ByteSet),
         }
-        let mut steps = vec![Step::Enter(expr)];
-        let mut values: Vec<Start> = Vec::new();
-        while let Some(step) = steps.pop() {
-            match step {
-                Step::Enter(expr) => match expr {
-                    Expr::Sequence(items) | Expr::Choice(items) => {
-                        steps.push(Step::Exit(expr, items.len()));
-                        steps.extend(items.iter().rev().map(Step::Enter));
+        let mut frames: Vec<Frame<'_>> = Vec::new();
+        let mut current = expr;
+        'descend: loop {
+            let mut value = match current {
+                Expr::Sequence(items) if !items.is_empty() => {
+                    frames.push(Frame::Sequence(items, 1, Start::EMPTY));
+                    current = &items[0];
+                    continue 'descend;
+                }
+                Expr::Choice(items) if !items.is_empty() => {
+                    frames.push(Frame::Choice(items, 1, Start::NOTHING));
+                    current = &items[0];
+                    continue 'descend;
+                }
+                Expr::Repeat { expr, min, .. } => {
+                    frames.push(Frame::Repeat(*min));
+                    current = expr;
+                    continue 'descend;
+                }
+                Expr::Except(except) => {
+                    frames.push(Frame::Except(except.plain));
+                    current = &except.other;
+                    continue 'descend;
+                }
+                // An empty sequence is the empty string.
+                Expr::Sequence(_) | Expr::Empty => Start::EMPTY,
+                Expr::Bytes(bytes) => {
+                    let mut first = ByteSet::empty();
+                    if let Some(&byte) = bytes.first() {
+                        first.insert(byte);
                     }
-                    Expr::Repeat { expr: inner, .. } => {
-                        steps.push(Step::Exit(expr, 1));
-                        steps.push(Step::Enter(inner));
+                    Start {
+                        bytes: first,
+                        empty: bytes.is_empty(),
                     }
-                    Expr::Except(except) => {
-                        steps.push(Step::Exit(expr, 1));
-                        steps.push(Step::Enter(&except.other));
-                    }
-                    leaf => values.push(self.leaf(leaf)),
+                }
+                Expr::Class(set) => Start {
+                    bytes: *set,
+                    empty: false,
                 },
-                Step::Exit(expr, count) => {
-                    let below = values.split_off(values.len() - count);
-                    values.push(match expr {
-                        Expr::Sequence(_) => below.into_iter().fold(Start::EMPTY, Start::then),
-                        Expr::Choice(_) => below.into_iter().fold(
-                            Start {
-                                bytes: ByteSet::empty(),
-                                empty: false,
-                            },
-                            Start::union,
-                        ),
-                        Expr::Repeat { min, .. } => Start {
-                            bytes: below[0].bytes,
-                            empty: *min == 0 || below[0].empty,
-                        },
-                        Expr::Except(except) => Start {
-                            bytes: except.plain.union(&below[0].bytes),
-                            empty: true,
-                        },
-                        _ => unreachable!("only nodes with children exit"),
-                    });
+                Expr::Ref(rule) => self.rules[rule.as_usize()],
+                Expr::RepeatRule { rule, min, .. } => {
+                    let start = self.rules[rule.as_usize()];
+                    Start {
+                        bytes: start.bytes,
+                        empty: *min == 0 || start.empty,
+                    }
                 }
+                // An empty choice matches nothing; a token is taken by
+                // its id, never byte by byte.
+                Expr::Choice(_) | Expr::Tokens(_) => Start::NOTHING,
+                Expr::Dispatch(_) | Expr::TokenDispatch(_) => Start::ANY,
+            };
+            while let Some(frame) = frames.pop() {
+                value = match frame {
+                    Frame::Sequence(items, next, read) => {
+                        let read = read.then(value);
+                        if read.empty && next < items.len() {
+                            frames.push(Frame::Sequence(items, next + 1, read));
+                            current = &items[next];
+                            continue 'descend;
+                        }
+                        read
+                    }
+                    Frame::Choice(items, next, read) => {
+                        let read = read.union(value);
+                        if next < items.len() {
+                            frames.push(Frame::Choice(items, next + 1, read));
+                            current = &items[next];
+                            continue 'descend;
+                        }
+                        read
+                    }
+                    Frame::Repeat(min) => Start {
+                        bytes: value.bytes,
+                        empty: min == 0 || value.empty,
+                    },
+                    Frame::Except(plain) => Start {
+                        bytes: plain.union(&value.bytes),
+                        empty: true,
+                    },
+                };
             }
-        }
-        values.pop().expect("the expression's start")
-    }
-
-    /// What an expression without children to walk can begin with.
-    fn leaf(&self, expr: &Expr) -> Start {
-        match expr {
-            Expr::Empty => Start::EMPTY,
-            Expr::Bytes(bytes) => {
-                let mut first = ByteSet::empty();
-                if let Some(&byte) = bytes.first() {
-                    first.insert(byte);
-                }
-                Start {
-                    bytes: first,
-                    empty: bytes.is_empty(),
-                }
-            }
-            Expr::Class(set) => Start {
-                bytes: *set,
-                empty: false,
-            },
-            Expr::Ref(rule) => self.rules[rule.as_usize()],
-            Expr::RepeatRule { rule, min, .. } => {
-                let start = self.rules[rule.as_usize()];
-                Start {
-                    bytes: start.bytes,
-                    empty: *min == 0 || start.empty,
-                }
-            }
-            // A token is taken by its id, never byte by byte.
-            Expr::Tokens(_) => Start {
-                bytes: ByteSet::empty(),
-                empty: false,
-            },
-            Expr::Dispatch(_) | Expr::TokenDispatch(_) => Start::ANY,
-            Expr::Sequence(_) | Expr::Choice(_) | Expr::Repeat { .. } | Expr::Except(_) => {
-                unreachable!("nodes with children are walked")
-            }
+            return value;
         }
     }
 }
