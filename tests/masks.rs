@@ -1114,9 +1114,11 @@ fn a_character_that_leaves_every_name_has_one_entry_for_all_prefixes() {
 /// Cross-grammar reuse: a hundred schemas, each with property names of its
 /// own, whose values are a string and a number. The entries of the string
 /// and number rules are built by the first grammar and found in the
-/// vocabulary's cache by the 99 others; inside the values, the one entry a
-/// later grammar builds is its object's own item after the number (which
-/// may end after any digit). The masks stay exact.
+/// vocabulary's cache by the 99 others; inside the values, the two entries
+/// a later grammar builds are its object's own: the item after the number
+/// (which may end after any digit), and the white space after it, short
+/// and so covered with the object's items that wait for it. The masks stay
+/// exact.
 #[test]
 fn a_hundred_schemas_build_their_shared_value_entries_once() {
     let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
@@ -1155,7 +1157,7 @@ fn a_hundred_schemas_build_their_shared_value_entries_once() {
     }
     assert!(built_in_values[0] > 3, "{built_in_values:?}");
     assert!(
-        built_in_values[1..].iter().all(|&b| b == 1),
+        built_in_values[1..].iter().all(|&b| b == 2),
         "{built_in_values:?}"
     );
 }

@@ -210,7 +210,7 @@ impl Grammar {
         let mut memo = vec![Longest::Unknown; tables.rules.len()];
         for (rule, record) in tables.rules.iter().enumerate() {
             if newly_built(rule) && record.kind != RuleRecord::PENDING {
-                short[rule] = longest_match(&tables, rule, &mut memo, 0).is_some();
+                short[rule] = is_short_rule(&tables, rule, &mut memo);
             }
         }
         Ok(Self {
@@ -468,9 +468,10 @@ impl Grammar {
     }
 
     /// Whether every match of `rule` is text of at most [`SHORT_RULE_BYTES`]
-    /// bytes — a character, an escape, a digit: a rule that usually ends
-    /// inside a token, so mask-cache entries for its items are built
-    /// together with the item that waits for it.
+    /// bytes — a character, an escape, a digit — or white space of at most
+    /// [`SHORT_WHITE_SPACE_BYTES`]: a rule that usually ends inside a token,
+    /// so mask-cache entries for its items are built together with the
+    /// item that waits for it.
     pub(crate) fn is_short(&self, rule: u32) -> bool {
         self.short[rule as usize]
     }
@@ -812,12 +813,63 @@ enum Longest {
     Known(Option<u32>),
 }
 
+/// The longest run of white space a rule made of white space alone may
+/// match and still be short: JSON Schema's flexible layout allows 32
+/// (`DEFAULT_MAX_WHITESPACE`), and tokens end such runs inside them (` }`,
+/// `\n  "`), like a character's.
+pub(crate) const SHORT_WHITE_SPACE_BYTES: u32 = 32;
+
 /// Per rule: whether it is short.
 fn short_rules(tables: &Tables) -> Vec<bool> {
     let mut memo = vec![Longest::Unknown; tables.rules.len()];
     (0..tables.rules.len())
-        .map(|rule| longest_match(tables, rule, &mut memo, 0).is_some())
+        .map(|rule| is_short_rule(tables, rule, &mut memo))
         .collect()
+}
+
+/// Whether `rule` is short: every match at most [`SHORT_RULE_BYTES`]
+/// bytes, or at most [`SHORT_WHITE_SPACE_BYTES`] of white space.
+fn is_short_rule(tables: &Tables, rule: usize, memo: &mut [Longest]) -> bool {
+    longest_match(tables, rule, memo, 0).is_some() || is_white_space_run(tables, rule, memo)
+}
+
+/// Whether every match of `rule` is JSON white space, at most
+/// [`SHORT_WHITE_SPACE_BYTES`] of it: its edges read white space bytes or
+/// call (or repeat) such rules.
+fn is_white_space_run(tables: &Tables, rule: usize, memo: &mut [Longest]) -> bool {
+    reads_white_space_only(tables, rule, 0)
+        && longest_path(
+            tables,
+            &tables.rules[rule],
+            memo,
+            0,
+            SHORT_WHITE_SPACE_BYTES,
+        )
+        .is_some()
+}
+
+/// Whether `rule`'s edges read only white space bytes, directly or
+/// through rules called up to [`SHORT_RULE_DEPTH`] deep.
+fn reads_white_space_only(tables: &Tables, rule: usize, depth: usize) -> bool {
+    let record = tables.rules[rule];
+    if depth > SHORT_RULE_DEPTH
+        || record.kind != RuleRecord::AUTOMATON
+        || record.lookahead != RuleRecord::NONE
+    {
+        return false;
+    }
+    let white = |byte: u32| matches!(byte, 0x09 | 0x0A | 0x0D | 0x20);
+    let nodes = record.body as usize..(record.body + record.node_count) as usize;
+    tables.nodes[nodes].iter().all(|node| {
+        let first = node.first_edge as usize;
+        (tables.edges[first..first + node.edge_count as usize].iter()).all(|edge| match edge.kind {
+            EdgeRecord::BYTES => (edge.a..=edge.b).all(white),
+            EdgeRecord::RULE | EdgeRecord::REPEAT => {
+                reads_white_space_only(tables, edge.a as usize, depth + 1)
+            }
+            _ => false,
+        })
+    })
 }
 
 /// The longest match of `rule` in bytes, if it is short.
@@ -834,19 +886,20 @@ fn longest_match(tables: &Tables, rule: usize, memo: &mut [Longest], depth: usiz
         return None;
     }
     memo[rule] = Longest::Sizing;
-    let longest = longest_path(tables, &record, memo, depth);
+    let longest = longest_path(tables, &record, memo, depth, SHORT_RULE_BYTES);
     memo[rule] = Longest::Known(longest);
     longest
 }
 
-/// The longest path through `rule`'s automaton in bytes, if short: edges
-/// are relaxed from a work list, and a path past the limit (a loop that
-/// reads text, too) ends the search.
+/// The longest path through `rule`'s automaton in bytes, if at most
+/// `limit`: edges are relaxed from a work list, and a path past the limit
+/// (a loop that reads text, too) ends the search.
 fn longest_path(
     tables: &Tables,
     rule: &RuleRecord,
     memo: &mut [Longest],
     depth: usize,
+    limit: u32,
 ) -> Option<u32> {
     let start = rule.body as usize;
     let mut distance = vec![None; rule.node_count as usize];
@@ -874,7 +927,7 @@ fn longest_path(
                 _ => return None,
             };
             let there = here.checked_add(bytes)?;
-            if there > SHORT_RULE_BYTES {
+            if there > limit {
                 return None;
             }
             let target = edge.target as usize - start;
