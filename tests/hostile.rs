@@ -768,10 +768,13 @@ fn the_memory_limit_holds_where_structures_grow() {
 /// A cancel flag set from another thread while a wide object (80,000
 /// properties) compiles stops the compilation wherever it is: each stage
 /// checks the flag as it goes (every rule, every 4,096 nodes or units of
-/// work). It returned 10–320 ms after the flag here, growing with what was
-/// built: most of it is freeing that, and hashing and laying out the tables,
-/// which check only between rules (before the checks inside stages it took
-/// 15.7 s from a flag set at 100 ms). Release builds only (time bounds).
+/// work), and what was built is freed on a thread of its own. Flags set
+/// every 100 ms from 0.1 to 1.4 s, three times: returned after a median of
+/// 35 ms, at most 212 (freeing on the caller's thread: a median of 100 ms,
+/// at most 271; before the checks inside stages it took 15.7 s from a flag
+/// set at 100 ms); what is left is the normalizing passes and the
+/// references between rules, which check only between passes. Release
+/// builds only (time bounds).
 #[test]
 #[cfg_attr(debug_assertions, ignore = "time bounds: release builds only")]
 fn a_cancel_stops_a_compilation_wherever_it_is() {
@@ -802,7 +805,7 @@ fn a_cancel_stops_a_compilation_wherever_it_is() {
                 assert!(error.contains("cancelled"), "{error}");
                 let delay = returned.saturating_duration_since(set);
                 assert!(
-                    delay < Duration::from_millis(800),
+                    delay < Duration::from_millis(500),
                     "{delay:?} after {after:?}"
                 );
             }

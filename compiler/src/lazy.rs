@@ -16,7 +16,7 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use xg_runtime::{BuiltRule, ByteSet, Grammar, RuleBuilder, RuleId};
 
-use crate::budget::{Budget, Exceeded, Limits};
+use crate::budget::{Budget, Exceeded, Limits, free_aside};
 use crate::cache::CompileCache;
 use crate::fsm::{self, Body};
 use crate::hash::{self, IrHash};
@@ -101,29 +101,15 @@ pub(crate) fn grammar(
     budget: &Budget,
     cache: &CompileCache,
 ) -> Result<Result<Grammar, xg_runtime::tables::TablesError>, Exceeded> {
-    let all_now = grammar.rules.iter().any(|rule| rule.lookahead.is_some());
     let references = hash::references_of(&grammar);
-    let ir = hash::ir_hashes_with(&grammar, &references, budget)?;
-    let mut token_sets = token_sets(&grammar);
-    let mut built = Vec::with_capacity(grammar.rules.len());
-    let mut bytes = 0usize;
-    for (rule, hashes) in grammar.rules.iter().zip(&ir) {
-        let now = all_now
-            || matches!(rule.body, Expr::Dispatch(_) | Expr::TokenDispatch(_))
-            || estimated_nodes(&rule.body) > LAZY_NODES;
-        if !now {
-            built.push(None);
-            continue;
+    let (ir, token_sets, built) = match build_now(&grammar, &references, budget, cache) {
+        Ok(parts) => parts,
+        Err(exceeded) => {
+            // Out of budget: return now, free the grammar aside.
+            free_aside(grammar);
+            return Err(exceeded);
         }
-        budget.check()?;
-        budget.check_memory(bytes)?;
-        let mut automata = fsm::build_rule(rule, &mut token_sets, budget, cache)?;
-        if let Body::Automaton(fsm) = &automata.body {
-            bytes = bytes.saturating_add(fsm::finished_bytes(fsm));
-        }
-        let hash = hash::built(hashes, &mut automata, &ir, &token_sets);
-        built.push(Some((automata, hash)));
-    }
+    };
     let laid: Vec<Laid> = grammar
         .rules
         .iter()
@@ -157,6 +143,44 @@ pub(crate) fn grammar(
         follows: Mutex::default(),
     };
     Ok(Grammar::lazy(tables, Box::new(rules)))
+}
+
+/// The automata of a grammar's rules, built on first use, and what is
+/// built now.
+type BuiltNow = Vec<Option<(fsm::Rule, hash::RuleHash)>>;
+
+/// The IR hashes and token sets of `grammar` (whose rules refer to
+/// `references`), and the automata of the rules that must be built now
+/// (`None` for the others), within `budget`.
+fn build_now(
+    grammar: &ir::Grammar,
+    references: &[Vec<usize>],
+    budget: &Budget,
+    cache: &CompileCache,
+) -> Result<(Vec<IrHash>, Vec<ir::TokenSet>, BuiltNow), Exceeded> {
+    let all_now = grammar.rules.iter().any(|rule| rule.lookahead.is_some());
+    let ir = hash::ir_hashes_with(grammar, references, budget)?;
+    let mut token_sets = token_sets(grammar);
+    let mut built = Vec::with_capacity(grammar.rules.len());
+    let mut bytes = 0usize;
+    for (rule, hashes) in grammar.rules.iter().zip(&ir) {
+        let now = all_now
+            || matches!(rule.body, Expr::Dispatch(_) | Expr::TokenDispatch(_))
+            || estimated_nodes(&rule.body) > LAZY_NODES;
+        if !now {
+            built.push(None);
+            continue;
+        }
+        budget.check()?;
+        budget.check_memory(bytes)?;
+        let mut automata = fsm::build_rule(rule, &mut token_sets, budget, cache)?;
+        if let Body::Automaton(fsm) = &automata.body {
+            bytes = bytes.saturating_add(fsm::finished_bytes(fsm));
+        }
+        let hash = hash::built(hashes, &mut automata, &ir, &token_sets);
+        built.push(Some((automata, hash)));
+    }
+    Ok((ir, token_sets, built))
 }
 
 /// Every token set the grammar's rules use (bodies and lookaheads), each

@@ -10,7 +10,7 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 
 use xg_runtime::RuleId;
 
-use crate::budget::{Budget, Exceeded};
+use crate::budget::{Budget, Exceeded, free_aside};
 use crate::ir;
 use crate::source::Span;
 use crate::syntax::print;
@@ -820,20 +820,20 @@ impl Rules {
     /// and dropping a tree of spans.
     /// Checks `budget` rule by rule.
     pub(crate) fn to_ir(&self, budget: &Budget) -> Result<Vec<ir::Rule>, Exceeded> {
-        self.names
-            .iter()
-            .zip(&self.bodies)
-            .zip(&self.keep)
-            .map(|((name, body), &keep)| {
-                budget.check()?;
-                Ok(ir::Rule {
-                    name: name.clone(),
-                    body: ir_expr(body),
-                    lookahead: None,
-                    keep,
-                })
-            })
-            .collect()
+        let mut rules = Vec::with_capacity(self.names.len());
+        for ((name, body), &keep) in self.names.iter().zip(&self.bodies).zip(&self.keep) {
+            if let Err(exceeded) = budget.check() {
+                free_aside(rules);
+                return Err(exceeded);
+            }
+            rules.push(ir::Rule {
+                name: name.clone(),
+                body: ir_expr(body),
+                lookahead: None,
+                keep,
+            });
+        }
+        Ok(rules)
     }
 
     /// `items` joined by `separator`, each printed at `item_level`, in

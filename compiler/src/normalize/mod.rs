@@ -23,7 +23,7 @@ mod inline;
 
 pub use self::compress::{EXPANSION_LIMIT, REPETITION_THRESHOLD};
 pub use self::inline::{FRAGMENT_SIZE, RULE_SIZE};
-use crate::budget::{Budget, Exceeded};
+use crate::budget::{Budget, Exceeded, free_aside};
 use crate::ir::{Expr, Grammar, Rule};
 use xg_runtime::RuleId;
 
@@ -36,12 +36,15 @@ pub fn normalize(grammar: Grammar) -> Grammar {
 /// grammar may be large: an object of 80,000 properties is one rule of
 /// 80,000 choices).
 pub fn normalize_within(mut grammar: Grammar, budget: &Budget) -> Result<Grammar, Exceeded> {
-    budget.check()?;
-    extract::extract(&mut grammar);
-    budget.check()?;
-    compress::compress(&mut grammar);
-    budget.check()?;
-    inline::inline(&mut grammar);
+    let passes: [fn(&mut Grammar); 3] = [extract::extract, compress::compress, inline::inline];
+    for pass in passes {
+        if let Err(exceeded) = budget.check() {
+            // Out of budget: return now, free the grammar aside.
+            free_aside(grammar);
+            return Err(exceeded);
+        }
+        pass(&mut grammar);
+    }
     Ok(grammar)
 }
 
