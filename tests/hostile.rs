@@ -7,6 +7,7 @@
 
 mod common;
 
+use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -815,4 +816,31 @@ fn a_cancel_stops_a_compilation_wherever_it_is() {
             ),
         }
     }
+    // What the cancelled compilations built is freed on threads of their
+    // own after they return: the next timed test waits for that, not to
+    // share the cores with it.
+    std::thread::sleep(Duration::from_secs(2));
+}
+
+/// White space rules are sized when a grammar is loaded (a run of at most
+/// 32 bytes of it is a short rule). Thirty rules that each call the next
+/// twice, all white space: each is looked at once, so loading takes
+/// milliseconds (walking every path took 20 s), and the grammar matches.
+/// Release builds only (a time bound).
+#[test]
+#[cfg_attr(debug_assertions, ignore = "a time bound: release builds only")]
+fn white_space_rules_calling_each_other_are_sized_once_each() {
+    let _turn = timed();
+    let mut text = String::from("root ::= r0 \"x\"\n");
+    for level in 0..30 {
+        let next = level + 1;
+        writeln!(text, "r{level} ::= r{next} r{next} | \"\"").unwrap();
+    }
+    text.push_str("r30 ::= \" \" | \"\"\n");
+    let started = Instant::now();
+    let grammar = on_small_stack(|| common::runtime_grammar(&text));
+    let took = started.elapsed();
+    assert!(took < Duration::from_secs(1), "{took:?}");
+    assert!(accepts(&grammar, "   x"));
+    assert!(!accepts(&grammar, "  y"));
 }

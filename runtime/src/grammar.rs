@@ -207,7 +207,7 @@ impl Grammar {
         let newly_built = |rule: usize| self.tables.rules[rule].kind == RuleRecord::PENDING;
         owners.extend(&tables, self.tables.nodes.len(), newly_built)?;
         let mut short = self.short.clone();
-        let mut memo = vec![Longest::Unknown; tables.rules.len()];
+        let mut memo = Memo::new(&tables);
         for (rule, record) in tables.rules.iter().enumerate() {
             if newly_built(rule) && record.kind != RuleRecord::PENDING {
                 short[rule] = is_short_rule(&tables, rule, &mut memo);
@@ -821,36 +821,57 @@ pub(crate) const SHORT_WHITE_SPACE_BYTES: u32 = 32;
 
 /// Per rule: whether it is short.
 fn short_rules(tables: &Tables) -> Vec<bool> {
-    let mut memo = vec![Longest::Unknown; tables.rules.len()];
+    let mut memo = Memo::new(tables);
     (0..tables.rules.len())
         .map(|rule| is_short_rule(tables, rule, &mut memo))
         .collect()
 }
 
+/// What sizing rules has found so far, per rule.
+struct Memo {
+    longest: Vec<Longest>,
+    /// Whether the rule reads white space alone (`None`: not known yet).
+    white_space: Vec<Option<bool>>,
+}
+
+impl Memo {
+    fn new(tables: &Tables) -> Self {
+        Self {
+            longest: vec![Longest::Unknown; tables.rules.len()],
+            white_space: vec![None; tables.rules.len()],
+        }
+    }
+}
+
 /// Whether `rule` is short: every match at most [`SHORT_RULE_BYTES`]
 /// bytes, or at most [`SHORT_WHITE_SPACE_BYTES`] of white space.
-fn is_short_rule(tables: &Tables, rule: usize, memo: &mut [Longest]) -> bool {
-    longest_match(tables, rule, memo, 0).is_some() || is_white_space_run(tables, rule, memo)
+fn is_short_rule(tables: &Tables, rule: usize, memo: &mut Memo) -> bool {
+    longest_match(tables, rule, &mut memo.longest, 0).is_some()
+        || (reads_white_space_only(tables, rule, &mut memo.white_space, 0)
+            && longest_path(
+                tables,
+                &tables.rules[rule],
+                &mut memo.longest,
+                0,
+                SHORT_WHITE_SPACE_BYTES,
+            )
+            .is_some())
 }
 
-/// Whether every match of `rule` is JSON white space, at most
-/// [`SHORT_WHITE_SPACE_BYTES`] of it: its edges read white space bytes or
-/// call (or repeat) such rules.
-fn is_white_space_run(tables: &Tables, rule: usize, memo: &mut [Longest]) -> bool {
-    reads_white_space_only(tables, rule, 0)
-        && longest_path(
-            tables,
-            &tables.rules[rule],
-            memo,
-            0,
-            SHORT_WHITE_SPACE_BYTES,
-        )
-        .is_some()
-}
-
-/// Whether `rule`'s edges read only white space bytes, directly or
-/// through rules called up to [`SHORT_RULE_DEPTH`] deep.
-fn reads_white_space_only(tables: &Tables, rule: usize, depth: usize) -> bool {
+/// Whether `rule`'s edges read only JSON white space bytes, directly or
+/// through the rules they call (or repeat), each looked at once: a rule
+/// met again while it is looked at, or past [`SHORT_RULE_DEPTH`] calls,
+/// counts as reading more (a chain of rules that each call the next twice
+/// took 20 s to size before).
+fn reads_white_space_only(
+    tables: &Tables,
+    rule: usize,
+    known: &mut [Option<bool>],
+    depth: usize,
+) -> bool {
+    if let Some(found) = known[rule] {
+        return found;
+    }
     let record = tables.rules[rule];
     if depth > SHORT_RULE_DEPTH
         || record.kind != RuleRecord::AUTOMATON
@@ -858,18 +879,21 @@ fn reads_white_space_only(tables: &Tables, rule: usize, depth: usize) -> bool {
     {
         return false;
     }
+    known[rule] = Some(false);
     let white = |byte: u32| matches!(byte, 0x09 | 0x0A | 0x0D | 0x20);
     let nodes = record.body as usize..(record.body + record.node_count) as usize;
-    tables.nodes[nodes].iter().all(|node| {
+    let found = tables.nodes[nodes].iter().all(|node| {
         let first = node.first_edge as usize;
         (tables.edges[first..first + node.edge_count as usize].iter()).all(|edge| match edge.kind {
             EdgeRecord::BYTES => (edge.a..=edge.b).all(white),
             EdgeRecord::RULE | EdgeRecord::REPEAT => {
-                reads_white_space_only(tables, edge.a as usize, depth + 1)
+                reads_white_space_only(tables, edge.a as usize, known, depth + 1)
             }
             _ => false,
         })
-    })
+    });
+    known[rule] = Some(found);
+    found
 }
 
 /// The longest match of `rule` in bytes, if it is short.
