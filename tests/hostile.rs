@@ -717,6 +717,15 @@ fn dispatch_strings_past_the_limits_are_refused_at_once() {
 
 /// The compile of a JSON Schema within `limits`, or its error messages.
 fn schema_within(schema: &Value, limits: &Limits) -> Result<Arc<Grammar>, String> {
+    schema_in(schema, limits, &CompileCache::default())
+}
+
+/// [`schema_within`] with the compile cache `cache`.
+fn schema_in(
+    schema: &Value,
+    limits: &Limits,
+    cache: &CompileCache,
+) -> Result<Arc<Grammar>, String> {
     let mut sources = Sources::new();
     let file = sources.add("schema.json", "", None);
     let mut diagnostics = Diagnostics::new();
@@ -724,7 +733,7 @@ fn schema_within(schema: &Value, limits: &Limits) -> Result<Arc<Grammar>, String
         schema,
         &json_schema::Options::default(),
         limits,
-        &CompileCache::default(),
+        cache,
         &sources,
         file,
         &mut diagnostics,
@@ -767,15 +776,16 @@ fn the_memory_limit_holds_where_structures_grow() {
 }
 
 /// A cancel flag set from another thread while a wide object (80,000
-/// properties) compiles stops the compilation wherever it is: each stage
-/// checks the flag as it goes (every rule, every 4,096 nodes or units of
-/// work), and what was built is freed on a thread of its own. Flags set
-/// every 100 ms from 0.1 to 1.4 s, three times: returned after a median of
-/// 35 ms, at most 212 (freeing on the caller's thread: a median of 100 ms,
-/// at most 271; before the checks inside stages it took 15.7 s from a flag
-/// set at 100 ms); what is left is the normalizing passes and the
-/// references between rules, which check only between passes. Release
-/// builds only (time bounds).
+/// properties) compiles stops the compilation wherever it is: every stage
+/// counts its work (nodes, edges, items visited) and reads the flag every
+/// few thousand units, and what was built is freed on a thread of its own.
+/// Flags set every 100 ms from 0.1 to 1.5 s: the compilation returns
+/// within 100 ms of each (the target is 50 ms: three runs of this test
+/// measured medians of 10–16 ms and at most 64 ms with the system
+/// allocator; with jemalloc a median of 10 ms and at most 41 ms; before
+/// the checks inside stages it took 15.7 s from a flag set at 100 ms). The compile cache outlives the call, as a
+/// server's does: dropping the rules it keeps is the caller's time, not
+/// the compilation's. Release builds only (time bounds).
 #[test]
 #[cfg_attr(debug_assertions, ignore = "time bounds: release builds only")]
 fn a_cancel_stops_a_compilation_wherever_it_is() {
@@ -785,7 +795,8 @@ fn a_cancel_stops_a_compilation_wherever_it_is() {
         .collect();
     let schema = json!({"type": "object", "properties": properties});
     // In the generator, the lowering, the passes and the automata.
-    for after in [100, 400, 700, 1000, 1300].map(Duration::from_millis) {
+    let mut delays = Vec::new();
+    for after in (1..=15).map(|tenths| Duration::from_millis(100 * tenths)) {
         let cancel = Arc::new(std::sync::atomic::AtomicBool::new(false));
         let limits = Limits {
             cancel: Some(Arc::clone(&cancel)),
@@ -797,28 +808,35 @@ fn a_cancel_stops_a_compilation_wherever_it_is() {
             cancel.store(true, std::sync::atomic::Ordering::Relaxed);
             Instant::now()
         });
-        let outcome = schema_within(&schema, &limits);
+        let cache = CompileCache::default();
+        let outcome = schema_in(&schema, &limits, &cache);
         let returned = Instant::now();
         let set = setter.join().unwrap();
-        // The last flag may come after the compilation is done (1.4 s).
+        drop(cache);
+        // The last flags may come after the compilation is done.
         match outcome {
             Err(error) => {
                 assert!(error.contains("cancelled"), "{error}");
-                let delay = returned.saturating_duration_since(set);
-                assert!(
-                    delay < Duration::from_millis(500),
-                    "{delay:?} after {after:?}"
-                );
+                delays.push((returned.saturating_duration_since(set), after));
             }
             Ok(_) => assert!(
                 after >= Duration::from_secs(1),
                 "not cancelled at {after:?}"
             ),
         }
+        // What the cancelled compilation built is freed on threads of its
+        // own: let that finish before the next, not to share the cores.
+        std::thread::sleep(Duration::from_millis(300));
     }
-    // What the cancelled compilations built is freed on threads of their
-    // own after they return: the next timed test waits for that, not to
-    // share the cores with it.
+    assert!(delays.len() >= 9, "cancelled {} times", delays.len());
+    let late: Vec<_> = delays
+        .iter()
+        .filter(|(delay, _)| *delay > Duration::from_millis(100))
+        .collect();
+    assert!(
+        late.is_empty(),
+        "returned late (delay, flag set at): {late:?}; all: {delays:?}"
+    );
     std::thread::sleep(Duration::from_secs(2));
 }
 

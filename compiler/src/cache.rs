@@ -32,7 +32,7 @@ use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rustc_hash::FxHashMap;
 
-use crate::budget::Exceeded;
+use crate::budget::{Exceeded, free_aside};
 use crate::fsm::Fsm;
 use crate::ir::{Expr, TokenSet};
 use crate::json_schema::{self, Generated};
@@ -226,7 +226,14 @@ impl CompileCache {
         let Key::Body(body) = &key else {
             unreachable!("the key was made a body above")
         };
-        let value = Arc::new(build(body)?);
+        let value = match build(body) {
+            Ok(value) => Arc::new(value),
+            Err(exceeded) => {
+                // Stopped: the key (a rule's whole body) is freed aside.
+                free_aside(key);
+                return Err(exceeded);
+            }
+        };
         self.shared.misses.fetch_add(1, Ordering::Relaxed);
         let bytes = value.bytes();
         self.insert(key, Value::Automaton(Arc::clone(&value)), bytes);

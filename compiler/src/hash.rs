@@ -82,7 +82,7 @@ pub struct IrHash {
 /// Hashes every rule of `grammar` and of its automata (`automata`, built
 /// from `grammar`) — [`ir_hashes`], then [`built`] per rule — and numbers
 /// every automaton's nodes canonically. Indexed by rule id; checks
-/// `budget` per component of the reference graph.
+/// `budget` as it goes.
 pub fn hash(
     grammar: &ir::Grammar,
     automata: &mut fsm::Grammar,
@@ -92,22 +92,30 @@ pub fn hash(
     let fsm::Grammar {
         rules, token_sets, ..
     } = automata;
-    Ok(rules
+    rules
         .iter_mut()
         .zip(&ir)
-        .map(|(rule, hash)| built(hash, rule, &ir, token_sets))
-        .collect())
+        .map(|(rule, hash)| built(hash, rule, &ir, token_sets, budget))
+        .collect()
 }
 
 /// The hashes of every rule's IR, indexed by rule id; checks `budget` per
 /// component of the reference graph.
 pub fn ir_hashes(grammar: &ir::Grammar, budget: &Budget) -> Result<Vec<IrHash>, Exceeded> {
-    ir_hashes_with(grammar, &references_of(grammar), budget)
+    ir_hashes_with(grammar, &references_of(grammar, budget)?, budget)
 }
 
 /// Per rule, the rules it refers to (body and lookahead), by index.
-pub(crate) fn references_of(grammar: &ir::Grammar) -> Vec<Vec<usize>> {
-    grammar.rules.iter().map(references).collect()
+/// Spends a unit of `budget` per expression node.
+pub(crate) fn references_of(
+    grammar: &ir::Grammar,
+    budget: &Budget,
+) -> Result<Vec<Vec<usize>>, Exceeded> {
+    grammar
+        .rules
+        .iter()
+        .map(|rule| references(rule, budget))
+        .collect()
 }
 
 /// [`ir_hashes`] with the grammar's [`references_of`] known.
@@ -124,7 +132,7 @@ pub(crate) fn ir_hashes_with(
             // Every reference is to a rule hashed already.
             let r = component[0];
             let key = |target: usize| hashes[target].map_or(INSIDE_MARKER, |h| h.rule);
-            let (body, lookahead) = parts(&grammar.rules[r], &key);
+            let (body, lookahead) = parts(&grammar.rules[r], &key, budget)?;
             hashes[r] = Some(IrHash {
                 rule: combine(body, lookahead.unwrap_or(NO_LOOKAHEAD)),
                 body,
@@ -135,9 +143,11 @@ pub(crate) fn ir_hashes_with(
         let colours = component_colours(grammar, &hashes, &component, budget)?;
         let quotient = quotient_hash(&colours);
         for (&r, &colour) in component.iter().zip(&colours) {
-            let (body, lookahead) = parts(&grammar.rules[r], &|target| {
-                key_of(&hashes, &component, &colours, target)
-            });
+            let (body, lookahead) = parts(
+                &grammar.rules[r],
+                &|target| key_of(&hashes, &component, &colours, target),
+                budget,
+            )?;
             hashes[r] = Some(IrHash {
                 rule: combine(quotient, colour),
                 body,
@@ -160,20 +170,21 @@ pub fn built(
     rule: &mut fsm::Rule,
     all: &[IrHash],
     token_sets: &[ir::TokenSet],
-) -> RuleHash {
+    budget: &Budget,
+) -> Result<RuleHash, Exceeded> {
     let key = |label: Label| label_key(label, all, token_sets);
     let canonical = |fsm: &mut Fsm| {
-        let (hash, order) = automaton_hash(fsm, &key);
-        renumber(fsm, &order);
-        hash
+        let (hash, order) = automaton_hash(fsm, &key, budget)?;
+        renumber(fsm, &order, budget)?;
+        Ok(hash)
     };
     let body = match &mut rule.body {
-        Body::Automaton(fsm) => canonical(fsm),
+        Body::Automaton(fsm) => canonical(fsm)?,
         // A dispatch's structure is all in its IR hash.
         Body::Dispatch(_) | Body::TokenDispatch(_) => DISPATCH_SHAPE,
     };
-    let lookahead = rule.lookahead.as_mut().map(canonical);
-    RuleHash {
+    let lookahead = rule.lookahead.as_mut().map(canonical).transpose()?;
+    Ok(RuleHash {
         rule: combine(combine(ir.rule, body), lookahead.unwrap_or(NO_LOOKAHEAD)),
         automaton: combine(ir.body, body),
         lookahead: ir
@@ -181,7 +192,7 @@ pub fn built(
             .zip(lookahead)
             .map(|(ir, shape)| combine(ir, shape)),
         ir: ir.rule,
-    }
+    })
 }
 
 /// The colours of a cyclic component's rules (sorted indices). Round 0
@@ -198,20 +209,25 @@ fn component_colours(
 ) -> Result<Vec<u64>, Exceeded> {
     let markers = vec![INSIDE_MARKER; component.len()];
     let local = |r: usize, colours: &[u64]| {
-        let (body, lookahead) = parts(&grammar.rules[r], &|t| {
-            key_of(hashes, component, colours, t)
-        });
-        combine(body, lookahead.unwrap_or(NO_LOOKAHEAD))
+        let (body, lookahead) = parts(
+            &grammar.rules[r],
+            &|t| key_of(hashes, component, colours, t),
+            budget,
+        )?;
+        Ok(combine(body, lookahead.unwrap_or(NO_LOOKAHEAD)))
     };
-    let mut colours: Vec<u64> = component.iter().map(|&r| local(r, &markers)).collect();
+    let mut colours: Vec<u64> = component
+        .iter()
+        .map(|&r| local(r, &markers))
+        .collect::<Result<_, Exceeded>>()?;
     let mut distinct = distinct_count(&colours);
     for _ in 0..component.len() {
         budget.check()?;
         let next: Vec<u64> = component
             .iter()
             .zip(&colours)
-            .map(|(&r, &own)| combine(own, local(r, &colours)))
-            .collect();
+            .map(|(&r, &own)| Ok(combine(own, local(r, &colours)?)))
+            .collect::<Result<_, Exceeded>>()?;
         let count = distinct_count(&next);
         colours = next;
         if count == distinct {
@@ -254,19 +270,26 @@ const QUOTIENT_SEED: u64 = 0xD6E8_FEB8_6659_FD93;
 const NO_LOOKAHEAD: u64 = 0x2545_F491_4F6C_DD1D;
 const DISPATCH_SHAPE: u64 = 0x5851_F42D_4C95_7F2D;
 
-/// The hashes of a rule's body and lookahead, references keyed by `key`.
-fn parts(rule: &ir::Rule, key: &dyn Fn(usize) -> u64) -> (u64, Option<u64>) {
-    (
-        expr_hash(&rule.body, key),
-        rule.lookahead.as_ref().map(|la| expr_hash(la, key)),
-    )
+/// The hashes of a rule's body and lookahead, references keyed by `key`;
+/// spends a unit of `budget` per node.
+fn parts(
+    rule: &ir::Rule,
+    key: &dyn Fn(usize) -> u64,
+    budget: &Budget,
+) -> Result<(u64, Option<u64>), Exceeded> {
+    Ok((
+        expr_hash(&rule.body, key, budget)?,
+        (rule.lookahead.as_ref())
+            .map(|la| expr_hash(la, key, budget))
+            .transpose()?,
+    ))
 }
 
 /// An expression's hash, references keyed by `key`: each node's kind and
 /// fields combined with its children's hashes — in order, but for a
 /// choice, whose order does not change what it matches (nor its minimal
 /// automaton). Walked with a stack of its own: bodies may be deep.
-fn expr_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
+fn expr_hash(expr: &Expr, key: &dyn Fn(usize) -> u64, budget: &Budget) -> Result<u64, Exceeded> {
     enum Step<'e> {
         Enter(&'e Expr),
         /// The node and how many children it has.
@@ -277,6 +300,7 @@ fn expr_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
     while let Some(step) = steps.pop() {
         match step {
             Step::Enter(expr) => {
+                budget.spend(1)?;
                 let exit = steps.len();
                 steps.push(Step::Exit(expr, 0));
                 match expr {
@@ -304,16 +328,19 @@ fn expr_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
                 steps[exit + 1..].reverse();
             }
             Step::Exit(expr, count) => {
-                let mut below = values.split_off(values.len() - count);
+                // The children's hashes are the last `count` values.
+                let below = values.len() - count;
                 if matches!(expr, Expr::Choice(_)) {
-                    below.sort_unstable();
+                    values[below..].sort_unstable();
                 }
                 let own = node_hash(expr, key);
-                values.push(below.into_iter().fold(own, combine));
+                let hash = values[below..].iter().fold(own, |h, &v| combine(h, v));
+                values.truncate(below);
+                values.push(hash);
             }
         }
     }
-    values.pop().expect("the root's hash")
+    Ok(values.pop().expect("the root's hash"))
 }
 
 /// What an expression node is, apart from its children: kind, sizes and
@@ -362,25 +389,30 @@ fn node_hash(expr: &Expr, key: &dyn Fn(usize) -> u64) -> u64 {
 
 /// Algorithm 1: breadth first over sorted edges, hashing finality, labels and
 /// target numbers. Returns the hash and the order the nodes were reached in.
-fn automaton_hash(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> (u64, Vec<u32>) {
-    let mut keyed = KeyedEdges::of(fsm, key);
+fn automaton_hash(
+    fsm: &Fsm,
+    key: &dyn Fn(Label) -> u64,
+    budget: &Budget,
+) -> Result<(u64, Vec<u32>), Exceeded> {
+    let mut keyed = KeyedEdges::of(fsm, key, budget)?;
     if keyed.tied {
-        let colours = node_colours(fsm, &keyed);
+        let colours = node_colours(fsm, &keyed, budget)?;
         keyed.break_ties(&colours);
     }
-    let order = keyed.canonical_order();
+    let order = keyed.canonical_order(budget)?;
     let mut number = vec![0u64; fsm.nodes.len()];
     for (position, &node) in order.iter().enumerate() {
         number[node as usize] = position as u64;
     }
     let mut h = combine(3, fsm.nodes.len() as u64);
     for &node in &order {
+        budget.spend(1 + keyed.at(node).len())?;
         h = combine(h, u64::from(fsm.nodes[node as usize].is_final));
         for &(_, label, _, target) in keyed.at(node) {
             h = combine(combine(h, label), number[target as usize]);
         }
     }
-    (h, order)
+    Ok((h, order))
 }
 
 /// Every node's edges as `(not bytes, label key, target colour, target)`,
@@ -398,11 +430,12 @@ struct KeyedEdges {
 
 impl KeyedEdges {
     /// The edges with colours all zero.
-    fn of(fsm: &Fsm, key: &dyn Fn(Label) -> u64) -> Self {
+    fn of(fsm: &Fsm, key: &dyn Fn(Label) -> u64, budget: &Budget) -> Result<Self, Exceeded> {
         let mut starts = Vec::with_capacity(fsm.nodes.len() + 1);
         let mut edges = Vec::with_capacity(fsm.edge_count());
         let mut tied = false;
         for node in &fsm.nodes {
+            budget.spend(1 + node.edges.len())?;
             let first = edges.len();
             starts.push(first);
             edges.extend(node.edges.iter().map(|edge| {
@@ -416,11 +449,11 @@ impl KeyedEdges {
                 .any(|pair| pair[0].1 == pair[1].1 && pair[0].3 != pair[1].3);
         }
         starts.push(edges.len());
-        Self {
+        Ok(Self {
             starts,
             edges,
             tied,
-        }
+        })
     }
 
     /// Node `node`'s edges.
@@ -439,7 +472,7 @@ impl KeyedEdges {
     }
 
     /// Nodes in breadth-first order from the start over sorted edges.
-    fn canonical_order(&self) -> Vec<u32> {
+    fn canonical_order(&self, budget: &Budget) -> Result<Vec<u32>, Exceeded> {
         let mut seen = vec![false; self.starts.len() - 1];
         let mut order = vec![0u32];
         seen[0] = true;
@@ -447,6 +480,7 @@ impl KeyedEdges {
         while next < order.len() {
             let node = order[next];
             next += 1;
+            budget.spend(1 + self.at(node).len())?;
             for &(_, _, _, target) in self.at(node) {
                 if !seen[target as usize] {
                     seen[target as usize] = true;
@@ -454,7 +488,7 @@ impl KeyedEdges {
                 }
             }
         }
-        order
+        Ok(order)
     }
 }
 
@@ -474,35 +508,36 @@ impl KeyedEdges {
 /// covers every node and edge whatever the order, so colours that stopped
 /// early can only give two numberings of one automaton different hashes
 /// (less sharing), never two automata one hash.
-fn node_colours(fsm: &Fsm, keyed: &KeyedEdges) -> Vec<u64> {
+fn node_colours(fsm: &Fsm, keyed: &KeyedEdges, budget: &Budget) -> Result<Vec<u64>, Exceeded> {
     let mut colours: Vec<u64> = fsm.nodes.iter().map(|n| u64::from(n.is_final)).collect();
     let mut distinct = 0;
     let mut rounds = (COLOUR_WORK / fsm.nodes.len().max(1)).max(MIN_COLOUR_ROUNDS);
     let mut pairs: Vec<(u64, u64)> = Vec::new();
     loop {
         if rounds == 0 {
-            return colours;
+            return Ok(colours);
         }
         rounds -= 1;
         let next: Vec<u64> = (0..fsm.nodes.len())
             .map(|node| {
+                let edges = keyed.at(u32::try_from(node).expect("node ids fit"));
+                budget.spend(1 + edges.len())?;
                 pairs.clear();
                 pairs.extend(
-                    keyed
-                        .at(u32::try_from(node).expect("node ids fit"))
+                    edges
                         .iter()
                         .map(|&(_, label, _, target)| (label, colours[target as usize])),
                 );
                 pairs.sort_unstable();
-                pairs.iter().fold(colours[node], |h, &(label, target)| {
+                Ok(pairs.iter().fold(colours[node], |h, &(label, target)| {
                     combine(combine(h, label), target)
-                })
+                }))
             })
-            .collect();
+            .collect::<Result<_, Exceeded>>()?;
         let count = next.iter().collect::<BTreeSet<_>>().len();
         colours = next;
         if count == distinct {
-            return colours;
+            return Ok(colours);
         }
         distinct = count;
     }
@@ -517,7 +552,7 @@ const COLOUR_WORK: usize = 1 << 22;
 const MIN_COLOUR_ROUNDS: usize = 16;
 
 /// Renumbers `fsm`'s nodes in `order` (a canonical order: start first).
-fn renumber(fsm: &mut Fsm, order: &[u32]) {
+fn renumber(fsm: &mut Fsm, order: &[u32], budget: &Budget) -> Result<(), Exceeded> {
     let mut number = vec![0u32; fsm.nodes.len()];
     for (position, &node) in order.iter().enumerate() {
         number[node as usize] = u32::try_from(position).expect("node ids fit");
@@ -528,12 +563,14 @@ fn renumber(fsm: &mut Fsm, order: &[u32]) {
         .map(|&n| std::mem::take(&mut old[n as usize]))
         .collect();
     for node in &mut nodes {
+        budget.spend(1 + node.edges.len())?;
         for edge in &mut node.edges {
             edge.target = number[edge.target as usize];
         }
         node.edges.sort_unstable();
     }
     fsm.nodes = nodes;
+    Ok(())
 }
 
 /// A label's sort and hash key: bytes by value, references by the IR
@@ -569,15 +606,16 @@ fn token_set_hash(set: &ir::TokenSet) -> u64 {
 }
 
 /// The rules `rule` refers to (body and lookahead), by index.
-fn references(rule: &ir::Rule) -> Vec<usize> {
-    let mut out = BTreeSet::new();
+fn references(rule: &ir::Rule, budget: &Budget) -> Result<Vec<usize>, Exceeded> {
+    let mut out = Vec::new();
     let mut open: Vec<&Expr> = std::iter::once(&rule.body)
         .chain(rule.lookahead.as_ref())
         .collect();
     while let Some(expr) = open.pop() {
+        budget.spend(1)?;
         match expr {
             Expr::Ref(target) | Expr::RepeatRule { rule: target, .. } => {
-                out.insert(target.as_usize());
+                out.push(target.as_usize());
             }
             Expr::Sequence(items) | Expr::Choice(items) => open.extend(items),
             Expr::Repeat { expr, .. } => open.push(expr),
@@ -589,7 +627,9 @@ fn references(rule: &ir::Rule) -> Vec<usize> {
             Expr::Empty | Expr::Bytes(_) | Expr::Class(_) | Expr::Tokens(_) => {}
         }
     }
-    out.into_iter().collect()
+    out.sort_unstable();
+    out.dedup();
+    Ok(out)
 }
 /// Strongly connected components of the reference graph, each a list of
 /// rule indices, dependencies before dependents (Tarjan's algorithm, with an

@@ -73,7 +73,14 @@ impl RuleBuilder for Rules {
         let mut token_sets = self.token_sets.clone();
         let mut built = fsm::build_rule(source, &mut token_sets, &budget, &self.cache)
             .map_err(|exceeded| exceeded.to_string())?;
-        let hash = hash::built(&self.ir[rule.as_usize()], &mut built, &self.ir, &token_sets);
+        let hash = hash::built(
+            &self.ir[rule.as_usize()],
+            &mut built,
+            &self.ir,
+            &token_sets,
+            &budget,
+        )
+        .map_err(|exceeded| exceeded.to_string())?;
         let order = |callee: u32| self.ir[callee as usize].rule;
         let Body::Automaton(fsm) = &built.body else {
             return Err(format!("rule {rule} is not an automaton"));
@@ -101,12 +108,19 @@ pub(crate) fn grammar(
     budget: &Budget,
     cache: &CompileCache,
 ) -> Result<Result<Grammar, xg_runtime::tables::TablesError>, Exceeded> {
-    let references = hash::references_of(&grammar);
+    let references = match hash::references_of(&grammar, budget) {
+        Ok(references) => references,
+        Err(exceeded) => {
+            free_aside(grammar);
+            return Err(exceeded);
+        }
+    };
     let (ir, token_sets, built) = match build_now(&grammar, &references, budget, cache) {
         Ok(parts) => parts,
         Err(exceeded) => {
-            // Out of budget: return now, free the grammar aside.
-            free_aside(grammar);
+            // Out of budget: return now, free the grammar (and the
+            // references, a list per rule) aside.
+            free_aside((grammar, references));
             return Err(exceeded);
         }
     };
@@ -160,25 +174,39 @@ fn build_now(
 ) -> Result<(Vec<IrHash>, Vec<ir::TokenSet>, BuiltNow), Exceeded> {
     let all_now = grammar.rules.iter().any(|rule| rule.lookahead.is_some());
     let ir = hash::ir_hashes_with(grammar, references, budget)?;
-    let mut token_sets = token_sets(grammar);
+    let mut token_sets = token_sets(grammar, budget)?;
     let mut built = Vec::with_capacity(grammar.rules.len());
     let mut bytes = 0usize;
     for (rule, hashes) in grammar.rules.iter().zip(&ir) {
-        let now = all_now
-            || matches!(rule.body, Expr::Dispatch(_) | Expr::TokenDispatch(_))
-            || estimated_nodes(&rule.body) > LAZY_NODES;
-        if !now {
-            built.push(None);
-            continue;
+        let mut now_or_later = || {
+            let now = all_now
+                || matches!(rule.body, Expr::Dispatch(_) | Expr::TokenDispatch(_))
+                || estimated_nodes(&rule.body, budget)? > LAZY_NODES;
+            if !now {
+                return Ok(None);
+            }
+            budget.check()?;
+            budget.check_memory(bytes)?;
+            let mut automata = fsm::build_rule(rule, &mut token_sets, budget, cache)?;
+            if let Body::Automaton(fsm) = &automata.body {
+                bytes = bytes.saturating_add(fsm::finished_bytes(fsm));
+            }
+            match hash::built(hashes, &mut automata, &ir, &token_sets, budget) {
+                Ok(hash) => Ok(Some((automata, hash))),
+                Err(exceeded) => {
+                    free_aside(automata);
+                    Err(exceeded)
+                }
+            }
+        };
+        match now_or_later() {
+            Ok(rule) => built.push(rule),
+            Err(exceeded) => {
+                // Stopped: the automata built so far are freed aside.
+                free_aside(built);
+                return Err(exceeded);
+            }
         }
-        budget.check()?;
-        budget.check_memory(bytes)?;
-        let mut automata = fsm::build_rule(rule, &mut token_sets, budget, cache)?;
-        if let Body::Automaton(fsm) = &automata.body {
-            bytes = bytes.saturating_add(fsm::finished_bytes(fsm));
-        }
-        let hash = hash::built(hashes, &mut automata, &ir, &token_sets);
-        built.push(Some((automata, hash)));
     }
     Ok((ir, token_sets, built))
 }
@@ -186,13 +214,14 @@ fn build_now(
 /// Every token set the grammar's rules use (bodies and lookaheads), each
 /// once, in order of first use: the tables hold them all before any
 /// automaton is built.
-fn token_sets(grammar: &ir::Grammar) -> Vec<ir::TokenSet> {
+fn token_sets(grammar: &ir::Grammar, budget: &Budget) -> Result<Vec<ir::TokenSet>, Exceeded> {
     let mut sets: Vec<ir::TokenSet> = Vec::new();
     for rule in &grammar.rules {
         let mut open: Vec<&Expr> = std::iter::once(&rule.body)
             .chain(rule.lookahead.as_ref())
             .collect();
         while let Some(expr) = open.pop() {
+            budget.spend(1)?;
             match expr {
                 Expr::Tokens(set) if !sets.contains(set) => sets.push(set.clone()),
                 Expr::Sequence(items) | Expr::Choice(items) => open.extend(items.iter().rev()),
@@ -202,16 +231,17 @@ fn token_sets(grammar: &ir::Grammar) -> Vec<ir::TokenSet> {
             }
         }
     }
-    sets
+    Ok(sets)
 }
 
 /// About how many nodes the automaton of `expr` may have: its size with
 /// counted repetitions multiplied out (saturating).
-fn estimated_nodes(expr: &Expr) -> usize {
+fn estimated_nodes(expr: &Expr, budget: &Budget) -> Result<usize, Exceeded> {
     // (expression, how many copies of it the automaton holds)
     let mut open = vec![(expr, 1usize)];
     let mut nodes = 0usize;
     while let Some((expr, copies)) = open.pop() {
+        budget.spend(1)?;
         let own = match expr {
             Expr::Bytes(bytes) => bytes.len(),
             Expr::Sequence(items) | Expr::Choice(items) => {
@@ -237,8 +267,8 @@ fn estimated_nodes(expr: &Expr) -> usize {
         };
         nodes = nodes.saturating_add(own.saturating_mul(copies));
         if nodes > LAZY_NODES {
-            return nodes;
+            return Ok(nodes);
         }
     }
-    nodes
+    Ok(nodes)
 }

@@ -197,16 +197,28 @@ pub fn json_schema(
             message: json_schema::too_deep_message(),
         }]),
         None => {
-            // The schema's text keeps numbers a double cannot hold; they
-            // decide bounds, so they are part of the key.
-            let inexact = json_schema::inexact_numbers(schema, sources.text(file));
-            let mut key = schema.to_string();
-            if !inexact.is_empty() {
-                key.push('\0');
-                key.push_str(&inexact.key());
-            }
-            cache.schema(key, options, || {
-                json_schema::generate_with_numbers(schema, inexact, options, &budget)
+            // Each walk of a large schema (depth, numbers, printing the
+            // key) takes milliseconds: the budget is checked between them.
+            let stopped = |exceeded: Exceeded| {
+                vec![json_schema::SchemaError {
+                    pointer: "#".into(),
+                    message: exceeded.to_string(),
+                }]
+            };
+            budget.check().map_err(stopped).and_then(|()| {
+                // The schema's text keeps numbers a double cannot hold;
+                // they decide bounds, so they are part of the key.
+                let inexact = json_schema::inexact_numbers(schema, sources.text(file));
+                budget.check().map_err(stopped)?;
+                let mut key = schema.to_string();
+                if !inexact.is_empty() {
+                    key.push('\0');
+                    key.push_str(&inexact.key());
+                }
+                budget.check().map_err(stopped)?;
+                cache.schema(key, options, || {
+                    json_schema::generate_with_numbers(schema, inexact, options, &budget)
+                })
             })
         }
     };

@@ -1,11 +1,8 @@
 //! Subset construction over byte ranges and the other labels.
 
-use std::rc::Rc;
-
-use rustc_hash::FxHashMap;
-
-use super::{Edge, Fsm, Label, Node, Work};
-use crate::budget::{Budget, Exceeded};
+use super::interned::Interned;
+use super::{Edge, Fsm, Label, Node};
+use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
 
 /// Determinization gives up past this many states, or [`GROWTH`] times the
 /// input's, whichever is more (it can blow up exponentially; grammar rules
@@ -29,36 +26,41 @@ pub const MAX_SUBSET_NODES: usize = 1 << 22;
 /// [`MAX_SUBSET_NODES`] subset nodes; checks `budget` as states are made.
 pub(super) fn determinize(nfa: &Fsm, budget: &Budget) -> Result<Option<Fsm>, Exceeded> {
     let max_states = MAX_STATES.max(GROWTH * nfa.nodes.len());
-    let mut subset_nodes = 1;
-    // Each subset once, shared by the lookup table and the work list.
-    let start: Rc<[u32]> = Rc::from([0u32].as_slice());
-    let mut ids: FxHashMap<Rc<[u32]>, u32> = FxHashMap::default();
-    ids.insert(Rc::clone(&start), 0);
-    let mut sets: Vec<Rc<[u32]>> = vec![start];
+    // Most automata keep about their node count once determinized: sized
+    // for it up front, nothing is rehashed or copied as it grows.
+    let expected = nfa.nodes.len().min(max_states);
+    let mut subsets = Interned::with_capacity(expected);
+    subsets.insert(&[0], Interned::hash(&[0]));
     let mut scratch = Scratch::default();
-    let mut nodes = Vec::new();
-    let mut next = 0;
-    let mut work = Work::default();
-    while next < sets.len() {
-        let set = Rc::clone(&sets[next]);
-        next += 1;
-        work.add(set.len(), budget)?;
-        scratch.transitions(nfa, &set);
+    let mut set = Vec::new();
+    let mut nodes = Vec::with_capacity(expected);
+    while nodes.len() < subsets.len() {
+        set.clear();
+        set.extend_from_slice(subsets.get(nodes.len()));
+        let spent = budget.spend(set.len()).and_then(|()| {
+            scratch.transitions(nfa, &set);
+            budget.spend(scratch.out.len())
+        });
+        if let Err(exceeded) = spent {
+            // Stopped: what was made is freed aside if large.
+            if nodes.len() >= FREE_ASIDE_AT {
+                free_aside(nodes);
+            }
+            return Err(exceeded);
+        }
         let mut edges = Vec::with_capacity(scratch.out.len());
         for &(label, start, end) in &scratch.out {
             let targets = &scratch.targets[start..end];
-            let target = match ids.get(targets) {
-                Some(&id) => id,
+            let hash = Interned::hash(targets);
+            let target = match subsets.find(targets, hash) {
+                Some(id) => id,
                 None => {
-                    subset_nodes += targets.len();
-                    if sets.len() >= max_states || subset_nodes > MAX_SUBSET_NODES {
+                    if subsets.len() >= max_states
+                        || subsets.total() + targets.len() > MAX_SUBSET_NODES
+                    {
                         return Ok(None);
                     }
-                    let id = u32::try_from(sets.len()).expect("below the budget");
-                    let targets: Rc<[u32]> = Rc::from(targets);
-                    ids.insert(Rc::clone(&targets), id);
-                    sets.push(targets);
-                    id
+                    subsets.insert(targets, hash)
                 }
             };
             edges.push(Edge { label, target });

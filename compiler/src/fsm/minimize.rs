@@ -27,13 +27,14 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Fsm, Label, Node, Work, check_every_stride, node_id};
+use super::interned::Interned;
+use super::{Edge, Fsm, Label, Node, node_id};
 use crate::budget::{Budget, Exceeded};
 
 /// The minimal automaton equivalent to the deterministic `dfa`; checks
 /// `budget` as the partition is refined.
 pub(super) fn minimize(dfa: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
-    let core = core(dfa);
+    let core = core(dfa, budget)?;
     let mut classes = Classes {
         of: vec![u32::MAX; dfa.nodes.len()],
         count: 0,
@@ -44,7 +45,7 @@ pub(super) fn minimize(dfa: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
         classes.count = blocks.sets();
     } else {
         if !core.is_empty() {
-            let blocks = refine(&restricted(dfa, &core), budget)?;
+            let blocks = refine(&restricted(dfa, &core, budget)?, budget)?;
             for (&node, &block) in core.iter().zip(&blocks.set_of) {
                 classes.of[node as usize] = block;
             }
@@ -52,8 +53,7 @@ pub(super) fn minimize(dfa: &Fsm, budget: &Budget) -> Result<Fsm, Exceeded> {
         }
         class_by_signature(dfa, &core, &mut classes, budget)?;
     }
-    budget.check()?;
-    Ok(merge(dfa, &classes))
+    merge(dfa, &classes, budget)
 }
 
 /// Classes of equivalent nodes: `of[node]`, numbered `0..count`
@@ -66,14 +66,13 @@ struct Classes {
 /// The coarsest partition of `dfa`'s nodes into equivalent ones, by
 /// Valmari's refinement.
 fn refine(dfa: &Fsm, budget: &Budget) -> Result<Partition, Exceeded> {
-    let transitions = Transitions::of(dfa);
-    budget.check()?;
+    let transitions = Transitions::of(dfa, budget)?;
     coarsest_partition(dfa, &transitions, budget)
 }
 
 /// The automaton of the nodes `kept` (which lead only to each other),
 /// numbered in their order.
-fn restricted(dfa: &Fsm, kept: &[u32]) -> Fsm {
+fn restricted(dfa: &Fsm, kept: &[u32], budget: &Budget) -> Result<Fsm, Exceeded> {
     let mut number = vec![u32::MAX; dfa.nodes.len()];
     for (new, &old) in kept.iter().enumerate() {
         number[old as usize] = node_id(new);
@@ -82,7 +81,8 @@ fn restricted(dfa: &Fsm, kept: &[u32]) -> Fsm {
         .iter()
         .map(|&old| {
             let node = &dfa.nodes[old as usize];
-            Node {
+            budget.spend(1 + node.edges.len())?;
+            Ok(Node {
                 is_final: node.is_final,
                 edges: node
                     .edges
@@ -92,10 +92,10 @@ fn restricted(dfa: &Fsm, kept: &[u32]) -> Fsm {
                         target: number[edge.target as usize],
                     })
                     .collect(),
-            }
+            })
         })
-        .collect();
-    Fsm { nodes }
+        .collect::<Result<_, Exceeded>>()?;
+    Ok(Fsm { nodes })
 }
 
 /// Classes the nodes outside `core` (whose classes are set), each after
@@ -107,7 +107,10 @@ fn class_by_signature(
     classes: &mut Classes,
     budget: &Budget,
 ) -> Result<(), Exceeded> {
-    let mut by_signature: FxHashMap<Vec<u32>, u32> = FxHashMap::default();
+    // Sized for every node up front: never rehashed while filled.
+    let mut signatures = Interned::with_capacity(dfa.nodes.len());
+    // The class of each signature kept.
+    let mut class_of_signature: Vec<u32> = Vec::with_capacity(dfa.nodes.len());
     let mut signature = Vec::new();
     // One member of each of the core's classes stands for it.
     let mut seen = vec![false; classes.count];
@@ -115,28 +118,42 @@ fn class_by_signature(
         let class = classes.of[node as usize];
         if !std::mem::replace(&mut seen[class as usize], true) {
             signature_of(&dfa.nodes[node as usize], &classes.of, &mut signature);
-            by_signature.insert(signature.clone(), class);
+            let hash = Interned::hash(&signature);
+            match signatures.find(&signature, hash) {
+                Some(id) => class_of_signature[id as usize] = class,
+                None => {
+                    signatures.insert(&signature, hash);
+                    class_of_signature.push(class);
+                }
+            }
         }
     }
-    for (done, node) in after_successors(dfa, &classes.of).into_iter().enumerate() {
-        check_every_stride(budget, done + 1)?;
+    for node in after_successors(dfa, &classes.of, budget)? {
+        budget.spend(1 + dfa.nodes[node as usize].edges.len())?;
         signature_of(&dfa.nodes[node as usize], &classes.of, &mut signature);
-        let next = node_id(classes.count);
-        let class = *by_signature.entry(signature.clone()).or_insert(next);
-        if class == next {
-            classes.count += 1;
-        }
+        let hash = Interned::hash(&signature);
+        let class = match signatures.find(&signature, hash) {
+            Some(id) => class_of_signature[id as usize],
+            None => {
+                signatures.insert(&signature, hash);
+                let class = node_id(classes.count);
+                class_of_signature.push(class);
+                classes.count += 1;
+                class
+            }
+        };
         classes.of[node as usize] = class;
     }
     Ok(())
 }
 
 /// The nodes on a cycle and every node they reach, in increasing order.
-fn core(dfa: &Fsm) -> Vec<u32> {
+fn core(dfa: &Fsm, budget: &Budget) -> Result<Vec<u32>, Exceeded> {
     let count = dfa.nodes.len();
-    let mut in_core = Components::on_cycles(dfa);
+    let mut in_core = Components::on_cycles(dfa, budget)?;
     let mut pending: Vec<u32> = (0..count).filter(|&n| in_core[n]).map(node_id).collect();
     while let Some(node) = pending.pop() {
+        budget.spend(1 + dfa.nodes[node as usize].edges.len())?;
         for edge in &dfa.nodes[node as usize].edges {
             if !in_core[edge.target as usize] {
                 in_core[edge.target as usize] = true;
@@ -144,7 +161,7 @@ fn core(dfa: &Fsm) -> Vec<u32> {
             }
         }
     }
-    (0..count).filter(|&n| in_core[n]).map(node_id).collect()
+    Ok((0..count).filter(|&n| in_core[n]).map(node_id).collect())
 }
 
 /// Tarjan's strongly connected components, without recursion.
@@ -162,7 +179,7 @@ struct Components {
 impl Components {
     /// Per node, whether it is on a cycle: in a component of several
     /// nodes, or with an edge to itself.
-    fn on_cycles(dfa: &Fsm) -> Vec<bool> {
+    fn on_cycles(dfa: &Fsm, budget: &Budget) -> Result<Vec<bool>, Exceeded> {
         let count = dfa.nodes.len();
         let mut on_cycle = vec![false; count];
         let mut search = Self {
@@ -176,10 +193,10 @@ impl Components {
         for root in 0..count {
             if search.index[root] == u32::MAX {
                 search.visit(node_id(root));
-                search.run(dfa, &mut on_cycle);
+                search.run(dfa, &mut on_cycle, budget)?;
             }
         }
-        on_cycle
+        Ok(on_cycle)
     }
 
     fn visit(&mut self, node: u32) {
@@ -192,9 +209,10 @@ impl Components {
     }
 
     /// Follows the path until it is empty, marking the nodes on a cycle.
-    fn run(&mut self, dfa: &Fsm, on_cycle: &mut [bool]) {
+    fn run(&mut self, dfa: &Fsm, on_cycle: &mut [bool], budget: &Budget) -> Result<(), Exceeded> {
         while let Some(&mut (node, ref mut next)) = self.path.last_mut() {
             let n = node as usize;
+            budget.spend(1)?;
             if let Some(edge) = dfa.nodes[n].edges.get(*next) {
                 *next += 1;
                 let target = edge.target;
@@ -225,12 +243,13 @@ impl Components {
                 }
             }
         }
+        Ok(())
     }
 }
 
 /// The nodes without a class in `class_of` (none of them on a cycle), each
 /// after every such node it leads to.
-fn after_successors(dfa: &Fsm, class_of: &[u32]) -> Vec<u32> {
+fn after_successors(dfa: &Fsm, class_of: &[u32], budget: &Budget) -> Result<Vec<u32>, Exceeded> {
     let count = dfa.nodes.len();
     let mut seen: Vec<bool> = class_of.iter().map(|&class| class != u32::MAX).collect();
     let mut order = Vec::with_capacity(count);
@@ -242,6 +261,7 @@ fn after_successors(dfa: &Fsm, class_of: &[u32]) -> Vec<u32> {
         seen[root] = true;
         path.push((node_id(root), 0));
         while let Some(&mut (node, ref mut next)) = path.last_mut() {
+            budget.spend(1)?;
             match dfa.nodes[node as usize].edges.get(*next) {
                 Some(edge) => {
                     *next += 1;
@@ -257,7 +277,7 @@ fn after_successors(dfa: &Fsm, class_of: &[u32]) -> Vec<u32> {
             }
         }
     }
-    order
+    Ok(order)
 }
 
 /// Writes the signature of `node` into `signature`: its finality, then
@@ -318,7 +338,7 @@ struct Transitions {
 }
 
 impl Transitions {
-    fn of(dfa: &Fsm) -> Self {
+    fn of(dfa: &Fsm, budget: &Budget) -> Result<Self, Exceeded> {
         // Byte classes: cut 0..=255 at every edge boundary.
         let mut starts = [false; 257];
         let mut others: FxHashMap<Label, u32> = FxHashMap::default();
@@ -347,6 +367,7 @@ impl Transitions {
         let mut all = Vec::new();
         for (tail, node) in dfa.nodes.iter().enumerate() {
             let tail = node_id(tail);
+            budget.spend(1 + node.edges.len())?;
             for edge in &node.edges {
                 match edge.label {
                     Label::Bytes { lo, hi } => {
@@ -357,10 +378,10 @@ impl Transitions {
                 }
             }
         }
-        Self {
+        Ok(Self {
             all,
             symbols: class as usize + 1,
-        }
+        })
     }
 }
 
@@ -519,9 +540,8 @@ fn coarsest_partition(
     // Block 0 need not be a splitter: it is what the others leave.
     let mut block = 1;
     let mut cord = 0;
-    let mut work = Work::default();
     while cord < cords.sets() {
-        work.add((cords.past[cord] - cords.first[cord]) as usize + 1, budget)?;
+        budget.spend((cords.past[cord] - cords.first[cord]) as usize + 1)?;
         for i in cords.first[cord]..cords.past[cord] {
             let t = cords.elements[i as usize];
             blocks.mark(all[t as usize].0);
@@ -529,12 +549,10 @@ fn coarsest_partition(
         blocks.split();
         cord += 1;
         while block < blocks.sets() {
-            work.add(
-                (blocks.past[block] - blocks.first[block]) as usize + 1,
-                budget,
-            )?;
+            budget.spend(1)?;
             for i in blocks.first[block]..blocks.past[block] {
                 let node = blocks.elements[i as usize] as usize;
+                budget.spend(1 + (offsets[node + 1] - offsets[node]) as usize)?;
                 for &t in &into[offsets[node] as usize..offsets[node + 1] as usize] {
                     cords.mark(t);
                 }
@@ -552,9 +570,9 @@ fn coarsest_partition(
 /// from any member (they agree), adjacent ranges into the same class
 /// merged. No class needs trimming: the input is trimmed, and merging
 /// keeps every node reachable and able to reach a final node.
-fn merge(dfa: &Fsm, classes: &Classes) -> Fsm {
+fn merge(dfa: &Fsm, classes: &Classes, budget: &Budget) -> Result<Fsm, Exceeded> {
     if dfa.nodes.is_empty() {
-        return Fsm::default();
+        return Ok(Fsm::default());
     }
     let (class_of, classes) = (&classes.of, classes.count);
     let mut member_of = vec![u32::MAX; classes];
@@ -572,6 +590,7 @@ fn merge(dfa: &Fsm, classes: &Classes) -> Fsm {
     let mut nodes = Vec::with_capacity(classes);
     while let Some(&member) = order.get(nodes.len()) {
         let node = &dfa.nodes[member];
+        budget.spend(1 + node.edges.len())?;
         let mut edges: Vec<Edge> = Vec::with_capacity(node.edges.len());
         for edge in &node.edges {
             let class = class_of[edge.target as usize] as usize;
@@ -602,5 +621,5 @@ fn merge(dfa: &Fsm, classes: &Classes) -> Fsm {
         });
     }
     debug_assert_eq!(nodes.len(), classes, "every class is reached");
-    Fsm { nodes }
+    Ok(Fsm { nodes })
 }

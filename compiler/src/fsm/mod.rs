@@ -31,6 +31,7 @@
 //! - [`Fsm`], [`Node`], [`Edge`], [`Label`]: the automata.
 
 mod determinize;
+mod interned;
 mod minimize;
 mod thompson;
 
@@ -38,7 +39,7 @@ use std::fmt;
 
 use xg_runtime::{RuleId, TokenId};
 
-use crate::budget::{Budget, Exceeded};
+use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
 use crate::cache::{Automaton, CompileCache};
 use crate::ir;
 
@@ -210,38 +211,9 @@ impl fmt::Display for Label {
     }
 }
 
-/// How many nodes, subsets or splits an automaton's construction makes
-/// between two checks of the budget.
-const BUDGET_STRIDE: usize = 4096;
-
-/// Units of work done so far (nodes visited, transitions marked), for
-/// checking the budget every [`BUDGET_STRIDE`] of them: one large subset
-/// or block costs as much as many small ones.
-#[derive(Default)]
-struct Work(usize);
-
-impl Work {
-    /// Counts `amount` more; checks `budget` each time the count passes a
-    /// multiple of [`BUDGET_STRIDE`].
-    fn add(&mut self, amount: usize, budget: &Budget) -> Result<(), Exceeded> {
-        let before = self.0 / BUDGET_STRIDE;
-        self.0 += amount;
-        if self.0 / BUDGET_STRIDE == before {
-            Ok(())
-        } else {
-            budget.check()
-        }
-    }
-}
-
-/// Checks `budget` when `count` is a multiple of [`BUDGET_STRIDE`].
-fn check_every_stride(budget: &Budget, count: usize) -> Result<(), Exceeded> {
-    if count.is_multiple_of(BUDGET_STRIDE) {
-        budget.check()
-    } else {
-        Ok(())
-    }
-}
+/// How many nodes an automaton under construction gains between two
+/// checks of its size against the memory limit.
+const MEMORY_STRIDE: usize = 4096;
 
 /// What an automaton of `nodes` and `edges` takes while it is built, for
 /// the compilation's memory limit: its edges in the construction's flat
@@ -367,7 +339,7 @@ fn automaton(
     cache: &CompileCache,
 ) -> Result<Fsm, Exceeded> {
     let mut references = References::default();
-    let key = references.number(expr);
+    let key = references.number(expr, budget)?;
     budget.check()?;
     let built = cache.automaton(key, |key| {
         budget.check()?;
@@ -376,11 +348,17 @@ fn automaton(
         // Most bodies are deterministic once their epsilon edges are gone:
         // subset construction would only copy them.
         let fsm = if nfa.is_deterministic() {
-            minimize::minimize(&nfa, budget)?
+            let minimal = minimize::minimize(&nfa, budget);
+            done_with(nfa, minimal)?
         } else {
-            match determinize::determinize(&nfa, budget)? {
-                Some(dfa) => minimize::minimize(&dfa, budget)?,
-                None => nfa,
+            match determinize::determinize(&nfa, budget) {
+                Ok(Some(dfa)) => {
+                    drop(nfa);
+                    let minimal = minimize::minimize(&dfa, budget);
+                    done_with(dfa, minimal)?
+                }
+                Ok(None) => nfa,
+                Err(exceeded) => done_with(nfa, Err(exceeded))?,
             }
         };
         Ok(Automaton {
@@ -388,6 +366,9 @@ fn automaton(
             token_sets: local_sets,
         })
     })?;
+    // What the construction made is freed by now (milliseconds for a
+    // large automaton): check before copying the automaton out.
+    budget.check()?;
     let nodes = built.fsm.nodes.len();
     if nodes > MAX_NFA_NODES && !built.fsm.is_deterministic() {
         return Err(Exceeded::Automaton { nodes });
@@ -416,16 +397,40 @@ fn automaton(
         Label::Tokens(local) => Label::Tokens(sets[local as usize]),
         label @ (Label::Bytes { .. } | Label::Epsilon) => label,
     };
-    let mut fsm = built.fsm.clone();
-    for node in &mut fsm.nodes {
-        for edge in &mut node.edges {
-            edge.label = relabel(edge.label);
+    let mut nodes = Vec::with_capacity(built.fsm.nodes.len());
+    for node in &built.fsm.nodes {
+        if let Err(exceeded) = budget.spend(1 + node.edges.len()) {
+            if nodes.len() >= FREE_ASIDE_AT {
+                free_aside(nodes);
+            }
+            return Err(exceeded);
         }
+        let mut edges: Vec<Edge> = (node.edges.iter())
+            .map(|edge| Edge {
+                label: relabel(edge.label),
+                target: edge.target,
+            })
+            .collect();
         // Edges are sorted by label; real rule ids need not keep the order
         // of the local ones.
-        node.edges.sort_unstable();
+        edges.sort_unstable();
+        nodes.push(Node {
+            is_final: node.is_final,
+            edges,
+        });
     }
-    Ok(fsm)
+    Ok(Fsm { nodes })
+}
+
+/// `outcome`, freeing `used`, an automaton the construction is done with:
+/// here if the construction goes on, on a thread of its own if it stopped
+/// and `used` is large (a million nodes take tens of milliseconds to free,
+/// which a cancelled compilation would wait for).
+fn done_with<T>(used: Fsm, outcome: Result<T, Exceeded>) -> Result<T, Exceeded> {
+    if outcome.is_err() && used.nodes.len() >= FREE_ASIDE_AT {
+        free_aside(used);
+    }
+    outcome
 }
 
 /// The rules a body refers to, numbered in order of first appearance.
@@ -444,34 +449,35 @@ impl References {
         })
     }
 
-    /// `expr` with each rule it refers to replaced by its local number.
-    fn number(&mut self, expr: &ir::Expr) -> ir::Expr {
-        match expr {
+    /// `expr` with each rule it refers to replaced by its local number,
+    /// spending a unit of `budget` per node.
+    fn number(&mut self, expr: &ir::Expr, budget: &Budget) -> Result<ir::Expr, Exceeded> {
+        budget.spend(1)?;
+        let mut all = |items: &[ir::Expr]| -> Result<Vec<ir::Expr>, Exceeded> {
+            items.iter().map(|item| self.number(item, budget)).collect()
+        };
+        Ok(match expr {
+            ir::Expr::Sequence(items) => ir::Expr::Sequence(all(items)?),
+            ir::Expr::Choice(items) => ir::Expr::Choice(all(items)?),
             ir::Expr::Ref(rule) => ir::Expr::Ref(self.local(*rule)),
             ir::Expr::RepeatRule { rule, min, max } => ir::Expr::RepeatRule {
                 rule: self.local(*rule),
                 min: *min,
                 max: *max,
             },
-            ir::Expr::Sequence(items) => {
-                ir::Expr::Sequence(items.iter().map(|item| self.number(item)).collect())
-            }
-            ir::Expr::Choice(items) => {
-                ir::Expr::Choice(items.iter().map(|item| self.number(item)).collect())
-            }
             ir::Expr::Repeat { expr, min, max } => ir::Expr::Repeat {
-                expr: Box::new(self.number(expr)),
+                expr: Box::new(self.number(expr, budget)?),
                 min: *min,
                 max: *max,
             },
             ir::Expr::Except(except) => ir::Expr::Except(ir::Except {
                 excluded: except.excluded.clone(),
                 plain: except.plain,
-                other: Box::new(self.number(&except.other)),
+                other: Box::new(self.number(&except.other, budget)?),
             }),
             // Dispatches nested in a body match nothing (`normalize` gives
             // each its own rule), and the rest refers to no rule.
             other => other.clone(),
-        }
+        })
     }
 }

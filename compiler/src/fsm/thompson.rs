@@ -2,7 +2,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::{Edge, Fsm, Label, Node, check_every_stride, node_id};
+use super::{Edge, Fsm, Label, Node, node_id};
 use crate::budget::{Budget, Exceeded};
 use crate::ir::{Except, Expr, TokenSet};
 
@@ -39,7 +39,7 @@ pub(super) fn build(
         built
     };
     budget.check()?;
-    Ok(trim(&epsilon_free))
+    trim(&epsilon_free, budget)
 }
 
 /// An automaton as flat arrays (no allocation per node, as an [`Fsm`]
@@ -105,8 +105,8 @@ impl Builder<'_> {
         self.finals.push(false);
         let nodes = self.finals.len();
         if self.exceeded.is_none()
-            && let Err(exceeded) = check_every_stride(self.budget, nodes).and_then(|()| {
-                if nodes.is_multiple_of(super::BUDGET_STRIDE) {
+            && let Err(exceeded) = self.budget.spend(1).and_then(|()| {
+                if nodes.is_multiple_of(super::MEMORY_STRIDE) {
                     self.budget
                         .check_memory(super::building_bytes(nodes, self.edges.len()))
                 } else {
@@ -364,12 +364,13 @@ fn remove_epsilons(graph: &Graph, budget: &Budget) -> Result<Graph, Exceeded> {
     let mut first = vec![0u32];
     let mut edges: Vec<Edge> = Vec::new();
     while let Some(&stamp) = order.get(finals.len()) {
-        check_every_stride(budget, finals.len() + 1)?;
+        budget.spend(1)?;
         closure.clear();
         stack.push(stamp);
         seen[stamp as usize] = stamp;
         while let Some(node) = stack.pop() {
             closure.push(node);
+            budget.spend(graph.edges(node).len())?;
             for edge in graph.edges(node) {
                 if edge.label == Label::Epsilon && seen[edge.target as usize] != stamp {
                     seen[edge.target as usize] = stamp;
@@ -422,7 +423,7 @@ fn dedup_in_place(items: &mut [Edge]) -> usize {
 
 /// Keeps the nodes reachable from node 0 that can reach a final node,
 /// renumbered in order of first reach; node 0 stays the start.
-fn trim(graph: &Graph) -> Fsm {
+fn trim(graph: &Graph, budget: &Budget) -> Result<Fsm, Exceeded> {
     let count = graph.len();
     // The edges reversed, by target: `sources[starts[n]..starts[n + 1]]`
     // lead into node n (one buffer, not one per node).
@@ -436,6 +437,7 @@ fn trim(graph: &Graph) -> Fsm {
     let mut sources = vec![0u32; starts[count] as usize];
     let mut fill = starts.clone();
     for from in 0..count {
+        budget.spend(1 + graph.edges(node_id(from)).len())?;
         for edge in graph.edges(node_id(from)) {
             let at = &mut fill[edge.target as usize];
             sources[*at as usize] = node_id(from);
@@ -452,6 +454,7 @@ fn trim(graph: &Graph) -> Fsm {
     }
     while let Some(node) = stack.pop() {
         let into = starts[node as usize] as usize..starts[node as usize + 1] as usize;
+        budget.spend(1 + into.len())?;
         for &from in &sources[into] {
             if !alive[from as usize] {
                 alive[from as usize] = true;
@@ -466,6 +469,7 @@ fn trim(graph: &Graph) -> Fsm {
     while next < order.len() {
         let node = order[next];
         next += 1;
+        budget.spend(1 + graph.edges(node).len())?;
         for edge in graph.edges(node) {
             let target = edge.target as usize;
             if alive[target] && number[target] == u32::MAX {
@@ -477,6 +481,7 @@ fn trim(graph: &Graph) -> Fsm {
     let nodes = order
         .iter()
         .map(|&old| {
+            budget.spend(1 + graph.edges(old).len())?;
             let mut edges: Vec<Edge> = graph
                 .edges(old)
                 .iter()
@@ -488,11 +493,11 @@ fn trim(graph: &Graph) -> Fsm {
                 .collect();
             edges.sort_unstable();
             edges.dedup();
-            Node {
+            Ok(Node {
                 is_final: graph.finals[old as usize],
                 edges,
-            }
+            })
         })
-        .collect();
-    Fsm { nodes }
+        .collect::<Result<_, Exceeded>>()?;
+    Ok(Fsm { nodes })
 }

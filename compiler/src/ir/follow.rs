@@ -323,7 +323,11 @@ mod tests {
         let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
         let grammar = ir::lower(&tree);
         let mut callers = vec![Vec::new(); grammar.rules.len()];
-        for (caller, callees) in crate::hash::references_of(&grammar).iter().enumerate() {
+        for (caller, callees) in crate::hash::references_of(&grammar, &crate::Budget::unlimited())
+            .unwrap()
+            .iter()
+            .enumerate()
+        {
             for &callee in callees {
                 callers[callee].push(RuleId::new(caller).unwrap());
             }

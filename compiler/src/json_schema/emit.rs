@@ -9,7 +9,7 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
-use crate::budget::{Budget, Exceeded, free_aside};
+use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
 
 use super::content::{self, Contents};
 use super::grammar::{Except, G, Rules};
@@ -22,10 +22,6 @@ use super::{
 
 /// The content hashes of a conjunction's schemas, and its level.
 type ContentKey = (Vec<u64>, u32);
-
-/// The fewest memo entries for which a compilation's memos are freed on
-/// a thread of their own (starting one costs some 20 µs).
-const FREE_ASIDE_AT: usize = 4096;
 
 /// The shared building blocks, declared on first use.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -169,8 +165,10 @@ impl<'a> Emitter<'a> {
                 })
             }
             Err(errors) => {
+                // Stopped: the rules and the report (a note per keyword)
+                // go too.
                 if large {
-                    free_aside((memos, self.rules));
+                    free_aside((memos, self.rules, self.report, self.origins));
                 }
                 Err(errors)
             }
@@ -195,6 +193,9 @@ impl<'a> Emitter<'a> {
                 ),
             }]);
         }
+        if self.out_of_budget() {
+            return Err(std::mem::take(&mut self.errors));
+        }
         self.rule_for(vec![String::new()], 0, "root");
         while let Some((rule, key, depth)) = self.queue.pop_front() {
             self.depth = depth;
@@ -206,6 +207,9 @@ impl<'a> Emitter<'a> {
                 break;
             }
             let node = self.collect(&key);
+            if self.out_of_budget() {
+                break;
+            }
             let name = self.rules.name(rule).to_string();
             let body = self.body(node, &key, &name);
             self.rules.define(rule, body);
@@ -1094,26 +1098,7 @@ impl<'a> Emitter<'a> {
     }
 
     fn object(&mut self, node: &Node, name: &str) -> G {
-        // Declared names in order of first appearance, then required ones
-        // that no `properties` declares. Looked up in sets and maps: a
-        // schema may list tens of thousands of properties.
-        let mut names: Vec<String> = Vec::new();
-        let mut seen: FxHashSet<&str> = FxHashSet::default();
-        for n in node
-            .objects
-            .iter()
-            .flat_map(|part| &part.properties)
-            .map(|(n, _)| n)
-        {
-            if seen.insert(n) {
-                names.push(n.clone());
-            }
-        }
-        for n in &node.required {
-            if seen.insert(n) {
-                names.push(n.clone());
-            }
-        }
+        let names = property_names(node);
         let required: FxHashSet<&str> = node.required.iter().map(String::as_str).collect();
         let always_forbidden: FxHashSet<&str> = node.forbidden.iter().map(String::as_str).collect();
         // Per part, its properties by name (the first of a name).
@@ -1133,6 +1118,9 @@ impl<'a> Emitter<'a> {
             Others::Unsaid => !default && !part.properties.is_empty(),
             _ => false,
         };
+        if self.out_of_budget() {
+            return G::Nothing;
+        }
         let default = self.options.additional_properties;
         let property_names =
             (!node.property_names.is_empty()).then(|| self.collect(&node.property_names));
@@ -1290,7 +1278,7 @@ impl<'a> Emitter<'a> {
         // The first member present is i: members before it are optional and absent.
         let mut alternatives = Vec::new();
         for (i, (member, required)) in members.iter().enumerate() {
-            if self.exhausted.is_some() {
+            if self.out_of_budget() {
                 break;
             }
             alternatives.push(G::seq([member.clone(), after[i + 1].clone()]));
@@ -1846,4 +1834,21 @@ fn is_blank_except_types(node: &Node) -> bool {
 /// pattern cannot be compiled).
 fn pattern_matches(pattern: &str, text: &str) -> bool {
     strings::pattern_regex(pattern).is_some_and(|re| re.is_match(text))
+}
+
+/// An object's property names: the declared ones in order of first
+/// appearance, then the required ones that no `properties` declares.
+/// Looked up in a set: a schema may list tens of thousands of properties.
+fn property_names(node: &Node) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    let mut seen: FxHashSet<&str> = FxHashSet::default();
+    let declared = (node.objects.iter())
+        .flat_map(|part| &part.properties)
+        .map(|(n, _)| n);
+    for n in declared.chain(&node.required) {
+        if seen.insert(n) {
+            names.push(n.clone());
+        }
+    }
+    names
 }

@@ -542,6 +542,7 @@ impl Rules {
             .collect::<Result<_, Exceeded>>()?;
         self.merge_equal(budget)?;
         self.write_out_inline(budget)?;
+        budget.check()?;
         // Keep the rules the root reaches, in first-reached order.
         let mut order = vec![0];
         let mut new_index = vec![usize::MAX; self.bodies.len()];
@@ -550,6 +551,7 @@ impl Rules {
         while next < order.len() {
             let rule = order[next];
             next += 1;
+            budget.spend(1)?;
             self.bodies[rule].visit_refs(&mut |target| {
                 if new_index[target] == usize::MAX {
                     new_index[target] = order.len();
@@ -559,14 +561,17 @@ impl Rules {
         }
         let mut bodies = std::mem::take(&mut self.bodies);
         let mut names = std::mem::take(&mut self.names);
-        self.bodies = order
-            .iter()
-            .map(|&i| {
-                let mut body = std::mem::replace(&mut bodies[i], G::Nothing);
-                body.visit_refs_mut(&mut |rule| *rule = new_index[*rule]);
-                body
-            })
-            .collect();
+        let mut kept = Vec::with_capacity(order.len());
+        for &i in &order {
+            if let Err(exceeded) = budget.spend(1) {
+                free_aside((bodies, names, kept));
+                return Err(exceeded);
+            }
+            let mut body = std::mem::replace(&mut bodies[i], G::Nothing);
+            body.visit_refs_mut(&mut |rule| *rule = new_index[*rule]);
+            kept.push(body);
+        }
+        self.bodies = kept;
         self.names = order
             .iter()
             .map(|&i| std::mem::take(&mut names[i]))
@@ -822,13 +827,16 @@ impl Rules {
     pub(crate) fn to_ir(&self, budget: &Budget) -> Result<Vec<ir::Rule>, Exceeded> {
         let mut rules = Vec::with_capacity(self.names.len());
         for ((name, body), &keep) in self.names.iter().zip(&self.bodies).zip(&self.keep) {
-            if let Err(exceeded) = budget.check() {
-                free_aside(rules);
-                return Err(exceeded);
-            }
+            let body = match budget.check().and_then(|()| ir_expr(body, budget)) {
+                Ok(body) => body,
+                Err(exceeded) => {
+                    free_aside(rules);
+                    return Err(exceeded);
+                }
+            };
             rules.push(ir::Rule {
                 name: name.clone(),
-                body: ir_expr(body),
+                body,
                 lookahead: None,
                 keep,
             });
@@ -950,8 +958,12 @@ impl Inliner<'_> {
     }
 }
 
-fn ir_expr(g: &G) -> ir::Expr {
-    match g {
+fn ir_expr(g: &G, budget: &Budget) -> Result<ir::Expr, Exceeded> {
+    budget.spend(1)?;
+    let all = |items: &[G]| -> Result<Vec<ir::Expr>, Exceeded> {
+        items.iter().map(|g| ir_expr(g, budget)).collect()
+    };
+    Ok(match g {
         G::Nothing => unreachable!("pruned before lowering"),
         G::Except(except) => ir::Expr::Except(ir::Except {
             excluded: except
@@ -960,20 +972,20 @@ fn ir_expr(g: &G) -> ir::Expr {
                 .map(|name| name.as_bytes().to_vec())
                 .collect(),
             plain: plain_bytes(),
-            other: Box::new(ir_expr(&except.not_plain)),
+            other: Box::new(ir_expr(&except.not_plain, budget)?),
         }),
         G::Empty => ir::Expr::Empty,
         G::Lit(text) => ir::Expr::Bytes(text.as_bytes().to_vec()),
         G::Class(set) => ir::char_set(set),
         G::Ref(i) => ir::Expr::Ref(RuleId::new(*i).expect("rule count fits")),
-        G::Seq(items) => ir::Expr::Sequence(items.iter().map(ir_expr).collect()),
-        G::Alt(items) => ir::Expr::Choice(items.iter().map(ir_expr).collect()),
+        G::Seq(items) => ir::Expr::Sequence(all(items)?),
+        G::Alt(items) => ir::Expr::Choice(all(items)?),
         G::Rep(inner, min, max) => ir::Expr::Repeat {
-            expr: Box::new(ir_expr(inner)),
+            expr: Box::new(ir_expr(inner, budget)?),
             min: *min,
             max: *max,
         },
-    }
+    })
 }
 
 /// The bytes of the [`strings::PLAIN`] characters.

@@ -371,6 +371,14 @@ pub fn generate_with_numbers(
             message: too_deep_message(),
         }]);
     }
+    // Reading the schema's anchors walks all of it, as checking its depth
+    // did: milliseconds for a large one.
+    if let Err(exceeded) = budget.check() {
+        return Err(vec![SchemaError {
+            pointer: "#".into(),
+            message: exceeded.to_string(),
+        }]);
+    }
     let mut emitter = emit::Emitter::new(schema, options, budget);
     emitter.written_numbers = written.0;
     emitter.run()
@@ -495,7 +503,8 @@ impl Placement<'_> {
     /// is. The text is read once for all of them.
     fn place_each(&self, candidates: &[Vec<String>]) -> Vec<(Span, &'static str)> {
         let whole = (self.whole, "in this JSON Schema");
-        let Some((text, start)) = self.text else {
+        // Nothing to place (a schema without warnings): the text is not read.
+        let Some((text, start)) = self.text.filter(|_| !candidates.is_empty()) else {
             return vec![whole; candidates.len()];
         };
         let pointers: Vec<&str> = candidates.iter().flatten().map(String::as_str).collect();

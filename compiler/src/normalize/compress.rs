@@ -17,7 +17,8 @@
 //! copies): a repetition whose expansion would exceed [`EXPANSION_LIMIT`]
 //! expression nodes is counted as well.
 
-use super::add_rule;
+use super::{add_rule, units};
+use crate::budget::{Budget, Exceeded};
 use crate::ir::{Expr, Grammar};
 
 /// `T`: repetitions with bounds up to this are expanded into copies; larger
@@ -29,9 +30,10 @@ pub const REPETITION_THRESHOLD: u32 = 8;
 pub const EXPANSION_LIMIT: usize = 2048;
 
 /// Compresses every large repetition in every rule.
-pub(super) fn compress(grammar: &mut Grammar) {
+pub(super) fn compress(grammar: &mut Grammar, budget: &Budget) -> Result<(), Exceeded> {
     // Rules added here have bodies that are already rewritten.
     for index in 0..grammar.rules.len() {
+        budget.spend(units(&grammar.rules[index].body))?;
         let name = grammar.rules[index].name.clone();
         let mut next_id = 0;
         let body = std::mem::replace(&mut grammar.rules[index].body, Expr::Empty);
@@ -42,6 +44,7 @@ pub(super) fn compress(grammar: &mut Grammar) {
             grammar.rules[index].lookahead = Some(lookahead);
         }
     }
+    Ok(())
 }
 
 fn rewrite(expr: Expr, grammar: &mut Grammar, name: &str, next_id: &mut usize) -> Expr {

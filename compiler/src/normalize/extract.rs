@@ -1,15 +1,17 @@
 //! Dispatches and their arms become rules of their own.
 
-use super::add_rule;
+use super::{add_rule, units};
+use crate::budget::{Budget, Exceeded};
 use crate::ir::{Expr, Grammar};
 
 /// Gives every dispatch (and token dispatch) that is not a whole rule body a
 /// rule `parent#dispatchN`, and every dispatch arm that is not already a rule
 /// reference a rule `parent#armN`.
-pub(super) fn extract(grammar: &mut Grammar) {
+pub(super) fn extract(grammar: &mut Grammar, budget: &Budget) -> Result<(), Exceeded> {
     // New rules are appended and visited too: arms may hold dispatches.
     let mut index = 0;
     while index < grammar.rules.len() {
+        budget.spend(units(&grammar.rules[index].body))?;
         let mut body = std::mem::replace(&mut grammar.rules[index].body, Expr::Empty);
         let name = grammar.rules[index].name.clone();
         let mut next_id = 0;
@@ -33,6 +35,7 @@ pub(super) fn extract(grammar: &mut Grammar) {
         grammar.rules[index].body = body;
         index += 1;
     }
+    Ok(())
 }
 
 /// Calls `f` on each arm of the dispatch `expr` that is not a rule reference.

@@ -8,6 +8,8 @@
 //! reference-free this way are fragments in the next round. Counted
 //! repetitions keep their rule (the count needs one).
 
+use super::units;
+use crate::budget::{Budget, Exceeded};
 use crate::ir::{Expr, Grammar};
 
 /// Largest body (in expression nodes) a rule may have to be inlined.
@@ -17,40 +19,42 @@ pub const FRAGMENT_SIZE: usize = 24;
 pub const RULE_SIZE: usize = 512;
 
 /// Inlines fragments until nothing changes.
-pub(super) fn inline(grammar: &mut Grammar) {
+pub(super) fn inline(grammar: &mut Grammar, budget: &Budget) -> Result<(), Exceeded> {
     loop {
         let fragments: Vec<Option<Expr>> = grammar
             .rules
             .iter()
             .enumerate()
             .map(|(i, rule)| {
+                budget.spend(units(&rule.body))?;
                 let is_fragment = i != grammar.root.as_usize()
                     && !rule.keep
                     && rule.lookahead.is_none()
                     && is_reference_free(&rule.body)
                     && size(&rule.body) <= FRAGMENT_SIZE;
-                is_fragment.then(|| rule.body.clone())
+                Ok(is_fragment.then(|| rule.body.clone()))
             })
-            .collect();
+            .collect::<Result<_, Exceeded>>()?;
         let mut changed = false;
         for rule in &mut grammar.rules {
             for part in std::iter::once(&mut rule.body).chain(rule.lookahead.as_mut()) {
-                let mut budget = RULE_SIZE.saturating_sub(size(part));
-                changed |= substitute(part, &fragments, &mut budget);
+                budget.spend(units(part))?;
+                let mut room = RULE_SIZE.saturating_sub(size(part));
+                changed |= substitute(part, &fragments, &mut room);
             }
         }
         if !changed {
-            return;
+            return Ok(());
         }
     }
 }
 
-/// Replaces references to fragments within `budget` extra nodes.
-fn substitute(expr: &mut Expr, fragments: &[Option<Expr>], budget: &mut usize) -> bool {
+/// Replaces references to fragments within `room` extra nodes.
+fn substitute(expr: &mut Expr, fragments: &[Option<Expr>], room: &mut usize) -> bool {
     match expr {
         Expr::Ref(id) => match &fragments[id.as_usize()] {
-            Some(body) if size(body) <= *budget => {
-                *budget -= size(body);
+            Some(body) if size(body) <= *room => {
+                *room -= size(body);
                 *expr = body.clone();
                 true
             }
@@ -59,11 +63,11 @@ fn substitute(expr: &mut Expr, fragments: &[Option<Expr>], budget: &mut usize) -
         Expr::Sequence(items) | Expr::Choice(items) => {
             let mut changed = false;
             for item in items {
-                changed |= substitute(item, fragments, budget);
+                changed |= substitute(item, fragments, room);
             }
             changed
         }
-        Expr::Repeat { expr, .. } => substitute(expr, fragments, budget),
+        Expr::Repeat { expr, .. } => substitute(expr, fragments, room),
         Expr::Empty
         | Expr::Bytes(_)
         | Expr::Class(_)
