@@ -781,9 +781,9 @@ fn the_memory_limit_holds_where_structures_grow() {
 /// few thousand units, and what was built is freed on a thread of its own.
 /// Flags set every 100 ms from 0.1 to 1.5 s: the compilation returns
 /// within 100 ms of each (the target is 50 ms: three runs of this test
-/// measured medians of 10–16 ms and at most 64 ms with the system
-/// allocator; with jemalloc a median of 10 ms and at most 41 ms; before
-/// the checks inside stages it took 15.7 s from a flag set at 100 ms). The compile cache outlives the call, as a
+/// measured medians of 5–10 ms, 53 ms once and at most 28 ms otherwise;
+/// before the checks inside stages it took 15.7 s from a flag set at
+/// 100 ms). The compile cache outlives the call, as a
 /// server's does: dropping the rules it keeps is the caller's time, not
 /// the compilation's. Release builds only (time bounds).
 #[test]
