@@ -23,12 +23,14 @@ use xg_runtime::{TokenId, Vocabulary};
 /// Every diagnostic code the front end can produce; each must appear in some
 /// `data/diagnostics` file.
 const CODES: &[&str] = &[
+    "attribute-value",
     "bad-dispatch-option",
     "bad-escape",
     "bad-macro-argument",
     "bad-range",
     "bad-regex-flag",
     "dispatch-conflict",
+    "duplicate-attribute",
     "duplicate-rule",
     "duplicate-trigger",
     "expected-rule",
@@ -57,6 +59,7 @@ const CODES: &[&str] = &[
     "unknown-directive",
     "unreachable-rule",
     "unreachable-trigger",
+    "unknown-attribute",
     "unterminated-class",
     "unterminated-json",
     "unterminated-regex",

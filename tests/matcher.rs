@@ -417,3 +417,151 @@ fn stop_reasons() {
     matcher.rollback(2).unwrap();
     assert_eq!(matcher.stop_reason(), None);
 }
+
+/// Captures: the matcher reports each captured rule's longest match from
+/// each start, named after the rule; the text of a token matched by id is
+/// its vocabulary's; a rollback takes back the matches of the steps it
+/// undoes, and a rejected step adds none.
+#[test]
+fn captures_name_each_match_of_a_captured_rule() {
+    use xg_runtime::{TokenId, Vocabulary};
+    let grammar = runtime_grammar(
+        r#"
+        root ::= "<call " name ">" args "</call>" Token(2)
+        name [capture] ::= [a-z_]+
+        args [capture] ::= "{" (pair ("," pair)*)? "}"
+        pair ::= key ":" [0-9]+
+        key [capture] ::= [a-z]+
+        "#,
+    );
+    let pieces: [&[u8]; 3] = [b"a", b"b", b"<end>"];
+    let vocabulary = Arc::new(Vocabulary::from_byte_strings(&pieces, &[]).unwrap());
+    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
+    let seen = |matcher: &Matcher| -> Vec<(String, usize, usize, String)> {
+        let captures = matcher.captures();
+        captures
+            .iter()
+            .map(|c| (c.name.clone(), c.start, c.end, c.text_lossy()))
+            .collect()
+    };
+    let own = |list: &[(&str, usize, usize, &str)]| -> Vec<(String, usize, usize, String)> {
+        let list = list.iter();
+        list.map(|&(n, s, e, t)| (n.to_owned(), s, e, t.to_owned()))
+            .collect()
+    };
+    matcher.accept_str("<call get_wea").unwrap();
+    // A match so far: a name may end with any letter.
+    assert_eq!(seen(&matcher), own(&[("name", 6, 13, "get_wea")]));
+    matcher.accept_str("ther>{x:1,").unwrap();
+    assert_eq!(
+        seen(&matcher),
+        own(&[("name", 6, 17, "get_weather"), ("key", 19, 20, "x")])
+    );
+    assert!(matcher.accept_str("y:}").is_err());
+    matcher.accept_str("yz:2}</call>").unwrap();
+    let all = own(&[
+        ("name", 6, 17, "get_weather"),
+        ("args", 18, 28, "{x:1,yz:2}"),
+        ("key", 19, 20, "x"),
+        ("key", 23, 25, "yz"),
+    ]);
+    assert_eq!(seen(&matcher), all);
+    matcher.accept_token_id(TokenId::new(2).unwrap()).unwrap();
+    assert_eq!(seen(&matcher), all);
+    matcher.rollback(2).unwrap();
+    assert_eq!(
+        seen(&matcher),
+        own(&[("name", 6, 17, "get_weather"), ("key", 19, 20, "x")])
+    );
+    // A grammar without captured rules reports none.
+    let mut plain = Matcher::new(runtime_grammar("root ::= [a-z]+"));
+    plain.accept_str("abc").unwrap();
+    assert!(plain.captures().is_empty());
+}
+
+/// The matches [`Matcher::captures`] should report for `text` (accepted
+/// whole), by the reference recognizer: for each captured rule `r` and each
+/// start `i` where the grammar can call `r` after `text[..i]` — `text[..i]`
+/// followed by a byte no grammar here uses (0xFF) is viable once `r` may
+/// also be that byte — the longest `text[i..j]` that `r` matches.
+fn reference_captures(ir: &ir::Grammar, text: &[u8]) -> Vec<(String, usize, usize)> {
+    const MARK: u8 = 0xFF;
+    let mut expected = Vec::new();
+    for (index, rule) in ir.rules.iter().enumerate() {
+        if !rule.capture {
+            continue;
+        }
+        let mut marked = ir.clone();
+        marked.rules[index].body =
+            ir::Expr::Choice(vec![rule.body.clone(), ir::Expr::Bytes(vec![MARK])]);
+        let mut alone = ir.clone();
+        alone.root = xg_runtime::RuleId::new(index).unwrap();
+        for start in 0..=text.len() {
+            let mut probe = text[..start].to_vec();
+            probe.push(MARK);
+            if !viable(&marked, &probe) {
+                continue;
+            }
+            if let Some(end) = (start..=text.len())
+                .rev()
+                .find(|&end| complete(&alone, &text[start..end]))
+            {
+                expected.push((rule.name.clone(), start, end));
+            }
+        }
+    }
+    expected.sort_by_key(|(name, start, end)| (*start, *end, name.clone()));
+    expected
+}
+
+proptest! {
+    #![proptest_config(common::cases(48))]
+
+    /// On random grammars with random rules captured, after each byte of
+    /// walks the matcher accepts, the captures are the reference's.
+    #[test]
+    fn captures_agree_with_the_reference(
+        source in random_grammar(),
+        captured in prop::collection::vec(any::<bool>(), 4),
+        seed in any::<u64>(),
+    ) {
+        let mut marked = String::new();
+        for (line, capture) in source.lines().zip(&captured) {
+            let line = match line.split_once(" ::= ") {
+                Some((name, body)) if *capture => format!("{name} [capture] ::= {body}"),
+                _ => line.to_owned(),
+            };
+            marked.push_str(&line);
+            marked.push('\n');
+        }
+        let ir = compile(&marked);
+        let grammar = runtime_grammar(&marked);
+        let mut rng = Rng::new(seed);
+        for _ in 0..3 {
+            let text = valid_walk(&grammar, &mut rng, 16);
+            let mut matcher = Matcher::new(Arc::clone(&grammar));
+            for end in 1..=text.len() {
+                matcher.accept_bytes(&text[end - 1..end]).unwrap();
+                let mut seen: Vec<(String, usize, usize)> = matcher
+                    .captures()
+                    .into_iter()
+                    .map(|c| {
+                        prop_assert_eq!(&c.text, &text[c.start..c.end]);
+                        Ok((c.name, c.start, c.end))
+                    })
+                    .collect::<Result<_, TestCaseError>>()?;
+                prop_assert!(seen.is_sorted_by_key(|(_, start, end)| (*start, *end)));
+                // Matches with one span come in no particular order.
+                seen.sort_by_key(|(name, start, end)| (*start, *end, name.clone()));
+                let expected = reference_captures(&ir, &text[..end]);
+                prop_assert_eq!(
+                    seen,
+                    expected,
+                    "{} after {:?}",
+                    marked,
+                    String::from_utf8_lossy(&text[..end])
+                );
+            }
+        }
+    }
+}

@@ -185,8 +185,9 @@ fn expr() -> impl Strategy<Value = Expr> {
 
 fn item() -> impl Strategy<Value = Item> {
     prop_oneof![
-        4 => (name(), expr(), prop::option::of(expr())).prop_map(|(name, body, lookahead)| Item::Rule(Rule {
+        4 => (name(), prop::collection::vec(arg(), 0..3), expr(), prop::option::of(expr())).prop_map(|(name, attributes, body, lookahead)| Item::Rule(Rule {
             name: Name { text: name, span: span() },
+            attributes,
             body,
             lookahead,
             span: span(),

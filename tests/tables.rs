@@ -99,6 +99,7 @@ fn out_of_range_indices_are_refused() {
         (0, 1),
         (0, 2),
         (0, 3),
+        (0, 7),
         (1, 0),
         (1, 1),
         (2, 4),
@@ -116,6 +117,15 @@ fn out_of_range_indices_are_refused() {
     let mut tables = valid.clone();
     tables.root = u32::try_from(tables.rules.len()).unwrap();
     assert!(tables.validate().is_err());
+    let mut tables = valid.clone();
+    tables.rules[0].flags = 2;
+    assert!(
+        tables
+            .validate()
+            .unwrap_err()
+            .to_string()
+            .contains("unknown flags 0x2")
+    );
     let mut tables = valid;
     tables.rules[0].kind = 7;
     assert!(

@@ -78,6 +78,7 @@ pub fn check(
             },
             lookahead: None,
             keep: false,
+            capture: false,
         }],
         root: RuleId::new(0).expect("rule 0"),
     })

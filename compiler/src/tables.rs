@@ -26,9 +26,9 @@ pub fn build(grammar: &fsm::Grammar, hashes: &[RuleHash]) -> Tables {
 pub enum Laid<'a> {
     /// Built, with its hashes.
     Built(&'a fsm::Rule, RuleHash),
-    /// An automaton to be built on first use ([`RuleRecord::PENDING`]),
-    /// named.
-    Pending(&'a str),
+    /// An automaton to be built on first use ([`RuleRecord::PENDING`]):
+    /// its name, and whether it is captured.
+    Pending(&'a str, bool),
 }
 
 /// Lays out rules some of which are built: the tables of a grammar whose
@@ -56,10 +56,11 @@ pub fn build_partial(
             .extend(set.ids.iter().map(|id| id.as_u32()));
     }
     for laid in rules {
-        let name = match laid {
-            Laid::Built(rule, _) => rule.name.as_str(),
-            Laid::Pending(name) => name,
+        let (name, capture) = match laid {
+            Laid::Built(rule, _) => (rule.name.as_str(), rule.capture),
+            Laid::Pending(name, capture) => (*name, *capture),
         };
+        let flags = if capture { RuleRecord::CAPTURE } else { 0 };
         let name_offset = index(tables.name_pool.len());
         tables.name_pool.extend_from_slice(name.as_bytes());
         let name_len = index(name.len());
@@ -72,7 +73,7 @@ pub fn build_partial(
                 lookahead_node_count: 0,
                 name_offset,
                 name_len,
-                reserved: 0,
+                flags,
                 hash: 0,
                 automaton_hash: 0,
                 lookahead_hash: 0,
@@ -109,7 +110,7 @@ pub fn build_partial(
             lookahead_node_count,
             name_offset,
             name_len,
-            reserved: 0,
+            flags,
             hash: hash.rule,
             automaton_hash: hash.automaton,
             lookahead_hash: hash.lookahead.unwrap_or(0),

@@ -50,6 +50,9 @@ pub struct Rule {
     /// mask-cache entries then serve all of them instead of each grammar
     /// building its own for every place the block was copied into.
     pub keep: bool,
+    /// Whether the matcher reports the text of the rule's matches
+    /// (`[capture]`); a captured rule is never inlined.
+    pub capture: bool,
 }
 
 /// An expression with the span it came from.

@@ -315,6 +315,21 @@ impl GrammarMatcher {
         }
     }
 
+    /// The matches of the grammar's captured rules (`name [capture] ::= …`)
+    /// so far, as `(name, text)` pairs by where they begin: each rule's
+    /// longest match from each start. Rollback takes back the matches of
+    /// the steps it undoes.
+    fn get_captures(&self) -> Vec<(String, String)> {
+        self.matcher
+            .captures()
+            .into_iter()
+            .map(|capture| {
+                let text = capture.text_lossy();
+                (capture.name, text)
+            })
+            .collect()
+    }
+
     /// The number of steps that can be rolled back.
     fn num_steps(&self) -> usize {
         self.matcher.steps()

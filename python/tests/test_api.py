@@ -312,6 +312,22 @@ def test_stop_reason(compiler):
     assert eager.stop_reason() == ("terminated", None)
 
 
+def test_captures(compiler):
+    compiled = compiler.compile_grammar(
+        'root ::= "call " name "(" arg ("," arg)* ")"\n'
+        "name [capture] ::= [a-z_]+\n"
+        "arg [capture] ::= [0-9]+\n"
+    )
+    m = xg.GrammarMatcher(compiled)
+    assert m.accept_string("call get_time(1")
+    assert m.get_captures() == [("name", "get_time"), ("arg", "1")]
+    assert m.accept_string("2,3)")
+    assert m.get_captures() == [("name", "get_time"), ("arg", "12"), ("arg", "3")]
+    m.rollback(1)
+    assert m.get_captures() == [("name", "get_time"), ("arg", "1")]
+    assert xg.GrammarMatcher(compiler.compile_regex("a+")).get_captures() == []
+
+
 def test_bitmask_checks(compiler, info):
     m = xg.GrammarMatcher(compiler.compile_regex("a+"))
     rows, words = xg.get_bitmask_shape(2, info.vocab_size)

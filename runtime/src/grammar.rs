@@ -44,6 +44,8 @@ pub struct Grammar {
     /// [`free_hashes`]).
     free_hashes: Arc<[u64]>,
     has_lookahead: bool,
+    /// Whether a rule is captured ([`RuleRecord::CAPTURE`]).
+    has_captures: bool,
     /// Why token masks cannot use the mask cache, if they cannot.
     cache_fallback: Option<CacheFallback>,
     /// Whether any rule matches tokens by id.
@@ -223,6 +225,7 @@ impl Grammar {
             scanners: Arc::clone(&self.scanners),
             free_hashes: Arc::clone(&self.free_hashes),
             has_lookahead: self.has_lookahead,
+            has_captures: self.has_captures,
             cache_fallback: self.cache_fallback,
             uses_tokens: self.uses_tokens,
             named_tokens: Arc::clone(&self.named_tokens),
@@ -308,6 +311,7 @@ impl Grammar {
             scanners: scanners.into(),
             free_hashes: free_hashes.into(),
             has_lookahead,
+            has_captures: tables.rules.iter().any(RuleRecord::is_captured),
             uses_tokens,
             named_tokens: named_tokens.into(),
             precomputed: None,
@@ -522,6 +526,11 @@ impl Grammar {
     /// cache unless they have lookahead.
     pub fn cache_fallback(&self) -> Option<CacheFallback> {
         self.cache_fallback
+    }
+
+    /// Whether a rule is captured: its matchers keep their input.
+    pub(crate) fn has_captures(&self) -> bool {
+        self.has_captures
     }
 
     pub(crate) fn has_lookahead(&self) -> bool {

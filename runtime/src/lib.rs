@@ -13,7 +13,7 @@
 //! - [`Grammar`]: validated tables, immutable and shared by every matcher.
 //! - [`Matcher`]: one output's position in a grammar — accept, reject with
 //!   the reason, roll back, fork, forced bytes (an Earley parser over the
-//!   rule automata, with lookahead and tag dispatch).
+//!   rule automata, with lookahead and tag dispatch), captures.
 //! - [`Vocabulary`]: a model's tokens as bytes, loaded from a
 //!   `tokenizer.json`, with its stop tokens and fingerprint.
 //! - [`bundle`]: precompiled grammars (`.xgb`) — the format, the writer
@@ -54,8 +54,9 @@ pub use self::grammar::{CacheFallback, Grammar};
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::lazy::{Automaton, BuiltRule, RuleBuilder};
 pub use self::matcher::{
-    CONTEXT_TOKENS, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected, ForcedTokens,
-    Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats, StopReason,
+    CONTEXT_TOKENS, Capture, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected,
+    ForcedTokens, Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats,
+    StopReason,
 };
 pub use self::scanner::{MAX_DISPATCH_PATTERN, MAX_DISPATCH_PATTERNS, dispatch_patterns_error};
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

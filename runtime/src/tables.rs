@@ -42,8 +42,8 @@ pub struct RuleRecord {
     pub name_offset: u32,
     /// The rule's name: length in bytes.
     pub name_len: u32,
-    /// Padding (always 0), so the record has no implicit padding.
-    pub reserved: u32,
+    /// What the matcher does besides matching: [`RuleRecord::CAPTURE`] or 0.
+    pub flags: u32,
     /// Structural hash of the rule, lookahead included: the cross-grammar cache key.
     pub hash: u64,
     /// Structural hash of the body alone.
@@ -66,6 +66,14 @@ impl RuleRecord {
     pub const PENDING: u32 = 3;
     /// "No such index".
     pub const NONE: u32 = u32::MAX;
+    /// In `flags`: the matcher reports the text of each match of the rule
+    /// ([`Matcher::captures`](crate::Matcher::captures)).
+    pub const CAPTURE: u32 = 1;
+
+    /// Whether the rule's matches are reported.
+    pub fn is_captured(&self) -> bool {
+        self.flags & Self::CAPTURE != 0
+    }
 }
 
 /// A node of an automaton.
@@ -248,6 +256,9 @@ impl Tables {
                 std::str::from_utf8(self.rule_name_bytes(rule)).is_ok(),
                 || format!("rule {i} name is not UTF-8"),
             )?;
+            check(rule.flags & !RuleRecord::CAPTURE == 0, || {
+                format!("rule {i} has unknown flags {:#x}", rule.flags)
+            })?;
             self.validate_body(i, rule)?;
         }
         for (i, node) in self.nodes.iter().enumerate() {

@@ -70,6 +70,8 @@ pub struct Rule {
     pub body: Body,
     /// The automaton of the text that must follow the rule, if asserted.
     pub lookahead: Option<Fsm>,
+    /// Its matches are reported (see [`crate::tree::Rule::capture`]).
+    pub capture: bool,
 }
 
 /// A rule body.
@@ -311,6 +313,7 @@ pub fn build_rule(
             .as_ref()
             .map(|la| automaton(la, token_sets, budget, cache))
             .transpose()?,
+        capture: rule.capture,
     })
 }
 

@@ -69,6 +69,8 @@ pub struct Rule {
     pub lookahead: Option<Expr>,
     /// Never inlined (see [`crate::tree::Rule::keep`]).
     pub keep: bool,
+    /// Its matches are reported (see [`crate::tree::Rule::capture`]).
+    pub capture: bool,
 }
 
 /// An expression over bytes.

@@ -815,6 +815,7 @@ impl Rules {
                 body: tree_expr(body, first, span),
                 lookahead: None,
                 keep,
+                capture: false,
             })
             .collect()
     }
@@ -839,6 +840,7 @@ impl Rules {
                 body,
                 lookahead: None,
                 keep,
+                capture: false,
             });
         }
         Ok(rules)

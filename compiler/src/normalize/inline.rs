@@ -1,8 +1,8 @@
 //! Inlining small fragment rules into the rules that use them.
 //!
 //! A fragment is a rule with no references, no builtins, no lookahead, that
-//! is not the entry rule nor kept ([`Rule::keep`](crate::ir::Rule::keep))
-//! and whose body has at most [`FRAGMENT_SIZE`] nodes.
+//! is not the entry rule, nor kept ([`Rule::keep`](crate::ir::Rule::keep)),
+//! nor captured ([`Rule::capture`](crate::ir::Rule::capture)), and whose body has at most [`FRAGMENT_SIZE`] nodes.
 //! Each reference to a fragment is replaced by a copy of its body, unless that
 //! would make the using rule larger than [`RULE_SIZE`]. Rules that become
 //! reference-free this way are fragments in the next round. Counted
@@ -29,6 +29,7 @@ pub(super) fn inline(grammar: &mut Grammar, budget: &Budget) -> Result<(), Excee
                 budget.spend(units(&rule.body))?;
                 let is_fragment = i != grammar.root.as_usize()
                     && !rule.keep
+                    && !rule.capture
                     && rule.lookahead.is_none()
                     && is_reference_free(&rule.body)
                     && size(&rule.body) <= FRAGMENT_SIZE;

@@ -99,6 +99,7 @@ pub fn resolve(
             body,
             lookahead,
             keep: false,
+            capture: is_captured(&declared.ast, diagnostics),
         });
     }
 
@@ -288,6 +289,61 @@ impl Loader<'_> {
         let prefix = format!("{importer_prefix}{}.", import.alias.text);
         Some(self.load(file, Some(target), &prefix))
     }
+}
+
+/// Reads a rule's attributes: whether it is captured (`[capture]`). An
+/// unknown attribute, or one with a value, is an error.
+fn is_captured(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> bool {
+    let mut capture = false;
+    for attribute in &rule.attributes {
+        let span = attribute
+            .name
+            .as_ref()
+            .map_or(attribute.value.span, |name| {
+                name.span.to(attribute.value.span)
+            });
+        match (&attribute.name, &attribute.value.kind) {
+            (None, ast::ValueKind::Ident(name)) if name == "capture" => {
+                if capture {
+                    diagnostics.push(Diagnostic::warning(
+                        "duplicate-attribute",
+                        "`capture` is given twice",
+                        span,
+                        "again here",
+                    ));
+                }
+                capture = true;
+            }
+            (Some(name), _) if name.text == "capture" => diagnostics.push(
+                Diagnostic::error(
+                    "attribute-value",
+                    "`capture` takes no value",
+                    span,
+                    "a value",
+                )
+                .with_help("write `[capture]`: the capture is named after the rule"),
+            ),
+            (name, value) => diagnostics.push(
+                Diagnostic::error(
+                    "unknown-attribute",
+                    match (name, value) {
+                        (Some(name), _) => format!("unknown rule attribute `{}`", name.text),
+                        (None, ast::ValueKind::Ident(name)) => {
+                            format!("unknown rule attribute `{name}`")
+                        }
+                        _ => "a rule attribute is a name".to_owned(),
+                    },
+                    span,
+                    "not an attribute xg knows",
+                )
+                .with_help(
+                    "a rule takes `[capture]`: the matcher reports the text of each of its \
+                     matches (Matcher::captures)",
+                ),
+            ),
+        }
+    }
+    capture
 }
 
 fn import_not_found(path: &ast::Text, reason: &str) -> Diagnostic {

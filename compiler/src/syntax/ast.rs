@@ -60,11 +60,13 @@ pub struct Import {
     pub span: Span,
 }
 
-/// `name ::= body (= lookahead)`
+/// `name [attributes] ::= body (= lookahead)`
 #[derive(Clone, Debug, PartialEq)]
 pub struct Rule {
     /// The rule's name.
     pub name: Name,
+    /// Its attributes as written (`[capture]`); empty without brackets.
+    pub attributes: Vec<Arg>,
     /// What the rule matches.
     pub body: Expr,
     /// Text that must follow the rule, if asserted.

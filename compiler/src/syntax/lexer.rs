@@ -4,7 +4,10 @@
 //! simple:
 //!
 //! - an identifier followed by `::=` is a [`Tok::RuleName`], so a rule body ends
-//!   where the next rule begins without needing a separator;
+//!   where the next rule begins without needing a separator; so is one
+//!   followed by a bracketed attribute list and `::=` (`name [capture] ::=`),
+//!   whose brackets are then [`Tok::LBracket`] and [`Tok::RBracket`] rather
+//!   than a character class;
 //! - `import`, `dispatch` and the XGrammar macro names are keywords only where
 //!   they are used as such (`import "…"`, `dispatch {`/`dispatch (`,
 //!   `Token (`), so they stay usable as rule names;
@@ -26,6 +29,45 @@ pub(crate) const MACROS: &[&str] = &[
     "TokenTagDispatch",
     "Regex",
 ];
+
+/// Whether the text at `at` is a bracketed list of attribute tokens
+/// (names, numbers, strings, `=`, `,`, parentheses) followed by `::=`: a
+/// rule's attributes (`[capture] ::=`), not a character class, which no
+/// `::=` can follow.
+fn attributes_then_rule(src: &str, at: usize) -> bool {
+    let mut probe = Cursor::new(src);
+    probe.pos = at;
+    if probe.peek() != Some('[') {
+        return false;
+    }
+    probe.bump();
+    loop {
+        probe.pos = probe.next_non_space();
+        match probe.peek() {
+            Some(']') => {
+                probe.bump();
+                return probe.src[probe.next_non_space()..].starts_with("::=");
+            }
+            Some('"') => {
+                let open = probe.pos;
+                probe.bump();
+                probe.string_body(open);
+                if !probe.errors.is_empty() {
+                    return false;
+                }
+            }
+            Some('=' | ',' | '(' | ')') => {
+                probe.bump();
+            }
+            Some(c) if is_name_continue(c) => {
+                while probe.peek().is_some_and(is_name_continue) {
+                    probe.bump();
+                }
+            }
+            _ => return false,
+        }
+    }
+}
 
 /// A token of the `.xg` language.
 #[derive(Clone, Debug, PartialEq)]
@@ -55,6 +97,10 @@ pub(crate) enum Tok {
     LookaheadOpen,
     LBrace,
     RBrace,
+    /// `[` opening a rule's attributes.
+    LBracket,
+    /// `]` closing a rule's attributes.
+    RBracket,
     Comma,
     Question,
     Star,
@@ -89,6 +135,7 @@ pub(crate) fn lex(file: FileId, text: &str, diagnostics: &mut Diagnostics) -> Le
         tokens: Vec::new(),
         comments: Vec::new(),
         blank_lines: Vec::new(),
+        attributes: Attributes::Outside,
     };
     lexer.run(file);
     for error in lexer.cursor.errors {
@@ -144,6 +191,19 @@ struct Lexer<'a> {
     tokens: Vec<(usize, Tok, usize)>,
     comments: Vec<Comment>,
     blank_lines: Vec<usize>,
+    /// Where the lexer is in a rule's attribute list.
+    attributes: Attributes,
+}
+
+/// Where the lexer is in a rule's attribute list (`name [capture] ::=`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Attributes {
+    /// Not in one: `[` opens a character class.
+    Outside,
+    /// After a rule name that has one: the next `[` opens it.
+    Next,
+    /// Inside it: `]` closes it.
+    Inside,
 }
 
 impl Lexer<'_> {
@@ -191,6 +251,14 @@ impl Lexer<'_> {
             '"' => {
                 cursor.bump();
                 Some(Tok::Str(cursor.string_body(start).text))
+            }
+            '[' if self.attributes == Attributes::Next => {
+                self.attributes = Attributes::Inside;
+                punct(cursor, 1, Tok::LBracket)
+            }
+            ']' if self.attributes == Attributes::Inside => {
+                self.attributes = Attributes::Outside;
+                punct(cursor, 1, Tok::RBracket)
             }
             '[' => {
                 cursor.bump();
@@ -302,6 +370,10 @@ impl Lexer<'_> {
         let word = cursor.src[start..cursor.pos].to_string();
         let next = cursor.next_non_space();
         if cursor.src[next..].starts_with("::=") {
+            return Tok::RuleName(word);
+        }
+        if self.attributes == Attributes::Outside && attributes_then_rule(cursor.src, next) {
+            self.attributes = Attributes::Next;
             return Tok::RuleName(word);
         }
         let next_char = cursor.src[next..].chars().next();

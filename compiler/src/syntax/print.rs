@@ -87,7 +87,7 @@ fn print_item(out: &mut String, item: &Item) {
             );
         }
         Item::Rule(rule) => {
-            let head = format!("{} ::= ", rule.name.text);
+            let head = format!("{}{} ::= ", rule.name.text, attributes(&rule.attributes));
             let lookahead = rule
                 .lookahead
                 .as_ref()
@@ -224,18 +224,7 @@ impl Printer {
 
     /// Writes `(a, b=c, …)`, one argument per line if they would not fit on one.
     fn args(&mut self, args: &[Arg]) {
-        let printed: Vec<String> = args
-            .iter()
-            .map(|arg| {
-                let mut text = arg
-                    .name
-                    .as_ref()
-                    .map(|n| format!("{}=", n.text))
-                    .unwrap_or_default();
-                print_value(&mut text, &arg.value);
-                text
-            })
-            .collect();
+        let printed: Vec<String> = args.iter().map(print_arg).collect();
         let inline = printed.join(", ");
         if inline.len() <= ARGS_WIDTH {
             let _ = write!(self.out, "({inline})");
@@ -251,6 +240,26 @@ impl Printer {
         self.out.push_str(&INDENT.repeat(self.indent));
         self.out.push(')');
     }
+}
+
+/// `a` or `b=c`.
+fn print_arg(arg: &Arg) -> String {
+    let mut text = arg
+        .name
+        .as_ref()
+        .map(|n| format!("{}=", n.text))
+        .unwrap_or_default();
+    print_value(&mut text, &arg.value);
+    text
+}
+
+/// A rule's attributes as ` [a, b=c]`, or nothing without any.
+fn attributes(attributes: &[Arg]) -> String {
+    if attributes.is_empty() {
+        return String::new();
+    }
+    let printed: Vec<String> = attributes.iter().map(print_arg).collect();
+    format!(" [{}]", printed.join(", "))
 }
 
 fn print_value(out: &mut String, value: &Value) {

@@ -6,6 +6,7 @@
 //! repetitions, tag dispatch and lookahead; see the book's chapter on the
 //! runtime for the full picture.
 
+mod captures;
 mod classify;
 mod context;
 mod draft;
@@ -24,6 +25,7 @@ mod tokens;
 use std::fmt;
 use std::sync::Arc;
 
+use self::captures::CaptureLog;
 use self::earley::{Scratch, Start, Symbol};
 use self::history::{CAN_TERMINATE, History};
 use self::item::{Item, Kind, SENTINEL};
@@ -32,6 +34,7 @@ use crate::TokenId;
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
 
+pub use self::captures::Capture;
 pub(crate) use self::context::ContextVerdicts;
 pub use self::draft::DraftTree;
 pub use self::expected::Expected;
@@ -122,6 +125,9 @@ pub struct Matcher {
     /// Why a rule the grammar builds on first use could not be built, if
     /// one could not: every step since has been refused.
     failure: Option<Arc<str>>,
+    /// The input and the matches of captured rules, if the grammar has
+    /// any (see [`Matcher::captures`]).
+    captures: Option<CaptureLog>,
 }
 
 impl Clone for Matcher {
@@ -141,6 +147,7 @@ impl Clone for Matcher {
             mask_stats: MaskStats::default(),
             states: self.states.clone(),
             failure: self.failure.clone(),
+            captures: self.captures.clone(),
         }
     }
 }
@@ -303,6 +310,11 @@ impl Matcher {
         // Row 0 holds the entry item, which no settling removes.
         let viable = matcher.push(Start::Entry);
         debug_assert!(viable);
+        if matcher.grammar.has_captures() {
+            let mut captures = CaptureLog::default();
+            captures.scan(&matcher.grammar, &matcher.history, 0);
+            matcher.captures = Some(captures);
+        }
         matcher
     }
 
@@ -330,6 +342,7 @@ impl Matcher {
             mask_stats: MaskStats::default(),
             states: RowStates::new(),
             failure: None,
+            captures: None,
         }
     }
 
@@ -478,6 +491,9 @@ impl Matcher {
     }
 
     fn truncate(&mut self, rows: usize) {
+        if let Some(captures) = &mut self.captures {
+            captures.truncate(rows);
+        }
         self.states.truncate(rows);
         self.history.truncate(rows);
         self.lookahead.truncate(rows);
@@ -492,6 +508,9 @@ impl Matcher {
         let work = self.work;
         let mut budget = self.step_budget;
         for symbol in symbols {
+            if let Some(captures) = &mut self.captures {
+                captures.input(symbol);
+            }
             if !self.push(Start::Scan(symbol)) {
                 let rejection = self.rejection(found(symbol));
                 self.truncate(start);
@@ -509,6 +528,9 @@ impl Matcher {
                 self.truncate(start);
                 return Err(rejection);
             }
+        }
+        if let Some(captures) = &mut self.captures {
+            captures.scan(&self.grammar, &self.history, start);
         }
         self.steps.push(Step::at(start));
         Ok(())

@@ -222,8 +222,27 @@ pub(crate) fn trace(
             all_ok = false;
         }
     }
+    captures(&matcher);
     summary(&mut times, vocabulary);
     Ok(all_ok)
+}
+
+/// The matches of the grammar's captured rules in the output, if it has any.
+fn captures(matcher: &Matcher) {
+    let captures = matcher.captures();
+    if captures.is_empty() {
+        return;
+    }
+    outln!("\ncaptures (name, bytes, text):");
+    for capture in captures {
+        outln!(
+            "  {:<16} {:>6}..{:<6} {}",
+            capture.name,
+            capture.start,
+            capture.end,
+            quoted(&capture.text)
+        );
+    }
 }
 
 /// The text of `input` as the ids the model's tokenizer gives it.
@@ -267,6 +286,16 @@ fn is_set(mask: &[u32], id: TokenId) -> bool {
 
 /// A token's bytes as a quoted, escaped label of bounded width.
 fn shown(bytes: &[u8]) -> String {
+    let label = quoted(bytes);
+    if label.chars().count() > 22 {
+        return label.chars().take(20).collect::<String>() + "…\"";
+    }
+    label
+}
+
+/// Bytes as a quoted string, with quotes, backslashes, control
+/// characters and invalid UTF-8 escaped.
+fn quoted(bytes: &[u8]) -> String {
     let mut label = String::from("\"");
     for chunk in bytes.utf8_chunks() {
         for c in chunk.valid().chars() {
@@ -284,8 +313,5 @@ fn shown(bytes: &[u8]) -> String {
         }
     }
     label.push('"');
-    if label.chars().count() > 22 {
-        label = label.chars().take(20).collect::<String>() + "…\"";
-    }
     label
 }
