@@ -17,7 +17,7 @@ use common::{
 use serde_json::{Value, json};
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
 use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
-use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+use xg_runtime::{Capture, Grammar, Matcher, TokenId, Vocabulary};
 
 /// The tools of every test: flat arguments, nested objects and arrays.
 fn tools() -> Value {
@@ -117,14 +117,15 @@ impl Model {
 
     /// Runs `text` token by token, then the stop token, checking each
     /// against the mask (and the whole mask against the reference at
-    /// `reference_checks` evenly spread steps). `Ok` if all were accepted;
-    /// else the byte offset where the refused token starts.
+    /// `reference_checks` evenly spread steps). `Ok` with the captures if
+    /// all were accepted; else the byte offset where the refused token
+    /// starts.
     fn run(
         &self,
         grammar: &Arc<Grammar>,
         text: &str,
         reference_checks: usize,
-    ) -> Result<(), usize> {
+    ) -> Result<Vec<Capture>, usize> {
         let vocabulary = &self.vocabulary;
         let ids = self.tokens(text);
         let stop = vocabulary.stop_tokens()[0];
@@ -148,7 +149,7 @@ impl Model {
         }
         // Nothing after the stop token.
         assert!(matcher.fork().accept_token(ids[0]).is_err());
-        Ok(())
+        Ok(matcher.captures())
     }
 
     /// `text` is refused at the token holding byte `at`.
@@ -438,11 +439,13 @@ fn harmony_channels_and_calls_with_gpt_oss() {
     let grammar = model.grammar(&Options::new(Format::Harmony));
     let call = "<|channel|>analysis<|message|>User asks for the weather in Zürich. Call get_weather.<|end|>\
         <|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Zürich\",\"unit\":\"celsius\"}";
-    model.run(&grammar, call, 3).unwrap();
+    let captures = model.run(&grammar, call, 3).unwrap();
+    let calls = [("get_weather", json!({"city": "Zürich", "unit": "celsius"}))];
+    assert_calls_captured(&captures, &calls, call);
     let answer = "<|channel|>analysis<|message|>Simple greeting.<|end|>\
         <|start|>assistant<|channel|>commentary<|message|>Answering directly.<|end|>\
         <|start|>assistant<|channel|>final<|message|>Hello! ¿Qué tal? \"Quotes\" and \\ too.";
-    model.run(&grammar, answer, 0).unwrap();
+    assert_eq!(model.run(&grammar, answer, 0).unwrap(), []);
     model
         .run(
             &grammar,
@@ -766,6 +769,25 @@ fn conversation(
     ]
 }
 
+/// The captures of a turn are its calls, in order: each under `tool:` and
+/// the tool's name, its text the arguments (as JSON, equal to the call's).
+fn assert_calls_captured(captures: &[Capture], calls: &[(&str, Value)], text: &str) {
+    let seen: Vec<(String, Value)> = captures
+        .iter()
+        .map(|capture| {
+            let arguments = serde_json::from_slice(&capture.text).unwrap_or_else(|error| {
+                panic!("{}: {error} in {:?}", capture.name, capture.text_lossy())
+            });
+            (capture.name.clone(), arguments)
+        })
+        .collect();
+    let expected: Vec<(String, Value)> = calls
+        .iter()
+        .map(|(name, arguments)| (format!("tool:{name}"), arguments.clone()))
+        .collect();
+    assert_eq!(seen, expected, "the captures of {text:?}");
+}
+
 /// The calls every template test renders: a plain one, one whose strings
 /// hold quotes, a backslash, a newline and non-ASCII text, and one with
 /// nested objects and arrays.
@@ -810,9 +832,10 @@ fn qwen3_turns_rendered_by_its_chat_template() {
         ),
     ] {
         let text = turn(content, calls);
-        model
+        let captures = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+        assert_calls_captured(&captures, calls, &text);
     }
 
     let unknown = turn(Some(""), &[("get_time", json!({}))]);
@@ -859,9 +882,10 @@ fn deepseek_v3_turns_rendered_by_its_chat_template() {
     let end = "<｜end▁of▁sentence｜>";
     for pair in [&calls[..2], &calls[1..]] {
         let text = template.turn(&conversation(None, pair, string), end);
-        model
+        let captures = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+        assert_calls_captured(&captures, pair, &text);
     }
     let answer = template.turn(
         &conversation(Some("Zürich: 21 °C, sunny."), &[], string),
@@ -890,9 +914,10 @@ fn mistral_nemo_turns_rendered_by_its_chat_template() {
     let end = "</s>";
     for some in [&calls[..1], &calls[..]] {
         let text = template.turn(&conversation(None, some, object), end);
-        model
+        let captures = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+        assert_calls_captured(&captures, some, &text);
     }
     let answer = template.turn(
         &conversation(Some("Zürich: 21 °C, sunny."), &[], object),
@@ -925,10 +950,12 @@ fn llama3_turns_rendered_by_the_llama_3_2_chat_template() {
     let object = |arguments: &Value| arguments.clone();
     let end = "<|eot_id|>";
     for call in template_calls() {
-        let text = template.turn(&conversation(None, &[call], object), end);
-        model
+        let calls = [call];
+        let text = template.turn(&conversation(None, &calls, object), end);
+        let captures = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+        assert_calls_captured(&captures, &calls, &text);
     }
     let answer = template.turn(
         &conversation(Some("Zürich: 21 °C, sunny."), &[], object),
@@ -968,7 +995,18 @@ fn qwen3_coder_xml_parameters() {
         call + "</function>\n</tool_call>"
     };
     let weather = call("get_weather", &[("city", "Zürich"), ("unit", "celsius")]);
-    model.run(&grammar, &weather, 2).unwrap();
+    let captures = model.run(&grammar, &weather, 2).unwrap();
+    // The arguments are captured as the model writes them: XML.
+    let seen: Vec<(String, String)> = captures
+        .iter()
+        .map(|capture| (capture.name.clone(), capture.text_lossy()))
+        .collect();
+    let arguments =
+        "<parameter=city>\nZürich\n</parameter>\n<parameter=unit>\ncelsius\n</parameter>\n";
+    assert_eq!(
+        seen,
+        [("tool:get_weather".to_owned(), arguments.to_owned())]
+    );
     let search = call(
         "search",
         &[

@@ -78,7 +78,7 @@ pub fn check(
             },
             lookahead: None,
             keep: false,
-            capture: false,
+            capture: None,
         }],
         root: RuleId::new(0).expect("rule 0"),
     })

@@ -74,7 +74,7 @@ pub fn check(
             body: empty(span),
             lookahead: None,
             keep: false,
-            capture: false,
+            capture: None,
         }],
         vocabulary,
         budget,

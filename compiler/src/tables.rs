@@ -27,8 +27,8 @@ pub enum Laid<'a> {
     /// Built, with its hashes.
     Built(&'a fsm::Rule, RuleHash),
     /// An automaton to be built on first use ([`RuleRecord::PENDING`]):
-    /// its name, and whether it is captured.
-    Pending(&'a str, bool),
+    /// its name, and its capture's name if it is captured.
+    Pending(&'a str, Option<&'a str>),
 }
 
 /// Lays out rules some of which are built: the tables of a grammar whose
@@ -57,10 +57,15 @@ pub fn build_partial(
     }
     for laid in rules {
         let (name, capture) = match laid {
-            Laid::Built(rule, _) => (rule.name.as_str(), rule.capture),
+            Laid::Built(rule, _) => (rule.name.as_str(), rule.capture.as_deref()),
             Laid::Pending(name, capture) => (*name, *capture),
         };
-        let flags = if capture { RuleRecord::CAPTURE } else { 0 };
+        // A captured rule is named by its capture: the name matches are
+        // reported under.
+        let (name, flags) = match capture {
+            Some(capture) => (capture, RuleRecord::CAPTURE),
+            None => (name, 0),
+        };
         let name_offset = index(tables.name_pool.len());
         tables.name_pool.extend_from_slice(name.as_bytes());
         let name_len = index(name.len());

@@ -341,6 +341,12 @@ pub fn to_xg(tools: &[Tool], options: &Options) -> Result<String, ToolError> {
     Ok(writer.write())
 }
 
+/// The name a call's arguments are captured under
+/// ([`xg_runtime::Matcher::captures`]): `tool:` and the tool's name.
+pub fn capture_name(tool: &Tool) -> String {
+    format!("tool:{}", tool.name)
+}
+
 /// Each tool with a rule name for its arguments: `args_` and the tool's
 /// name with `-` and `.` made `_`, numbered when two tools would share one.
 fn with_argument_rules(tools: Vec<&Tool>) -> Vec<(&Tool, String)> {
@@ -425,12 +431,15 @@ impl Writer<'_> {
             let _ = writeln!(out, "{name} ::= {body}\n");
         }
         for (tool, rule) in &self.tools {
+            // Each call's arguments are captured under the tool's name.
+            let captured = format!("{rule} [capture = {}]", literal(&capture_name(tool)));
             if format == Format::Qwen3Coder {
                 for (name, body) in XmlStyle::Qwen.arguments(rule, &tool.parameters) {
-                    let _ = writeln!(out, "{name} ::= {body}\n");
+                    let head = if name == *rule { &captured } else { &name };
+                    let _ = writeln!(out, "{head} ::= {body}\n");
                 }
             } else {
-                let _ = writeln!(out, "{rule} ::= %json {}\n", tool.parameters);
+                let _ = writeln!(out, "{captured} ::= %json {}\n", tool.parameters);
             }
         }
         if format == Format::Qwen3Coder && !self.tools.is_empty() {

@@ -50,9 +50,11 @@ pub struct Rule {
     /// mask-cache entries then serve all of them instead of each grammar
     /// building its own for every place the block was copied into.
     pub keep: bool,
-    /// Whether the matcher reports the text of the rule's matches
-    /// (`[capture]`); a captured rule is never inlined.
-    pub capture: bool,
+    /// The name the matcher reports the rule's matches under, if it does
+    /// (`[capture]`: the rule's name; `[capture = "label"]`: the label). A
+    /// captured rule is never inlined, and the tables name it by its
+    /// capture.
+    pub capture: Option<String>,
 }
 
 /// An expression with the span it came from.

@@ -724,7 +724,10 @@ fn tools_writes_the_grammar_of_a_tool_calling_turn() {
     let stderr = String::from_utf8_lossy(&output.stderr);
     assert!(output.status.success(), "{stderr}");
     assert!(stdout.contains("\"<tool_call>\" =>"), "{stdout}");
-    assert!(stdout.contains("args_get_weather ::= %json {"), "{stdout}");
+    assert!(
+        stdout.contains("args_get_weather [capture = \"tool:get_weather\"] ::= %json {"),
+        "{stdout}"
+    );
     assert!(stderr.contains("compiled in"), "{stderr}");
 
     // The printed grammar is a grammar: `xg match` runs it.

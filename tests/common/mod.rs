@@ -203,7 +203,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     body: node_ref(starts[r] + 1, 0),
                     lookahead: None,
                     keep: false,
-                    capture: false,
+                    capture: None,
                 }];
                 own.extend(node_rules(grammar, &entry, fsm, starts[r] + 1, &rule.name));
                 own
@@ -223,7 +223,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                 }),
                 lookahead: None,
                 keep: false,
-                capture: false,
+                capture: None,
             }],
             fsm::Body::TokenDispatch(dispatch) => vec![ir::Rule {
                 name: rule.name.clone(),
@@ -238,7 +238,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                 }),
                 lookahead: None,
                 keep: false,
-                capture: false,
+                capture: None,
             }],
         };
         if let Some(lookahead) = &rule.lookahead {
@@ -301,7 +301,7 @@ fn node_rules(
                 body: Expr::Choice(alternatives),
                 lookahead: None,
                 keep: false,
-                capture: false,
+                capture: None,
             }
         })
         .collect()

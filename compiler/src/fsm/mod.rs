@@ -71,7 +71,7 @@ pub struct Rule {
     /// The automaton of the text that must follow the rule, if asserted.
     pub lookahead: Option<Fsm>,
     /// Its matches are reported (see [`crate::tree::Rule::capture`]).
-    pub capture: bool,
+    pub capture: Option<String>,
 }
 
 /// A rule body.
@@ -313,7 +313,7 @@ pub fn build_rule(
             .as_ref()
             .map(|la| automaton(la, token_sets, budget, cache))
             .transpose()?,
-        capture: rule.capture,
+        capture: rule.capture.clone(),
     })
 }
 

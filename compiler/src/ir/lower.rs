@@ -13,7 +13,7 @@ pub fn lower(grammar: &tree::Grammar) -> Grammar {
             body: expr(&rule.body),
             lookahead: rule.lookahead.as_ref().map(expr),
             keep: rule.keep,
-            capture: rule.capture,
+            capture: rule.capture.clone(),
         })
         .collect();
     Grammar {

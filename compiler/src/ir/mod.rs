@@ -70,7 +70,7 @@ pub struct Rule {
     /// Never inlined (see [`crate::tree::Rule::keep`]).
     pub keep: bool,
     /// Its matches are reported (see [`crate::tree::Rule::capture`]).
-    pub capture: bool,
+    pub capture: Option<String>,
 }
 
 /// An expression over bytes.

@@ -815,7 +815,7 @@ impl Rules {
                 body: tree_expr(body, first, span),
                 lookahead: None,
                 keep,
-                capture: false,
+                capture: None,
             })
             .collect()
     }
@@ -840,7 +840,7 @@ impl Rules {
                 body,
                 lookahead: None,
                 keep,
-                capture: false,
+                capture: None,
             });
         }
         Ok(rules)

@@ -29,7 +29,7 @@ pub(super) fn inline(grammar: &mut Grammar, budget: &Budget) -> Result<(), Excee
                 budget.spend(units(&rule.body))?;
                 let is_fragment = i != grammar.root.as_usize()
                     && !rule.keep
-                    && !rule.capture
+                    && rule.capture.is_none()
                     && rule.lookahead.is_none()
                     && is_reference_free(&rule.body)
                     && size(&rule.body) <= FRAGMENT_SIZE;

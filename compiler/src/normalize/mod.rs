@@ -66,7 +66,7 @@ fn add_rule(grammar: &mut Grammar, name: String, body: Expr) -> RuleId {
         body,
         lookahead: None,
         keep: false,
-        capture: false,
+        capture: None,
     });
     id
 }

@@ -99,7 +99,7 @@ pub fn resolve(
             body,
             lookahead,
             keep: false,
-            capture: is_captured(&declared.ast, diagnostics),
+            capture: capture_name(&declared.ast, diagnostics),
         });
     }
 
@@ -291,10 +291,12 @@ impl Loader<'_> {
     }
 }
 
-/// Reads a rule's attributes: whether it is captured (`[capture]`). An
-/// unknown attribute, or one with a value, is an error.
-fn is_captured(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> bool {
-    let mut capture = false;
+/// Reads a rule's attributes: the name its matches are reported under, if
+/// it is captured (`[capture]`: the rule's own name; `[capture = "label"]`:
+/// the label). An unknown attribute, or a capture named otherwise than by
+/// a non-empty string, is an error.
+fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<String> {
+    let mut capture = None;
     for attribute in &rule.attributes {
         let span = attribute
             .name
@@ -302,45 +304,62 @@ fn is_captured(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> bool {
             .map_or(attribute.value.span, |name| {
                 name.span.to(attribute.value.span)
             });
-        match (&attribute.name, &attribute.value.kind) {
+        let named = match (&attribute.name, &attribute.value.kind) {
             (None, ast::ValueKind::Ident(name)) if name == "capture" => {
-                if capture {
-                    diagnostics.push(Diagnostic::warning(
-                        "duplicate-attribute",
-                        "`capture` is given twice",
-                        span,
-                        "again here",
-                    ));
-                }
-                capture = true;
+                Some(rule.name.text.clone())
             }
-            (Some(name), _) if name.text == "capture" => diagnostics.push(
-                Diagnostic::error(
-                    "attribute-value",
-                    "`capture` takes no value",
-                    span,
-                    "a value",
-                )
-                .with_help("write `[capture]`: the capture is named after the rule"),
-            ),
-            (name, value) => diagnostics.push(
-                Diagnostic::error(
-                    "unknown-attribute",
-                    match (name, value) {
-                        (Some(name), _) => format!("unknown rule attribute `{}`", name.text),
-                        (None, ast::ValueKind::Ident(name)) => {
-                            format!("unknown rule attribute `{name}`")
-                        }
-                        _ => "a rule attribute is a name".to_owned(),
-                    },
-                    span,
-                    "not an attribute xg knows",
-                )
-                .with_help(
-                    "a rule takes `[capture]`: the matcher reports the text of each of its \
-                     matches (Matcher::captures)",
-                ),
-            ),
+            (Some(name), ast::ValueKind::Str(label))
+                if name.text == "capture" && !label.is_empty() =>
+            {
+                Some(label.clone())
+            }
+            (Some(name), _) if name.text == "capture" => {
+                diagnostics.push(
+                    Diagnostic::error(
+                        "attribute-value",
+                        "a capture is named by a non-empty string",
+                        span,
+                        "not a name for a capture",
+                    )
+                    .with_help(
+                        "write `[capture]` to name the capture after the rule, or \
+                         `[capture = \"label\"]`",
+                    ),
+                );
+                None
+            }
+            (name, value) => {
+                let message = match (name, value) {
+                    (Some(name), _) => format!("unknown rule attribute `{}`", name.text),
+                    (None, ast::ValueKind::Ident(name)) => {
+                        format!("unknown rule attribute `{name}`")
+                    }
+                    _ => "a rule attribute is a name".to_owned(),
+                };
+                diagnostics.push(
+                    Diagnostic::error(
+                        "unknown-attribute",
+                        message,
+                        span,
+                        "not an attribute xg knows",
+                    )
+                    .with_help(
+                        "a rule takes `[capture]` or `[capture = \"label\"]`: the matcher \
+                         reports the text of each of its matches (Matcher::captures)",
+                    ),
+                );
+                None
+            }
+        };
+        if named.is_some() && capture.is_some() {
+            diagnostics.push(Diagnostic::error(
+                "duplicate-attribute",
+                "the rule is captured twice",
+                span,
+                "again here",
+            ));
+        } else if named.is_some() {
+            capture = named;
         }
     }
     capture

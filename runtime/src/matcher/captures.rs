@@ -108,9 +108,11 @@ fn completed_rule(grammar: &Grammar, item: &Item) -> Option<u32> {
 
 impl Matcher {
     /// The matches of the grammar's captured rules (`name [capture] ::=
-    /// …`) in the output so far, by where they begin: each rule's longest
+    /// …`, or `[capture = "label"]` to report them under another name) in
+    /// the output so far, by where they begin and end: each rule's longest
     /// match from each start (a number's digits are one capture, not one
-    /// per digit). A match is listed as soon as it ends; in a grammar that
+    /// per digit), rules captured under one name that match the same text
+    /// listed once. A match is listed as soon as it ends; in a grammar that
     /// reads the same text in more than one way, a match that a later
     /// symbol rules out stays listed. Empty for grammars without captured
     /// rules; [`Matcher::rollback`] takes back the matches of the steps it
@@ -144,11 +146,15 @@ impl Matcher {
                 _ => longest.push(found),
             }
         }
-        longest.sort_by_key(|m| (m.origin, m.end, m.rule));
+        let name = |found: &Match| self.grammar.rule_name(found.rule);
+        longest.sort_by(|a, b| (a.origin, a.end, name(a)).cmp(&(b.origin, b.end, name(b))));
+        // Rules captured under one name that match the same text are one
+        // capture.
+        longest.dedup_by(|a, b| (a.origin, a.end, name(a)) == (b.origin, b.end, name(b)));
         longest
             .into_iter()
             .map(|found| Capture {
-                name: self.grammar.rule_name(found.rule).to_owned(),
+                name: name(&found).to_owned(),
                 start: found.origin as usize,
                 end: found.end as usize,
                 text: self.symbol_text(&log.input[found.origin as usize..found.end as usize]),
