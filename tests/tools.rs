@@ -17,7 +17,7 @@ use common::{
 use serde_json::{Value, json};
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
 use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
-use xg_runtime::{Capture, Grammar, Matcher, TokenId, Vocabulary};
+use xg_runtime::{Capture, Grammar, Matcher, TokenId, ToolCallEvent, ToolCallStream, Vocabulary};
 
 /// The tools of every test: flat arguments, nested objects and arrays.
 fn tools() -> Value {
@@ -117,15 +117,15 @@ impl Model {
 
     /// Runs `text` token by token, then the stop token, checking each
     /// against the mask (and the whole mask against the reference at
-    /// `reference_checks` evenly spread steps). `Ok` with the captures if
-    /// all were accepted; else the byte offset where the refused token
-    /// starts.
+    /// `reference_checks` evenly spread steps). `Ok` with the captures and
+    /// the tool-call events (polled after each token) if all were
+    /// accepted; else the byte offset where the refused token starts.
     fn run(
         &self,
         grammar: &Arc<Grammar>,
         text: &str,
         reference_checks: usize,
-    ) -> Result<Vec<Capture>, usize> {
+    ) -> Result<Turn, usize> {
         let vocabulary = &self.vocabulary;
         let ids = self.tokens(text);
         let stop = vocabulary.stop_tokens()[0];
@@ -133,6 +133,8 @@ impl Model {
         let mut mask = vec![0u32; vocabulary.mask_words()];
         let every = (ids.len() / reference_checks.max(1)).max(1);
         let mut offset = 0;
+        let mut stream = ToolCallStream::new();
+        let mut events = Vec::new();
         for (i, &token) in ids.iter().chain([&stop]).enumerate() {
             matcher.fill_next_token_bitmask(&mut mask).unwrap();
             if reference_checks > 0 && i % every == 0 {
@@ -146,10 +148,14 @@ impl Model {
             }
             matcher.accept_token(token).unwrap();
             offset += self.spelling(token).len();
+            events.push(stream.poll(&matcher));
         }
         // Nothing after the stop token.
         assert!(matcher.fork().accept_token(ids[0]).is_err());
-        Ok(matcher.captures())
+        Ok(Turn {
+            captures: matcher.captures(),
+            events,
+        })
     }
 
     /// `text` is refused at the token holding byte `at`.
@@ -439,13 +445,14 @@ fn harmony_channels_and_calls_with_gpt_oss() {
     let grammar = model.grammar(&Options::new(Format::Harmony));
     let call = "<|channel|>analysis<|message|>User asks for the weather in Zürich. Call get_weather.<|end|>\
         <|start|>assistant<|channel|>commentary to=functions.get_weather <|constrain|>json<|message|>{\"city\":\"Zürich\",\"unit\":\"celsius\"}";
-    let captures = model.run(&grammar, call, 3).unwrap();
+    let turn = model.run(&grammar, call, 3).unwrap();
     let calls = [("get_weather", json!({"city": "Zürich", "unit": "celsius"}))];
-    assert_calls_captured(&captures, &calls, call);
+    assert_calls_captured(&turn, &calls, call);
     let answer = "<|channel|>analysis<|message|>Simple greeting.<|end|>\
         <|start|>assistant<|channel|>commentary<|message|>Answering directly.<|end|>\
         <|start|>assistant<|channel|>final<|message|>Hello! ¿Qué tal? \"Quotes\" and \\ too.";
-    assert_eq!(model.run(&grammar, answer, 0).unwrap(), []);
+    let turn = model.run(&grammar, answer, 0).unwrap();
+    assert!(turn.captures.is_empty() && turn.events.iter().all(Vec::is_empty));
     model
         .run(
             &grammar,
@@ -769,10 +776,32 @@ fn conversation(
     ]
 }
 
-/// The captures of a turn are its calls, in order: each under `tool:` and
-/// the tool's name, its text the arguments (as JSON, equal to the call's).
-fn assert_calls_captured(captures: &[Capture], calls: &[(&str, Value)], text: &str) {
-    let seen: Vec<(String, Value)> = captures
+/// What a turn run token by token left: its captures, and the tool-call
+/// events of each token.
+#[derive(Debug)]
+struct Turn {
+    captures: Vec<Capture>,
+    events: Vec<Vec<ToolCallEvent>>,
+}
+
+/// A turn's calls, in order: its captures, each under `tool:` and the
+/// tool's name with the arguments as its text (as JSON, equal to the
+/// call's); and its tool-call events, each call started, given in deltas
+/// and finished in that order, the deltas making up the arguments (see
+/// [`assert_events`]).
+fn assert_calls_captured(turn: &Turn, calls: &[(&str, Value)], text: &str) {
+    let arguments = assert_events(&turn.events, text);
+    let streamed: Vec<(String, Value)> = arguments
+        .iter()
+        .map(|(name, arguments)| {
+            let value = serde_json::from_str(arguments).unwrap_or_else(|error| {
+                panic!("{name}: {error} in {arguments:?}");
+            });
+            (format!("tool:{name}"), value)
+        })
+        .collect();
+    let seen: Vec<(String, Value)> = turn
+        .captures
         .iter()
         .map(|capture| {
             let arguments = serde_json::from_slice(&capture.text).unwrap_or_else(|error| {
@@ -786,6 +815,60 @@ fn assert_calls_captured(captures: &[Capture], calls: &[(&str, Value)], text: &s
         .map(|(name, arguments)| (format!("tool:{name}"), arguments.clone()))
         .collect();
     assert_eq!(seen, expected, "the captures of {text:?}");
+    assert_eq!(streamed, expected, "the events of {text:?}");
+}
+
+/// Checks the tool-call events of a turn, token by token: calls numbered
+/// in order, each started before its deltas, its deltas before its end,
+/// the deltas making up the finished arguments, every call finished by
+/// the stop token, and an argument of more than four tokens given in more
+/// than one delta (streamed, not held to the end). Returns each call's
+/// name and arguments.
+fn assert_events(events: &[Vec<ToolCallEvent>], text: &str) -> Vec<(String, String)> {
+    // Per call: name, deltas, the token of each delta, finished arguments.
+    let mut calls: Vec<(String, String, Vec<usize>, Option<String>)> = Vec::new();
+    for (token, step) in events.iter().enumerate() {
+        for event in step {
+            match event {
+                ToolCallEvent::ToolCallStarted { index, name } => {
+                    assert_eq!(*index, calls.len(), "{text:?}: {event:?}");
+                    calls.push((name.clone(), String::new(), Vec::new(), None));
+                }
+                ToolCallEvent::ArgumentsDelta { index, text: delta } => {
+                    let call = &mut calls[*index];
+                    assert!(call.3.is_none(), "{text:?}: a delta after the end");
+                    call.1.push_str(delta);
+                    call.2.push(token);
+                }
+                ToolCallEvent::ToolCallFinished {
+                    index,
+                    name,
+                    arguments,
+                } => {
+                    let call = &mut calls[*index];
+                    assert_eq!(&call.0, name);
+                    assert_eq!(&call.1, arguments, "{text:?}: deltas and arguments differ");
+                    assert!(call.3.replace(arguments.clone()).is_none());
+                }
+            }
+        }
+    }
+    calls
+        .into_iter()
+        .map(|(name, streamed, tokens, finished)| {
+            let arguments = finished.unwrap_or_else(|| panic!("{text:?}: {name} never finished"));
+            let first = tokens.first().copied().unwrap_or(0);
+            let spans = tokens.last().copied().unwrap_or(0) - first;
+            if spans > 4 {
+                assert!(
+                    tokens.len() > 1,
+                    "{text:?}: {name}'s arguments in one delta"
+                );
+            }
+            assert_eq!(streamed, arguments);
+            (name, arguments)
+        })
+        .collect()
 }
 
 /// The calls every template test renders: a plain one, one whose strings
@@ -832,10 +915,10 @@ fn qwen3_turns_rendered_by_its_chat_template() {
         ),
     ] {
         let text = turn(content, calls);
-        let captures = model
+        let turn = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
-        assert_calls_captured(&captures, calls, &text);
+        assert_calls_captured(&turn, calls, &text);
     }
 
     let unknown = turn(Some(""), &[("get_time", json!({}))]);
@@ -882,10 +965,10 @@ fn deepseek_v3_turns_rendered_by_its_chat_template() {
     let end = "<｜end▁of▁sentence｜>";
     for pair in [&calls[..2], &calls[1..]] {
         let text = template.turn(&conversation(None, pair, string), end);
-        let captures = model
+        let turn = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
-        assert_calls_captured(&captures, pair, &text);
+        assert_calls_captured(&turn, pair, &text);
     }
     let answer = template.turn(
         &conversation(Some("Zürich: 21 °C, sunny."), &[], string),
@@ -914,10 +997,10 @@ fn mistral_nemo_turns_rendered_by_its_chat_template() {
     let end = "</s>";
     for some in [&calls[..1], &calls[..]] {
         let text = template.turn(&conversation(None, some, object), end);
-        let captures = model
+        let turn = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
-        assert_calls_captured(&captures, some, &text);
+        assert_calls_captured(&turn, some, &text);
     }
     let answer = template.turn(
         &conversation(Some("Zürich: 21 °C, sunny."), &[], object),
@@ -952,10 +1035,10 @@ fn llama3_turns_rendered_by_the_llama_3_2_chat_template() {
     for call in template_calls() {
         let calls = [call];
         let text = template.turn(&conversation(None, &calls, object), end);
-        let captures = model
+        let turn = model
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
-        assert_calls_captured(&captures, &calls, &text);
+        assert_calls_captured(&turn, &calls, &text);
     }
     let answer = template.turn(
         &conversation(Some("Zürich: 21 °C, sunny."), &[], object),
@@ -995,9 +1078,12 @@ fn qwen3_coder_xml_parameters() {
         call + "</function>\n</tool_call>"
     };
     let weather = call("get_weather", &[("city", "Zürich"), ("unit", "celsius")]);
-    let captures = model.run(&grammar, &weather, 2).unwrap();
-    // The arguments are captured as the model writes them: XML.
-    let seen: Vec<(String, String)> = captures
+    let turn = model.run(&grammar, &weather, 2).unwrap();
+    // The arguments are captured, and streamed, as the model writes them:
+    // XML.
+    let streamed = assert_events(&turn.events, &weather);
+    let seen: Vec<(String, String)> = turn
+        .captures
         .iter()
         .map(|capture| (capture.name.clone(), capture.text_lossy()))
         .collect();
@@ -1007,6 +1093,7 @@ fn qwen3_coder_xml_parameters() {
         seen,
         [("tool:get_weather".to_owned(), arguments.to_owned())]
     );
+    assert_eq!(streamed, [("get_weather".to_owned(), arguments.to_owned())]);
     let search = call(
         "search",
         &[

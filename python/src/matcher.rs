@@ -5,7 +5,8 @@ use std::sync::Arc;
 
 use pyo3::exceptions::{PyRuntimeError, PyValueError};
 use pyo3::prelude::*;
-use xg_runtime::{Matcher, StopReason, TokenId, Vocabulary};
+use pyo3::types::PyDict;
+use xg_runtime::{Matcher, StopReason, TokenId, ToolCallEvent, ToolCallStream, Vocabulary};
 
 use crate::bitmask::{MaskArray, allows_all};
 use crate::compiler::CompiledGrammar;
@@ -21,6 +22,8 @@ pub struct GrammarMatcher {
     vocabulary: Arc<Vocabulary>,
     terminate_without_stop_token: bool,
     max_rollback_tokens: i64,
+    /// What `get_tool_call_events` has reported.
+    tool_calls: ToolCallStream,
 }
 
 impl GrammarMatcher {
@@ -80,6 +83,7 @@ impl GrammarMatcher {
             vocabulary,
             terminate_without_stop_token,
             max_rollback_tokens,
+            tool_calls: ToolCallStream::new(),
         })
     }
 
@@ -270,6 +274,7 @@ impl GrammarMatcher {
     /// Back to the start of the grammar.
     fn reset(&mut self) {
         self.matcher.reset();
+        self.tool_calls = ToolCallStream::new();
     }
 
     /// An independent copy (for speculative or tree decoding); cheap: the
@@ -281,6 +286,7 @@ impl GrammarMatcher {
             vocabulary: Arc::clone(&self.vocabulary),
             terminate_without_stop_token: self.terminate_without_stop_token,
             max_rollback_tokens: self.max_rollback_tokens,
+            tool_calls: self.tool_calls.clone(),
         }
     }
 
@@ -326,6 +332,54 @@ impl GrammarMatcher {
             .map(|capture| {
                 let text = capture.text_lossy();
                 (capture.name, text)
+            })
+            .collect()
+    }
+
+    /// What a tool-calling turn (`compile_tools`) did since the last call,
+    /// as dicts a server turns into OpenAI-style deltas: `{"type":
+    /// "tool_call_started", "index", "name"}`, `{"type": "arguments_delta",
+    /// "index", "text"}`, `{"type": "tool_call_finished", "index", "name",
+    /// "arguments"}`. Events are never taken back: after rolling back
+    /// steps already reported, `reset()` and replay.
+    fn get_tool_call_events<'py>(&mut self, py: Python<'py>) -> PyResult<Vec<Bound<'py, PyDict>>> {
+        let mut ended;
+        let matcher = if self.terminate_without_stop_token && self.matcher.can_terminate() {
+            // Ended for the caller: every call is finished.
+            ended = self.matcher.fork();
+            ended.terminate().ok();
+            &ended
+        } else {
+            &self.matcher
+        };
+        let events = self.tool_calls.poll(matcher);
+        events
+            .into_iter()
+            .map(|event| {
+                let dict = PyDict::new(py);
+                match event {
+                    ToolCallEvent::ToolCallStarted { index, name } => {
+                        dict.set_item("type", "tool_call_started")?;
+                        dict.set_item("index", index)?;
+                        dict.set_item("name", name)?;
+                    }
+                    ToolCallEvent::ArgumentsDelta { index, text } => {
+                        dict.set_item("type", "arguments_delta")?;
+                        dict.set_item("index", index)?;
+                        dict.set_item("text", text)?;
+                    }
+                    ToolCallEvent::ToolCallFinished {
+                        index,
+                        name,
+                        arguments,
+                    } => {
+                        dict.set_item("type", "tool_call_finished")?;
+                        dict.set_item("index", index)?;
+                        dict.set_item("name", name)?;
+                        dict.set_item("arguments", arguments)?;
+                    }
+                }
+                Ok(dict)
             })
             .collect()
     }

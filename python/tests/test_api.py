@@ -328,6 +328,26 @@ def test_captures(compiler):
     assert xg.GrammarMatcher(compiler.compile_regex("a+")).get_captures() == []
 
 
+def test_tool_call_events(compiler, info):
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}}}}]
+    m = xg.GrammarMatcher(compiler.compile_tools(tools, format="qwen", reasoning="forbidden"))
+    assert m.accept_string('Sure.<tool_call>\n{"name": "get_weather", "arguments": {"ci')
+    assert m.get_tool_call_events() == [
+        {"type": "tool_call_started", "index": 0, "name": "get_weather"},
+        {"type": "arguments_delta", "index": 0, "text": '{"ci'},
+    ]
+    assert m.get_tool_call_events() == []
+    assert m.accept_string('ty": "Oslo"}}\n</tool_call>')
+    assert m.get_tool_call_events() == [
+        {"type": "arguments_delta", "index": 0, "text": 'ty": "Oslo"}'},
+        {"type": "tool_call_finished", "index": 0, "name": "get_weather",
+         "arguments": '{"city": "Oslo"}'},
+    ]
+    m.reset()
+    assert m.get_tool_call_events() == []
+
+
 def test_bitmask_checks(compiler, info):
     m = xg.GrammarMatcher(compiler.compile_regex("a+"))
     rows, words = xg.get_bitmask_shape(2, info.vocab_size)

@@ -14,6 +14,8 @@
 //! - [`Matcher`]: one output's position in a grammar — accept, reject with
 //!   the reason, roll back, fork, forced bytes (an Earley parser over the
 //!   rule automata, with lookahead and tag dispatch), captures.
+//! - [`ToolCallStream`]: a tool-calling turn's calls as events while the
+//!   model writes them.
 //! - [`Vocabulary`]: a model's tokens as bytes, loaded from a
 //!   `tokenizer.json`, with its stop tokens and fingerprint.
 //! - [`bundle`]: precompiled grammars (`.xgb`) — the format, the writer
@@ -56,7 +58,7 @@ pub use self::lazy::{Automaton, BuiltRule, RuleBuilder};
 pub use self::matcher::{
     CONTEXT_TOKENS, Capture, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected,
     ForcedTokens, Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats,
-    StopReason,
+    StopReason, TOOL_CAPTURE_PREFIX, ToolCallEvent, ToolCallStream,
 };
 pub use self::scanner::{MAX_DISPATCH_PATTERN, MAX_DISPATCH_PATTERNS, dispatch_patterns_error};
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

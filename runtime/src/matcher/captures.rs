@@ -8,9 +8,11 @@
 //! the matches, not the output. Grammars without captured rules keep
 //! nothing.
 
+use rustc_hash::FxHashSet;
+
 use super::Matcher;
 use super::earley::Symbol;
-use super::history::History;
+use super::history::{History, awaited_rules};
 use super::item::{Item, Kind};
 use crate::grammar::Grammar;
 
@@ -39,10 +41,10 @@ impl Capture {
 
 /// A match of a captured rule: the rule, and the rows it began and ended in.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
-struct Match {
-    rule: u32,
-    origin: u32,
-    end: u32,
+pub(super) struct Match {
+    pub rule: u32,
+    pub origin: u32,
+    pub end: u32,
 }
 
 /// What a matcher of a grammar with captured rules keeps.
@@ -86,12 +88,33 @@ impl CaptureLog {
         }
     }
 
+    /// Every match recorded, by end row.
+    pub(super) fn matches(&self) -> &[Match] {
+        &self.matches
+    }
+
     /// Forgets the rows from `rows` on.
     pub(super) fn truncate(&mut self, rows: usize) {
         self.input.truncate(rows.saturating_sub(1));
         let kept = self.matches.partition_point(|m| (m.end as usize) < rows);
         self.matches.truncate(kept);
     }
+}
+
+/// The rule `item` is in and the row its match began in, if the item can
+/// still take input (it is not a match that has ended and can go no
+/// further).
+fn live_rule(grammar: &Grammar, item: &Item) -> Option<(u32, u32)> {
+    let rule = match item.kind {
+        Kind::Node if grammar.in_lookahead(item.a) || grammar.edges(item.a).is_empty() => {
+            return None;
+        }
+        Kind::Node => grammar.node_rule(item.a),
+        Kind::Repeat => grammar.node_rule(grammar.edge_node(item.a)),
+        Kind::Free | Kind::TokenFree | Kind::Arm | Kind::TokenArm => item.a,
+        Kind::Ended | Kind::Top | Kind::Done | Kind::Any => return None,
+    };
+    Some((rule, item.origin))
 }
 
 /// The rule whose match `item` ends, if it ends one.
@@ -160,6 +183,58 @@ impl Matcher {
                 text: self.symbol_text(&log.input[found.origin as usize..found.end as usize]),
             })
             .collect()
+    }
+
+    /// The matches of captured rules so far, if the grammar has captured
+    /// rules.
+    pub(super) fn capture_matches(&self) -> Option<&[Match]> {
+        self.captures.as_ref().map(CaptureLog::matches)
+    }
+
+    /// The text of the input from row `start` to row `end`.
+    pub(super) fn input_text(&self, start: usize, end: usize) -> Vec<u8> {
+        self.captures
+            .as_ref()
+            .map_or_else(Vec::new, |log| self.symbol_text(&log.input[start..end]))
+    }
+
+    /// The rule matches in progress: each rule, with the row its match
+    /// began in, that some parse of the output so far is inside of and
+    /// that can still take input — the rules of the last row's items, and
+    /// of the items each of them will return to, up to the root.
+    pub(super) fn live_rules(&self) -> FxHashSet<(u32, u32)> {
+        let grammar = &*self.grammar;
+        let mut live = FxHashSet::default();
+        let mut work: Vec<(u32, u32)> = self
+            .history
+            .last()
+            .iter()
+            .filter_map(|item| live_rule(grammar, item))
+            .collect();
+        while let Some((rule, origin)) = work.pop() {
+            if !live.insert((rule, origin)) {
+                continue;
+            }
+            // The items that wait for the match: in its first row.
+            let row = origin as usize;
+            let items = self.history.row(row);
+            let mut parent = |item: &Item| {
+                let mut waits = false;
+                awaited_rules(grammar, item, |awaited| waits |= awaited == rule);
+                if waits && let Some(found) = live_rule(grammar, item) {
+                    work.push(found);
+                }
+            };
+            match self.history.waiting(row) {
+                Some(waiting) => {
+                    for &place in waiting.get(rule) {
+                        parent(&items[place as usize]);
+                    }
+                }
+                None => items.iter().for_each(parent),
+            }
+        }
+        live
     }
 
     /// The text of `symbols`.

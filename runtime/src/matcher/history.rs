@@ -26,7 +26,7 @@ pub(super) const CAN_TERMINATE: u8 = 1;
 pub(super) const INDEX_ABOVE: usize = 32;
 
 /// Calls `f` with each rule `item` waits for: whose match advances it.
-fn awaited_rules(grammar: &Grammar, item: &Item, mut f: impl FnMut(u32)) {
+pub(super) fn awaited_rules(grammar: &Grammar, item: &Item, mut f: impl FnMut(u32)) {
     match item.kind {
         Kind::Node if grammar.waits(item.a) => {
             for edge in grammar.edges(item.a) {

@@ -14,7 +14,7 @@ use std::sync::Arc;
 use std::time::Instant;
 
 use anyhow::{Context, Result};
-use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
+use xg_runtime::{Grammar, Matcher, TokenId, ToolCallEvent, ToolCallStream, Vocabulary};
 
 /// Where the text comes from.
 pub(crate) enum Input<'a> {
@@ -197,6 +197,7 @@ pub(crate) fn trace(
         Ok(ok)
     };
     let mut all_ok = true;
+    let mut stream = ToolCallStream::new();
     for &raw in &ids {
         let id = TokenId::new(raw as usize).context("token id out of range")?;
         let label = shown(vocabulary.bytes(id));
@@ -211,10 +212,15 @@ pub(crate) fn trace(
             all_ok = false;
             break;
         }
+        events(&stream.poll(&matcher));
     }
     if all_ok {
         let can_end = step(&mut matcher, "(end of output)", None)?;
-        if !can_end {
+        if can_end {
+            let mut ended = matcher.fork();
+            ended.terminate().context("ending the output")?;
+            events(&stream.poll(&ended));
+        } else {
             outln!(
                 "\nthe output cannot end here; expected {}",
                 matcher.expected()
@@ -225,6 +231,27 @@ pub(crate) fn trace(
     captures(&matcher);
     summary(&mut times, vocabulary);
     Ok(all_ok)
+}
+
+/// The tool-call events of a step, under it.
+fn events(events: &[ToolCallEvent]) {
+    for event in events {
+        match event {
+            ToolCallEvent::ToolCallStarted { index, name } => {
+                outln!("{:>16}call {index} started: {name}", "");
+            }
+            ToolCallEvent::ArgumentsDelta { index, text } => {
+                outln!(
+                    "{:>16}call {index} arguments: {}",
+                    "",
+                    quoted(text.as_bytes())
+                );
+            }
+            ToolCallEvent::ToolCallFinished { index, name, .. } => {
+                outln!("{:>16}call {index} finished: {name}", "");
+            }
+        }
+    }
 }
 
 /// The matches of the grammar's captured rules in the output, if it has any.
