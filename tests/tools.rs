@@ -117,9 +117,10 @@ impl Model {
 
     /// Runs `text` token by token, then the stop token, checking each
     /// against the mask (and the whole mask against the reference at
-    /// `reference_checks` evenly spread steps). `Ok` with the captures and
-    /// the tool-call events (polled after each token) if all were
-    /// accepted; else the byte offset where the refused token starts.
+    /// `reference_checks` evenly spread steps) and the tool-call events,
+    /// polled after each token, against the calls captured at the end
+    /// ([`assert_events`]). `Ok` with the captures and the events if all
+    /// were accepted; else the byte offset where the refused token starts.
     fn run(
         &self,
         grammar: &Arc<Grammar>,
@@ -152,10 +153,14 @@ impl Model {
         }
         // Nothing after the stop token.
         assert!(matcher.fork().accept_token(ids[0]).is_err());
-        Ok(Turn {
-            captures: matcher.captures(),
-            events,
-        })
+        // Every run: the events stream the calls the captures hold.
+        let captures = matcher.captures();
+        let calls: Vec<(String, String)> = captures
+            .iter()
+            .filter_map(|c| Some((c.name.strip_prefix("tool:")?.to_owned(), c.text_lossy())))
+            .collect();
+        assert_eq!(assert_events(&events, text), calls, "{text:?}");
+        Ok(Turn { captures, events })
     }
 
     /// `text` is refused at the token holding byte `at`.
