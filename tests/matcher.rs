@@ -532,7 +532,7 @@ proptest! {
         for (line, capture) in source.lines().zip(&captured) {
             let line = match (line.split_once(" ::= "), capture) {
                 (Some((name, body)), 1) => format!("{name} [capture] ::= {body}"),
-                (Some((name, body)), 2) => format!("{name} [capture = \"shared\"] ::= {body}"),
+                (Some((name, body)), 2) => format!("{name} [capture=\"shared\"] ::= {body}"),
                 _ => line.to_owned(),
             };
             marked.push_str(&line);

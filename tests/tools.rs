@@ -153,14 +153,30 @@ impl Model {
         }
         // Nothing after the stop token.
         assert!(matcher.fork().accept_token(ids[0]).is_err());
-        // Every run: the events stream the calls the captures hold.
+        // Every run: the events stream the text, reasoning and calls the
+        // captures hold.
         let captures = matcher.captures();
         let calls: Vec<(String, String)> = captures
             .iter()
             .filter_map(|c| Some((c.name.strip_prefix("tool:")?.to_owned(), c.text_lossy())))
             .collect();
-        assert_eq!(assert_events(&events, text), calls, "{text:?}");
-        Ok(Turn { captures, events })
+        // The text (or reasoning) of the turn: its captures in order, of
+        // overlapping ones (readings of the same bytes) the latest begun.
+        let joined = |name: &str| -> String {
+            let mut kept: Vec<&Capture> = Vec::new();
+            for capture in captures.iter().filter(|c| c.name == name) {
+                if kept.last().is_some_and(|last| capture.start < last.end) {
+                    kept.pop();
+                }
+                kept.push(capture);
+            }
+            kept.into_iter().map(Capture::text_lossy).collect()
+        };
+        let streamed = assert_events(&events, text);
+        assert_eq!(streamed.calls, calls, "{text:?}");
+        assert_eq!(streamed.text, joined("text"), "{text:?}");
+        assert_eq!(streamed.reasoning, joined("reasoning"), "{text:?}");
+        Ok(Turn { captures, streamed })
     }
 
     /// `text` is refused at the token holding byte `at`.
@@ -453,11 +469,21 @@ fn harmony_channels_and_calls_with_gpt_oss() {
     let turn = model.run(&grammar, call, 3).unwrap();
     let calls = [("get_weather", json!({"city": "Zürich", "unit": "celsius"}))];
     assert_calls_captured(&turn, &calls, call);
+    assert_eq!(
+        turn.streamed.reasoning,
+        "User asks for the weather in Zürich. Call get_weather."
+    );
     let answer = "<|channel|>analysis<|message|>Simple greeting.<|end|>\
         <|start|>assistant<|channel|>commentary<|message|>Answering directly.<|end|>\
         <|start|>assistant<|channel|>final<|message|>Hello! ¿Qué tal? \"Quotes\" and \\ too.";
     let turn = model.run(&grammar, answer, 0).unwrap();
-    assert!(turn.captures.is_empty() && turn.events.iter().all(Vec::is_empty));
+    assert!(turn.streamed.calls.is_empty());
+    assert_eq!(turn.streamed.reasoning, "Simple greeting.");
+    // The preamble and the final answer are text.
+    assert_eq!(
+        turn.streamed.text,
+        "Answering directly.Hello! ¿Qué tal? \"Quotes\" and \\ too."
+    );
     model
         .run(
             &grammar,
@@ -781,12 +807,13 @@ fn conversation(
     ]
 }
 
-/// What a turn run token by token left: its captures, and the tool-call
-/// events of each token.
+/// What a turn run token by token left: its captures, and what its
+/// events, polled after each token, streamed.
 #[derive(Debug)]
 struct Turn {
     captures: Vec<Capture>,
-    events: Vec<Vec<ToolCallEvent>>,
+    /// What the events streamed.
+    streamed: Streamed,
 }
 
 /// A turn's calls, in order: its captures, each under `tool:` and the
@@ -795,8 +822,9 @@ struct Turn {
 /// and finished in that order, the deltas making up the arguments (see
 /// [`assert_events`]).
 fn assert_calls_captured(turn: &Turn, calls: &[(&str, Value)], text: &str) {
-    let arguments = assert_events(&turn.events, text);
-    let streamed: Vec<(String, Value)> = arguments
+    let streamed: Vec<(String, Value)> = turn
+        .streamed
+        .calls
         .iter()
         .map(|(name, arguments)| {
             let value = serde_json::from_str(arguments).unwrap_or_else(|error| {
@@ -808,6 +836,7 @@ fn assert_calls_captured(turn: &Turn, calls: &[(&str, Value)], text: &str) {
     let seen: Vec<(String, Value)> = turn
         .captures
         .iter()
+        .filter(|capture| capture.name.starts_with("tool:"))
         .map(|capture| {
             let arguments = serde_json::from_slice(&capture.text).unwrap_or_else(|error| {
                 panic!("{}: {error} in {:?}", capture.name, capture.text_lossy())
@@ -823,18 +852,39 @@ fn assert_calls_captured(turn: &Turn, calls: &[(&str, Value)], text: &str) {
     assert_eq!(streamed, expected, "the events of {text:?}");
 }
 
-/// Checks the tool-call events of a turn, token by token: calls numbered
-/// in order, each started before its deltas, its deltas before its end,
-/// the deltas making up the finished arguments, every call finished by
-/// the stop token, and an argument of more than four tokens given in more
-/// than one delta (streamed, not held to the end). Returns each call's
-/// name and arguments.
-fn assert_events(events: &[Vec<ToolCallEvent>], text: &str) -> Vec<(String, String)> {
+/// What the events of a turn streamed: each call's name and arguments,
+/// the text and the reasoning.
+#[derive(Debug, Default)]
+struct Streamed {
+    calls: Vec<(String, String)>,
+    text: String,
+    reasoning: String,
+}
+
+/// Checks the events of a turn, token by token: calls numbered in order,
+/// each started before its deltas, its deltas before its end, the deltas
+/// making up the finished arguments, every call finished by the stop
+/// token, an argument of more than four tokens given in more than one
+/// delta (streamed, not held to the end), and no text or reasoning while
+/// a call is open. Returns what was streamed.
+fn assert_events(events: &[Vec<ToolCallEvent>], text: &str) -> Streamed {
     // Per call: name, deltas, the token of each delta, finished arguments.
     let mut calls: Vec<(String, String, Vec<usize>, Option<String>)> = Vec::new();
+    let mut streamed = Streamed::default();
+    let open = |calls: &[(String, String, Vec<usize>, Option<String>)]| {
+        calls.iter().any(|call| call.3.is_none())
+    };
     for (token, step) in events.iter().enumerate() {
         for event in step {
             match event {
+                ToolCallEvent::Text { text: delta } => {
+                    assert!(!open(&calls), "{text:?}: text inside a call");
+                    streamed.text.push_str(delta);
+                }
+                ToolCallEvent::Reasoning { text: delta } => {
+                    assert!(!open(&calls), "{text:?}: reasoning inside a call");
+                    streamed.reasoning.push_str(delta);
+                }
                 ToolCallEvent::ToolCallStarted { index, name } => {
                     assert_eq!(*index, calls.len(), "{text:?}: {event:?}");
                     calls.push((name.clone(), String::new(), Vec::new(), None));
@@ -858,9 +908,9 @@ fn assert_events(events: &[Vec<ToolCallEvent>], text: &str) -> Vec<(String, Stri
             }
         }
     }
-    calls
+    streamed.calls = calls
         .into_iter()
-        .map(|(name, streamed, tokens, finished)| {
+        .map(|(name, deltas, tokens, finished)| {
             let arguments = finished.unwrap_or_else(|| panic!("{text:?}: {name} never finished"));
             let first = tokens.first().copied().unwrap_or(0);
             let spans = tokens.last().copied().unwrap_or(0) - first;
@@ -870,10 +920,11 @@ fn assert_events(events: &[Vec<ToolCallEvent>], text: &str) -> Vec<(String, Stri
                     "{text:?}: {name}'s arguments in one delta"
                 );
             }
-            assert_eq!(streamed, arguments);
+            assert_eq!(deltas, arguments);
             (name, arguments)
         })
-        .collect()
+        .collect();
+    streamed
 }
 
 /// The calls every template test renders: a plain one, one whose strings
@@ -924,6 +975,14 @@ fn qwen3_turns_rendered_by_its_chat_template() {
             .run(&grammar, &text, 0)
             .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
         assert_calls_captured(&turn, calls, &text);
+        // The stream's text and reasoning are the message's.
+        let content = content.unwrap_or_default();
+        let (reasoning, answer) = content
+            .strip_prefix("<think>")
+            .and_then(|rest| rest.split_once("</think>"))
+            .unwrap_or(("", content));
+        assert_eq!(turn.streamed.text.trim(), answer.trim(), "{text:?}");
+        assert_eq!(turn.streamed.reasoning.trim(), reasoning.trim(), "{text:?}");
     }
 
     let unknown = turn(Some(""), &[("get_time", json!({}))]);
@@ -1086,10 +1145,11 @@ fn qwen3_coder_xml_parameters() {
     let turn = model.run(&grammar, &weather, 2).unwrap();
     // The arguments are captured, and streamed, as the model writes them:
     // XML.
-    let streamed = assert_events(&turn.events, &weather);
+    let streamed = &turn.streamed.calls;
     let seen: Vec<(String, String)> = turn
         .captures
         .iter()
+        .filter(|capture| capture.name.starts_with("tool:"))
         .map(|capture| (capture.name.clone(), capture.text_lossy()))
         .collect();
     let arguments =
@@ -1098,7 +1158,10 @@ fn qwen3_coder_xml_parameters() {
         seen,
         [("tool:get_weather".to_owned(), arguments.to_owned())]
     );
-    assert_eq!(streamed, [("get_weather".to_owned(), arguments.to_owned())]);
+    assert_eq!(
+        streamed[..],
+        [("get_weather".to_owned(), arguments.to_owned())]
+    );
     let search = call(
         "search",
         &[

@@ -341,6 +341,16 @@ pub fn to_xg(tools: &[Tool], options: &Options) -> Result<String, ToolError> {
     Ok(writer.write())
 }
 
+/// The head of the rule of the answer's text: captured as `text`
+/// ([`xg_runtime::TEXT_CAPTURE`]).
+const TEXT: &str = "text [capture]";
+
+/// What opens reasoning; the answer text never contains it.
+const THINK: &str = "<think>";
+
+/// Free text without [`THINK`] (a tag dispatch excluding it).
+const FREE_TEXT: &str = "dispatch(exclude=(\"<think>\")) {}";
+
 /// The name a call's arguments are captured under
 /// ([`xg_runtime::Matcher::captures`]): `tool:` and the tool's name.
 pub fn capture_name(tool: &Tool) -> String {
@@ -432,7 +442,7 @@ impl Writer<'_> {
         }
         for (tool, rule) in &self.tools {
             // Each call's arguments are captured under the tool's name.
-            let captured = format!("{rule} [capture = {}]", literal(&capture_name(tool)));
+            let captured = format!("{rule} [capture={}]", literal(&capture_name(tool)));
             if format == Format::Qwen3Coder {
                 for (name, body) in XmlStyle::Qwen.arguments(rule, &tool.parameters) {
                     let head = if name == *rule { &captured } else { &name };
@@ -458,14 +468,32 @@ impl Writer<'_> {
         }
     }
 
-    /// The options of a free-text dispatch: `once` (it ends after its
-    /// arm), and the strings free text must not contain — `excluded`, and
-    /// `<think>` when reasoning is forbidden.
-    fn dispatch(&self, once: bool, excluded: &[&str]) -> String {
-        let mut excluded: Vec<String> = excluded.iter().map(|e| literal(e)).collect();
-        if self.options.reasoning == Reasoning::Forbidden {
-            excluded.push(literal("<think>"));
+    /// The reasoning block before text, as the options say: without the
+    /// white space after it, which the text holds (so the turn reads one
+    /// way, and the text is captured once).
+    fn block(&self) -> &'static str {
+        match self.options.reasoning {
+            Reasoning::Allowed => "reasoning.block? ",
+            Reasoning::Forced => "reasoning.block ",
+            Reasoning::Forbidden => "",
         }
+    }
+
+    /// White space between reasoning and calls where text may come instead.
+    fn ws(&self) -> &'static str {
+        match self.options.reasoning {
+            Reasoning::Forbidden => "",
+            _ => "reasoning.ws ",
+        }
+    }
+
+    /// The options of the answer text's dispatch: `once` (it ends after
+    /// its arm), and the strings the text must not contain — `excluded`,
+    /// and `<think>`: reasoning comes before the text or not at all, so
+    /// the turn reads one way (the text's capture never holds reasoning).
+    fn dispatch(once: bool, excluded: &[&str]) -> String {
+        let mut excluded: Vec<String> = excluded.iter().map(|e| literal(e)).collect();
+        excluded.push(literal(THINK));
         let mut options = Vec::new();
         if once {
             options.push("once".to_string());
@@ -505,24 +533,32 @@ impl Writer<'_> {
     /// until the trigger, then `after` (the rest of the call). `separator`
     /// joins further calls when parallel calls are allowed; `None` when
     /// `one` repeats calls itself.
-    fn triggered(&self, trigger: &str, after: &str, one: &str, separator: Option<&str>) -> String {
+    fn triggered(
+        &self,
+        trigger: &str,
+        after: &str,
+        one: &str,
+        separator: Option<&str>,
+    ) -> Vec<(&'static str, String)> {
         let think = self.think();
         if self.tools.is_empty() {
-            return format!("{think}{} {{}}", self.dispatch(false, &[trigger]));
+            let text = format!("{} {{}}", Self::dispatch(false, &[trigger]));
+            return vec![("root", format!("{}text", self.block())), (TEXT, text)];
         }
         let more = match separator {
             Some(separator) if self.options.parallel_calls => format!(" ({separator}{one})*"),
             _ => String::new(),
         };
         if self.must_call {
-            format!("{think}{one}{more}")
-        } else {
-            format!(
-                "{think}{} {{\n    {} => {after}{more},\n}}",
-                self.dispatch(true, &[]),
-                literal(trigger)
-            )
+            return vec![("root", format!("{think}{one}{more}"))];
         }
+        // The answer's text is the dispatch's free text, up to the first call.
+        let text = format!(
+            "{} {{\n    {} => {after}{more},\n}}",
+            Self::dispatch(true, &[]),
+            literal(trigger)
+        );
+        vec![("root", format!("{}text", self.block())), (TEXT, text)]
     }
 
     /// The JSON `{"name": "NAME", "KEY": ` that opens a call, as `.xg` text.
@@ -537,7 +573,7 @@ impl Writer<'_> {
 
     /// The root of the Qwen family: calls between `<tool_call>` and
     /// `</tool_call>` on lines of their own after the text.
-    fn tool_call_lines(&self) -> String {
+    fn tool_call_lines(&self) -> Vec<(&'static str, String)> {
         self.triggered(
             "<tool_call>",
             "\"\\n\" call \"\\n</tool_call>\"",
@@ -555,19 +591,27 @@ impl Writer<'_> {
     fn llama3(&self) -> Vec<(&'static str, String)> {
         let think = self.think();
         let calls = self.repeated("call", "\"; \" ");
+        let block = self.block();
         let (root, text) = if self.tools.is_empty() {
-            (format!("{think}text"), "/[\\s\\S]*/")
+            (format!("{block}text"), FREE_TEXT.to_owned())
         } else if self.must_call {
-            (format!("{think}{calls}"), "")
+            (format!("{think}{calls}"), String::new())
         } else {
-            // Text that starts like a call is a call.
-            (format!("{think}({calls} | text)"), "([^{] /[\\s\\S]*/)?")
+            // A call is never text: text does not contain a call's opening.
+            (
+                format!("{block}({}{calls} | text)", self.ws()),
+                format!(
+                    "dispatch(exclude=({}, {})) {{}}",
+                    literal(THINK),
+                    literal("{\"name\": ")
+                ),
+            )
         };
-        let mut rules = self.with_calls(root, |tool, args| {
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             Self::json_call(tool, "parameters", args, "}")
         });
         if !text.is_empty() {
-            rules.push(("text", text.to_string()));
+            rules.push((TEXT, text));
         }
         rules
     }
@@ -590,14 +634,15 @@ impl Writer<'_> {
             "Token(\"[TOOL_CALLS]\") \"[\" {} \"]\"",
             self.repeated("call", "\", \" ")
         );
+        let block = self.block();
         let root = if self.tools.is_empty() {
-            format!("{think}text")
+            format!("{block}text")
         } else if self.must_call {
             format!("{think}{calls}")
         } else {
-            format!("{think}text ({calls})?")
+            format!("{block}text ({calls})?")
         };
-        let mut rules = self.with_calls(root, |tool, args| {
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             let name = serde_json::to_string(&tool.name).expect("strings serialize");
             format!(
                 "{} {args} mistral.id? \"}}\"",
@@ -605,7 +650,7 @@ impl Writer<'_> {
             )
         });
         if self.tools.is_empty() || !self.must_call {
-            rules.push(("text", "/[\\s\\S]*/".to_string()));
+            rules.push((TEXT, FREE_TEXT.to_string()));
         }
         rules
     }
@@ -644,7 +689,7 @@ impl Writer<'_> {
         } else {
             format!("{messages}(harmony.final | {call})")
         };
-        self.with_calls(root, |tool, args| {
+        self.with_calls(vec![("root", root)], |tool, args| {
             format!(
                 "{} harmony.constrain? Token(\"<|message|>\") {args}",
                 literal(&tool.name)
@@ -661,14 +706,13 @@ impl Writer<'_> {
         })
     }
 
-    /// `root` and, when tools are callable, `call` with one alternative
-    /// per tool.
+    /// `rules` (the root first) and, when tools are callable, `call` with
+    /// one alternative per tool.
     fn with_calls(
         &self,
-        root: String,
+        mut rules: Vec<(&'static str, String)>,
         each: impl Fn(&Tool, &str) -> String,
     ) -> Vec<(&'static str, String)> {
-        let mut rules = vec![("root", root)];
         if !self.tools.is_empty() {
             rules.push(("call", self.calls(each)));
         }

@@ -51,7 +51,7 @@ pub struct Rule {
     /// building its own for every place the block was copied into.
     pub keep: bool,
     /// The name the matcher reports the rule's matches under, if it does
-    /// (`[capture]`: the rule's name; `[capture = "label"]`: the label). A
+    /// (`[capture]`: the rule's name; `[capture="label"]`: the label). A
     /// captured rule is never inlined, and the tables name it by its
     /// capture.
     pub capture: Option<String>,

@@ -725,7 +725,7 @@ fn tools_writes_the_grammar_of_a_tool_calling_turn() {
     assert!(output.status.success(), "{stderr}");
     assert!(stdout.contains("\"<tool_call>\" =>"), "{stdout}");
     assert!(
-        stdout.contains("args_get_weather [capture = \"tool:get_weather\"] ::= %json {"),
+        stdout.contains("args_get_weather [capture=\"tool:get_weather\"] ::= %json {"),
         "{stdout}"
     );
     assert!(stderr.contains("compiled in"), "{stderr}");

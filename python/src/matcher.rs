@@ -337,7 +337,8 @@ impl GrammarMatcher {
     }
 
     /// What a tool-calling turn (`compile_tools`) did since the last call,
-    /// as dicts a server turns into OpenAI-style deltas: `{"type":
+    /// as dicts a server turns into OpenAI-style deltas: `{"type": "text",
+    /// "text"}`, `{"type": "reasoning", "text"}`, `{"type":
     /// "tool_call_started", "index", "name"}`, `{"type": "arguments_delta",
     /// "index", "text"}`, `{"type": "tool_call_finished", "index", "name",
     /// "arguments"}`. Events are never taken back: after rolling back
@@ -358,6 +359,14 @@ impl GrammarMatcher {
             .map(|event| {
                 let dict = PyDict::new(py);
                 match event {
+                    ToolCallEvent::Text { text } => {
+                        dict.set_item("type", "text")?;
+                        dict.set_item("text", text)?;
+                    }
+                    ToolCallEvent::Reasoning { text } => {
+                        dict.set_item("type", "reasoning")?;
+                        dict.set_item("text", text)?;
+                    }
                     ToolCallEvent::ToolCallStarted { index, name } => {
                         dict.set_item("type", "tool_call_started")?;
                         dict.set_item("index", index)?;

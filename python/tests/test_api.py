@@ -334,6 +334,7 @@ def test_tool_call_events(compiler, info):
     m = xg.GrammarMatcher(compiler.compile_tools(tools, format="qwen", reasoning="forbidden"))
     assert m.accept_string('Sure.<tool_call>\n{"name": "get_weather", "arguments": {"ci')
     assert m.get_tool_call_events() == [
+        {"type": "text", "text": "Sure."},
         {"type": "tool_call_started", "index": 0, "name": "get_weather"},
         {"type": "arguments_delta", "index": 0, "text": '{"ci'},
     ]

@@ -57,8 +57,9 @@ pub use self::id::{IdError, RuleId, TokenId};
 pub use self::lazy::{Automaton, BuiltRule, RuleBuilder};
 pub use self::matcher::{
     CONTEXT_TOKENS, Capture, DEFAULT_MASK_BUDGET, DEFAULT_STEP_BUDGET, DraftTree, Expected,
-    ForcedTokens, Found, MaskError, MaskStats, Matcher, Rejection, RollbackError, Stats,
-    StopReason, TOOL_CAPTURE_PREFIX, ToolCallEvent, ToolCallStream,
+    ForcedTokens, Found, MaskError, MaskStats, Matcher, REASONING_CAPTURE, Rejection,
+    RollbackError, Stats, StopReason, TEXT_CAPTURE, TOOL_CAPTURE_PREFIX, ToolCallEvent,
+    ToolCallStream,
 };
 pub use self::scanner::{MAX_DISPATCH_PATTERN, MAX_DISPATCH_PATTERNS, dispatch_patterns_error};
 pub use self::vocab::{TokenKind, TokenizerKind, VocabError, Vocabulary};

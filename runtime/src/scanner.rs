@@ -19,6 +19,9 @@ pub(crate) struct Scanner {
     /// Per state: the pattern (index among the dispatch's patterns) that
     /// ends on entering the state, the longest if several do; `NONE` if none.
     found: Vec<u32>,
+    /// Per state: how many of the last bytes may begin a pattern (the
+    /// state's depth in the patterns' trie).
+    depth: Vec<u32>,
 }
 
 /// "No pattern ends here".
@@ -77,16 +80,21 @@ impl Scanner {
         let mut scanner = Scanner {
             next: Vec::new(),
             found: Vec::new(),
+            depth: vec![0],
         };
         let mut at = 0;
         while at < order.len() {
             let state = order[at];
             at += 1;
             scanner.found.push(longest_match(&dfa, state, patterns));
+            // States are found breadth first, and a byte deepens a state
+            // by one at most: a state's distance from the start is its depth.
+            let depth = scanner.depth[at - 1] + 1;
             for byte in 0..=255u8 {
                 let next = dfa.next_state(Anchored::No, state, byte);
                 let id = *ids.entry(next).or_insert_with(|| {
                     order.push(next);
+                    scanner.depth.push(depth);
                     u32::try_from(order.len() - 1).expect("scanner states fit in u32")
                 });
                 scanner.next.push(id);
@@ -98,6 +106,12 @@ impl Scanner {
     /// The number of states.
     pub(crate) fn states(&self) -> u32 {
         u32::try_from(self.found.len()).expect("scanner states fit in u32")
+    }
+
+    /// How many of the last bytes scanned into `state` may be the start of
+    /// a pattern: free text only once they are followed by what ends none.
+    pub(crate) fn depth(&self, state: u32) -> usize {
+        self.depth[state as usize] as usize
     }
 
     /// The state after `byte` in `state`, and the pattern that ends there.

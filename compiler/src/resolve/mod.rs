@@ -292,7 +292,7 @@ impl Loader<'_> {
 }
 
 /// Reads a rule's attributes: the name its matches are reported under, if
-/// it is captured (`[capture]`: the rule's own name; `[capture = "label"]`:
+/// it is captured (`[capture]`: the rule's own name; `[capture="label"]`:
 /// the label). An unknown attribute, or a capture named otherwise than by
 /// a non-empty string, is an error.
 fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<String> {
@@ -323,7 +323,7 @@ fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<Strin
                     )
                     .with_help(
                         "write `[capture]` to name the capture after the rule, or \
-                         `[capture = \"label\"]`",
+                         `[capture=\"label\"]`",
                     ),
                 );
                 None
@@ -344,7 +344,7 @@ fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<Strin
                         "not an attribute xg knows",
                     )
                     .with_help(
-                        "a rule takes `[capture]` or `[capture = \"label\"]`: the matcher \
+                        "a rule takes `[capture]` or `[capture=\"label\"]`: the matcher \
                          reports the text of each of its matches (Matcher::captures)",
                     ),
                 );

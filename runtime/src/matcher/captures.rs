@@ -7,6 +7,11 @@
 //! and the matches of captured rules its steps' rows hold, so asking costs
 //! the matches, not the output. Grammars without captured rules keep
 //! nothing.
+//!
+//! The text of a captured tag dispatch is its free text: up to the trigger
+//! or stop string that ends it (excluded), not what its arms match, and
+//! without the bytes at its end that may begin one; one with no free
+//! text is not listed.
 
 use rustc_hash::FxHashSet;
 
@@ -15,6 +20,8 @@ use super::earley::Symbol;
 use super::history::{History, awaited_rules};
 use super::item::{Item, Kind};
 use crate::grammar::Grammar;
+use crate::scanner;
+use crate::tables::RuleRecord;
 
 /// A match of a captured rule ([`Matcher::captures`]).
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -39,12 +46,15 @@ impl Capture {
     }
 }
 
-/// A match of a captured rule: the rule, and the rows it began and ended in.
+/// A match of a captured rule: the rule, the rows it began and ended in,
+/// and the row its text ends in (before `end` for a tag dispatch whose
+/// free text a trigger or stop string ended).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(super) struct Match {
     pub rule: u32,
     pub origin: u32,
     pub end: u32,
+    pub text_end: u32,
 }
 
 /// What a matcher of a grammar with captured rules keeps.
@@ -75,10 +85,12 @@ impl CaptureLog {
                 if !grammar.rule(rule).is_captured() {
                     continue;
                 }
+                let text_end = free_text_end(grammar, history, &self.input, rule, item.origin, row);
                 let found = Match {
                     rule,
                     origin: item.origin,
                     end,
+                    text_end: u32::try_from(text_end).expect("rows fit in u32"),
                 };
                 // Several items (contexts, final nodes) end one match.
                 if !self.matches[before..].contains(&found) {
@@ -99,6 +111,59 @@ impl CaptureLog {
         let kept = self.matches.partition_point(|m| (m.end as usize) < rows);
         self.matches.truncate(kept);
     }
+}
+
+/// The scanner state of the free text of tag dispatch `rule`, begun at row
+/// `origin`, in `row`, if the row is in that free text.
+fn free_state(history: &History, row: usize, rule: u32, origin: u32) -> Option<u32> {
+    history
+        .row(row)
+        .iter()
+        .find(|item| item.kind == Kind::Free && item.a == rule && item.origin == origin)
+        .map(|item| item.aux)
+}
+
+/// Where the text of `rule`'s match from row `origin` to row `end` ends:
+/// `end`, unless the rule is a tag dispatch — then where the trigger or
+/// stop string that ended its free text begins, or, for a match that ends
+/// in free text, before the bytes there that may begin one.
+fn free_text_end(
+    grammar: &Grammar,
+    history: &History,
+    input: &[Symbol],
+    rule: u32,
+    origin: u32,
+    end: usize,
+) -> usize {
+    let record = grammar.rule(rule);
+    if record.kind != RuleRecord::DISPATCH {
+        return end;
+    }
+    // The last row of the free text: its strings end a row after it.
+    let mut row = end;
+    while row > origin as usize && free_state(history, row, rule, origin).is_none() {
+        row -= 1;
+    }
+    let state = free_state(history, row, rule, origin);
+    if row == end {
+        let depth = state
+            .zip(grammar.scanner(record.body))
+            .map_or(0, |(state, scanner)| scanner.depth(state));
+        return end.saturating_sub(depth).max(origin as usize);
+    }
+    let (Some(state), Some(scanner), Some(&Symbol::Byte(byte))) =
+        (state, grammar.scanner(record.body), input.get(row))
+    else {
+        return row;
+    };
+    let (_, found) = scanner.step(state, byte);
+    if found == scanner::NONE {
+        return row;
+    }
+    let pattern = grammar.pattern(grammar.dispatch(record).first_pattern + found);
+    (row + 1)
+        .saturating_sub(pattern.len as usize)
+        .max(origin as usize)
 }
 
 /// The rule `item` is in and the row its match began in, if the item can
@@ -131,7 +196,7 @@ fn completed_rule(grammar: &Grammar, item: &Item) -> Option<u32> {
 
 impl Matcher {
     /// The matches of the grammar's captured rules (`name [capture] ::=
-    /// …`, or `[capture = "label"]` to report them under another name) in
+    /// …`, or `[capture="label"]` to report them under another name) in
     /// the output so far, by where they begin and end: each rule's longest
     /// match from each start (a number's digits are one capture, not one
     /// per digit), rules captured under one name that match the same text
@@ -174,13 +239,15 @@ impl Matcher {
         // Rules captured under one name that match the same text are one
         // capture.
         longest.dedup_by(|a, b| (a.origin, a.end, name(a)) == (b.origin, b.end, name(b)));
+        // A tag dispatch's free text only, and only when it has some.
+        longest.retain(|found| found.text_end > found.origin || !self.is_dispatch(found.rule));
         longest
             .into_iter()
             .map(|found| Capture {
                 name: name(&found).to_owned(),
                 start: found.origin as usize,
                 end: found.end as usize,
-                text: self.symbol_text(&log.input[found.origin as usize..found.end as usize]),
+                text: self.symbol_text(&log.input[found.origin as usize..found.text_end as usize]),
             })
             .collect()
     }
@@ -189,6 +256,32 @@ impl Matcher {
     /// rules.
     pub(super) fn capture_matches(&self) -> Option<&[Match]> {
         self.captures.as_ref().map(CaptureLog::matches)
+    }
+
+    fn is_dispatch(&self, rule: u32) -> bool {
+        self.grammar.rule(rule).kind == RuleRecord::DISPATCH
+    }
+
+    /// Where the free text of tag dispatch `rule`, begun at row `origin`,
+    /// is: `None` if `rule` is not a tag dispatch; else the row up to which
+    /// it is free text for certain (the bytes after it may begin a trigger
+    /// or stop string), and whether it has ended.
+    pub(super) fn free_text(&self, rule: u32, origin: u32) -> Option<(usize, bool)> {
+        let record = self.grammar.rule(rule);
+        if record.kind != RuleRecord::DISPATCH {
+            return None;
+        }
+        let last = self.history.rows() - 1;
+        if let Some(state) = free_state(&self.history, last, rule, origin) {
+            if self.terminated {
+                return Some((last, true));
+            }
+            let scanner = self.grammar.scanner(record.body)?;
+            return Some((last.saturating_sub(scanner.depth(state)), false));
+        }
+        let input = self.captures.as_ref().map_or(&[][..], |log| &log.input[..]);
+        let end = free_text_end(&self.grammar, &self.history, input, rule, origin, last);
+        Some((end, true))
     }
 
     /// The text of the input from row `start` to row `end`.

@@ -1,8 +1,11 @@
-//! Tool-call events: a turn compiled by `xg tools` streamed as the calls
-//! it makes, from the captures the tool grammar declares.
+//! Tool-call events: a turn compiled by `xg tools` streamed as its text,
+//! reasoning and calls, from the captures the tool grammar declares.
 //!
-//! Each call's arguments are a rule captured under `tool:` and the tool's
-//! name ([`TOOL_CAPTURE_PREFIX`]). The rule is predicted once the model has
+//! The answer's text is captured as `text` ([`TEXT_CAPTURE`]), reasoning
+//! as `reasoning` ([`REASONING_CAPTURE`]); a tag dispatch's capture is its
+//! free text, and the bytes at its end that may begin a trigger or stop
+//! string wait until they are known not to. Each call's arguments are a
+//! rule captured under `tool:` and the tool's name ([`TOOL_CAPTURE_PREFIX`]). The rule is predicted once the model has
 //! written the tool's name and what follows it up to the arguments, so a
 //! match of it in progress says which tool is called; the bytes since its
 //! start are arguments while the match has not ended, and up to its
@@ -13,15 +16,35 @@
 use rustc_hash::FxHashSet;
 
 use super::Matcher;
+use super::captures::Match;
+use crate::grammar::Grammar;
 
 /// The prefix of the capture names under which a tool grammar captures
 /// each call's arguments (`tool:get_weather`).
 pub const TOOL_CAPTURE_PREFIX: &str = "tool:";
 
+/// The capture name of a turn's answer text.
+pub const TEXT_CAPTURE: &str = "text";
+
+/// The capture name of a turn's reasoning.
+pub const REASONING_CAPTURE: &str = "reasoning";
+
 /// What a tool-calling turn did since the last [`ToolCallStream::poll`]:
-/// what a server streams as OpenAI-style tool-call deltas.
+/// what a server streams as OpenAI-style deltas.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum ToolCallEvent {
+    /// More of the answer's text (OpenAI's `content`); whole characters,
+    /// and none that may begin a call's marker.
+    Text {
+        /// The text since the last delta.
+        text: String,
+    },
+    /// More of the model's reasoning (`reasoning_content`), without its
+    /// markers.
+    Reasoning {
+        /// The text since the last delta.
+        text: String,
+    },
     /// The model has named the tool of call `index` (counted from 0 in the
     /// turn).
     ToolCallStarted {
@@ -50,19 +73,34 @@ pub enum ToolCallEvent {
     },
 }
 
-/// One call of the turn.
+/// What a captured span of the turn is.
+#[derive(Clone, Debug, PartialEq, Eq)]
+enum Role {
+    /// A call's arguments; the call's place in the turn and its tool.
+    Call { index: usize, name: String },
+    /// Answer text.
+    Text,
+    /// Reasoning.
+    Reasoning,
+}
+
+/// A span of the turn: a captured rule's match.
 #[derive(Clone, Debug)]
-struct Call {
-    /// Its arguments' rule, and the row their match began in.
+struct Span {
+    role: Role,
+    /// Its rule, and the row its match began in.
     rule: u32,
     origin: u32,
-    /// The bytes of the arguments given in deltas so far.
+    /// The bytes given in events so far.
     sent: usize,
+    /// Whether a call's start was given.
+    announced: bool,
     finished: bool,
 }
 
 /// Reads a tool-calling turn's matcher after each step and says what
-/// changed: calls started, their arguments as they grow, calls finished.
+/// changed: text and reasoning as they grow, calls started, their
+/// arguments as they grow, calls finished.
 ///
 /// Poll it after each accepted token (or any step); events are never
 /// taken back, so poll a matcher whose steps stay — after a rollback of
@@ -75,10 +113,11 @@ struct Call {
 /// // `turn`: `xg tools --format qwen` for a tool `get_weather`.
 /// let mut matcher = Matcher::new(turn);
 /// let mut stream = ToolCallStream::new();
-/// matcher.accept_str("<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"ci").unwrap();
+/// matcher.accept_str("On it.<tool_call>\n{\"name\": \"get_weather\", \"arguments\": {\"ci").unwrap();
 /// assert_eq!(
 ///     stream.poll(&matcher),
 ///     [
+///         ToolCallEvent::Text { text: "On it.".into() },
 ///         ToolCallEvent::ToolCallStarted { index: 0, name: "get_weather".into() },
 ///         ToolCallEvent::ArgumentsDelta { index: 0, text: "{\"ci".into() },
 ///     ]
@@ -87,7 +126,9 @@ struct Call {
 /// ```
 #[derive(Clone, Debug, Default)]
 pub struct ToolCallStream {
-    calls: Vec<Call>,
+    spans: Vec<Span>,
+    /// The number of calls started.
+    calls: usize,
 }
 
 impl ToolCallStream {
@@ -96,94 +137,175 @@ impl ToolCallStream {
         Self::default()
     }
 
-    /// What changed in `matcher`'s turn since the last poll.
+    /// What changed in `matcher`'s turn since the last poll, in the order
+    /// of the output.
     pub fn poll(&mut self, matcher: &Matcher) -> Vec<ToolCallEvent> {
         let Some(ended) = matcher.capture_matches() else {
             return Vec::new();
-        };
-        let grammar = matcher.grammar();
-        let tool = |rule: u32| {
-            grammar
-                .rule_name(rule)
-                .strip_prefix(TOOL_CAPTURE_PREFIX)
-                .filter(|_| grammar.tables().rules[rule as usize].is_captured())
         };
         let live = if matcher.is_terminated() {
             FxHashSet::default()
         } else {
             matcher.live_rules()
         };
-        // Every call begun: in progress, or ended since the last poll.
+        self.discover(matcher, ended, &live);
+        // Where the latest text and reasoning begin: an earlier span of
+        // the same kind still open is another reading of the same bytes,
+        // and the one where what came before took the most is streamed.
+        let latest = |role: &Role| {
+            let same = self.spans.iter().filter(|s| !s.finished && s.role == *role);
+            same.map(|s| s.origin).max()
+        };
+        let (latest_text, latest_reasoning) = (latest(&Role::Text), latest(&Role::Reasoning));
+        let mut events = Vec::new();
+        for span in &mut self.spans {
+            if span.finished {
+                continue;
+            }
+            if let (Role::Call { index, name }, false) = (&span.role, span.announced) {
+                events.push(ToolCallEvent::ToolCallStarted {
+                    index: *index,
+                    name: name.clone(),
+                });
+                span.announced = true;
+            }
+            let Some((settled, closed)) = extent(matcher, span, ended, &live) else {
+                continue;
+            };
+            let latest = match span.role {
+                Role::Text => latest_text,
+                Role::Reasoning => latest_reasoning,
+                Role::Call { .. } => None,
+            };
+            if !closed && latest.is_some_and(|latest| latest > span.origin) {
+                span.finished = true;
+                continue;
+            }
+            span.advance(matcher, settled, closed, &mut events);
+        }
+        events
+    }
+
+    /// Adds the spans begun since the last poll (in progress, or ended),
+    /// numbering calls in order, and keeps every span in output order.
+    fn discover(&mut self, matcher: &Matcher, ended: &[Match], live: &FxHashSet<(u32, u32)>) {
+        let grammar = matcher.grammar();
         let mut begun: Vec<(u32, u32)> = live
             .iter()
             .copied()
             .chain(ended.iter().map(|m| (m.rule, m.origin)))
-            .filter(|&(rule, _)| tool(rule).is_some())
+            .filter(|&(rule, _)| role_of(grammar, rule).is_some())
             .collect();
         begun.sort_unstable_by_key(|&(rule, origin)| (origin, rule));
         begun.dedup();
-        let mut events = Vec::new();
+        let known = self.spans.len();
         for (rule, origin) in begun {
-            let known = self
-                .calls
+            let seen = self.spans[..known]
                 .iter()
-                .any(|call| (call.rule, call.origin) == (rule, origin));
-            if !known {
-                events.push(ToolCallEvent::ToolCallStarted {
-                    index: self.calls.len(),
-                    name: tool(rule).unwrap_or_default().to_owned(),
-                });
-                self.calls.push(Call {
-                    rule,
-                    origin,
-                    sent: 0,
-                    finished: false,
-                });
-            }
-        }
-        let position = matcher.position();
-        for (index, call) in self.calls.iter_mut().enumerate() {
-            if call.finished {
+                .any(|span| (span.rule, span.origin) == (rule, origin));
+            let Some(mut role) = role_of(grammar, rule).filter(|_| !seen) else {
                 continue;
-            }
-            let end = ended
-                .iter()
-                .filter(|m| (m.rule, m.origin) == (call.rule, call.origin))
-                .map(|m| m.end as usize)
-                .max();
-            let in_progress = live.contains(&(call.rule, call.origin));
-            // Arguments for certain: all of it while the match has not
-            // ended; up to its latest end after one.
-            let settled = match end {
-                Some(end) => end,
-                None if in_progress => position,
-                None => continue,
             };
-            let start = call.origin as usize;
-            let text = matcher.input_text(start + call.sent, settled);
-            let whole = if in_progress {
-                whole_characters(&text)
-            } else {
-                text.len()
-            };
-            if whole > 0 {
-                events.push(ToolCallEvent::ArgumentsDelta {
-                    index,
-                    text: String::from_utf8_lossy(&text[..whole]).into_owned(),
-                });
-                call.sent += whole;
+            if let Role::Call { index, .. } = &mut role {
+                *index = self.calls;
+                self.calls += 1;
             }
-            if !in_progress {
-                call.finished = true;
-                let arguments = matcher.input_text(start, settled);
+            self.spans.push(Span {
+                role,
+                rule,
+                origin,
+                sent: 0,
+                announced: false,
+                finished: false,
+            });
+        }
+        self.spans.sort_by_key(|span| span.origin);
+    }
+}
+
+impl Span {
+    /// Gives the span's text up to row `settled` (whole characters unless
+    /// it is `closed`), and its end if it is.
+    fn advance(
+        &mut self,
+        matcher: &Matcher,
+        settled: usize,
+        closed: bool,
+        events: &mut Vec<ToolCallEvent>,
+    ) {
+        let start = self.origin as usize;
+        let text = matcher.input_text(start + self.sent, settled.max(start + self.sent));
+        let whole = if closed {
+            text.len()
+        } else {
+            whole_characters(&text)
+        };
+        if whole > 0 {
+            let text = String::from_utf8_lossy(&text[..whole]).into_owned();
+            events.push(match &self.role {
+                Role::Call { index, .. } => ToolCallEvent::ArgumentsDelta {
+                    index: *index,
+                    text,
+                },
+                Role::Text => ToolCallEvent::Text { text },
+                Role::Reasoning => ToolCallEvent::Reasoning { text },
+            });
+            self.sent += whole;
+        }
+        if closed {
+            self.finished = true;
+            if let Role::Call { index, name } = &self.role {
+                let arguments = matcher.input_text(start, start + self.sent);
                 events.push(ToolCallEvent::ToolCallFinished {
-                    index,
-                    name: tool(call.rule).unwrap_or_default().to_owned(),
+                    index: *index,
+                    name: name.clone(),
                     arguments: String::from_utf8_lossy(&arguments).into_owned(),
                 });
             }
         }
-        events
+    }
+}
+
+/// What the capture of `rule` is in a turn, if it is one of a turn's.
+fn role_of(grammar: &Grammar, rule: u32) -> Option<Role> {
+    if !grammar.tables().rules[rule as usize].is_captured() {
+        return None;
+    }
+    match grammar.rule_name(rule) {
+        TEXT_CAPTURE => Some(Role::Text),
+        REASONING_CAPTURE => Some(Role::Reasoning),
+        name => name
+            .strip_prefix(TOOL_CAPTURE_PREFIX)
+            .map(|tool| Role::Call {
+                index: 0,
+                name: tool.to_owned(),
+            }),
+    }
+}
+
+/// The row up to which `span` is known, and whether it has ended; `None`
+/// for a span that neither goes on nor ended.
+fn extent(
+    matcher: &Matcher,
+    span: &Span,
+    ended: &[Match],
+    live: &FxHashSet<(u32, u32)>,
+) -> Option<(usize, bool)> {
+    if let Some(free) = matcher.free_text(span.rule, span.origin) {
+        return Some(free);
+    }
+    let end = ended
+        .iter()
+        .filter(|m| (m.rule, m.origin) == (span.rule, span.origin))
+        .map(|m| m.end as usize)
+        .max();
+    let in_progress = live.contains(&(span.rule, span.origin));
+    // All of it while the match has not ended; up to its latest end after
+    // one (what follows may be more of it, or what comes after it).
+    match end {
+        Some(end) => Some((end, !in_progress)),
+        None if in_progress => Some((matcher.position(), false)),
+        None => None,
     }
 }
 

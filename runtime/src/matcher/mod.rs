@@ -38,7 +38,9 @@ use crate::vocab::Vocabulary;
 pub use self::captures::Capture;
 pub(crate) use self::context::ContextVerdicts;
 pub use self::draft::DraftTree;
-pub use self::events::{TOOL_CAPTURE_PREFIX, ToolCallEvent, ToolCallStream};
+pub use self::events::{
+    REASONING_CAPTURE, TEXT_CAPTURE, TOOL_CAPTURE_PREFIX, ToolCallEvent, ToolCallStream,
+};
 pub use self::expected::Expected;
 pub use self::forced::{CONTEXT_TOKENS, ForcedTokens};
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};

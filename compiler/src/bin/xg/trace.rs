@@ -233,10 +233,16 @@ pub(crate) fn trace(
     Ok(all_ok)
 }
 
-/// The tool-call events of a step, under it.
+/// The events of a tool-calling turn's step, under it.
 fn events(events: &[ToolCallEvent]) {
     for event in events {
         match event {
+            ToolCallEvent::Text { text } => {
+                outln!("{:>16}text: {}", "", quoted(text.as_bytes()));
+            }
+            ToolCallEvent::Reasoning { text } => {
+                outln!("{:>16}reasoning: {}", "", quoted(text.as_bytes()));
+            }
             ToolCallEvent::ToolCallStarted { index, name } => {
                 outln!("{:>16}call {index} started: {name}", "");
             }
