@@ -3,9 +3,11 @@
 //! byte, as a server feeding single-byte tokens would).
 //!
 //! `cargo bench -p xg-tests --bench matcher` prints one line per case: the
-//! median of several runs, in MB/s, with Earley items per byte. Then what
-//! rolling one step back (and taking it again) costs after 10, 1,000 and
-//! 100,000 steps: the same, whatever the depth.
+//! median of several runs, in MB/s, with Earley items per byte. Then the
+//! same JSON document as a call's captured arguments, fed byte by byte, and
+//! with a tool-call event stream polled after every byte: what captures and
+//! events cost. Then what rolling one step back (and taking it again) costs
+//! after 10, 1,000 and 100,000 steps: the same, whatever the depth.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -18,7 +20,7 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use xg_compiler::{Diagnostics, Sources, pipeline};
-use xg_runtime::{Grammar, Matcher};
+use xg_runtime::{Grammar, Matcher, ToolCallStream};
 
 fn grammar(name: &str, text: &str) -> Arc<Grammar> {
     let mut sources = Sources::new();
@@ -104,6 +106,50 @@ fn bench(label: &str, grammar: &Arc<Grammar>, input: &str) {
     );
 }
 
+/// `document` as the captured arguments of a call, byte by byte: plain, and
+/// with a [`ToolCallStream`] polled after every byte (the events must
+/// stream the whole document).
+fn events(document: &str) {
+    let call = grammar(
+        "call.xg",
+        "import \"std/json.xg\" as json;\n\
+         root ::= \"<call>\" args \"</call>\"\n\
+         args [capture=\"tool:f\"] ::= json.value\n",
+    );
+    let input = format!("<call>{document}</call>");
+    let feed = |poll: bool| {
+        let mut matcher = Matcher::new(Arc::clone(&call));
+        let mut stream = ToolCallStream::new();
+        let mut events = 0;
+        for byte in black_box(&input).as_bytes() {
+            matcher
+                .accept_bytes(std::slice::from_ref(byte))
+                .expect("input matches");
+            if poll {
+                events += stream.poll(&matcher).len();
+            }
+        }
+        events
+    };
+    assert!(
+        feed(true) > document.len() / 2,
+        "the arguments are streamed"
+    );
+    let mb = input.len() as f64 / 1e6;
+    let captured = measure(|| {
+        feed(false);
+    });
+    let polled = measure(|| {
+        feed(true);
+    });
+    println!(
+        "json as captured arguments   {:>8} bytes  byte-steps {:>7.2} MB/s  polled each byte {:>7.2} MB/s",
+        input.len(),
+        mb / captured,
+        mb / polled
+    );
+}
+
 /// Rollback of one step, and the step taken again, after `steps` one-byte
 /// steps of the JSON document: median nanoseconds.
 fn rollback(grammar: &Arc<Grammar>, document: &str, steps: usize) {
@@ -141,6 +187,7 @@ fn main() {
         &arithmetic_grammar,
         &arithmetic(16 * 1024),
     );
+    events(&json_document(64 * 1024));
     let document = json_document(128 * 1024);
     for steps in [10, 1_000, 100_000] {
         rollback(&json, &document, steps);

@@ -93,6 +93,8 @@ struct Span {
     origin: u32,
     /// The bytes given in events so far.
     sent: usize,
+    /// The latest row a match of the span's rule from its origin ended in.
+    end: Option<u32>,
     /// Whether a call's start was given.
     announced: bool,
     finished: bool,
@@ -129,6 +131,8 @@ pub struct ToolCallStream {
     spans: Vec<Span>,
     /// The number of calls started.
     calls: usize,
+    /// How many of the matcher's ended matches were read.
+    read: usize,
 }
 
 impl ToolCallStream {
@@ -143,6 +147,9 @@ impl ToolCallStream {
         let Some(ended) = matcher.capture_matches() else {
             return Vec::new();
         };
+        // Only the matches ended since the last poll are new.
+        let ended = &ended[self.read.min(ended.len())..];
+        self.read += ended.len();
         let live = if matcher.is_terminated() {
             FxHashSet::default()
         } else {
@@ -169,7 +176,7 @@ impl ToolCallStream {
                 });
                 span.announced = true;
             }
-            let Some((settled, closed)) = extent(matcher, span, ended, &live) else {
+            let Some((settled, closed)) = extent(matcher, span, &live) else {
                 continue;
             };
             let latest = match span.role {
@@ -215,11 +222,19 @@ impl ToolCallStream {
                 rule,
                 origin,
                 sent: 0,
+                end: None,
                 announced: false,
                 finished: false,
             });
         }
         self.spans.sort_by_key(|span| span.origin);
+        for found in ended {
+            for span in &mut self.spans {
+                if (span.rule, span.origin) == (found.rule, found.origin) {
+                    span.end = span.end.max(Some(found.end));
+                }
+            }
+        }
     }
 }
 
@@ -285,20 +300,11 @@ fn role_of(grammar: &Grammar, rule: u32) -> Option<Role> {
 
 /// The row up to which `span` is known, and whether it has ended; `None`
 /// for a span that neither goes on nor ended.
-fn extent(
-    matcher: &Matcher,
-    span: &Span,
-    ended: &[Match],
-    live: &FxHashSet<(u32, u32)>,
-) -> Option<(usize, bool)> {
+fn extent(matcher: &Matcher, span: &Span, live: &FxHashSet<(u32, u32)>) -> Option<(usize, bool)> {
     if let Some(free) = matcher.free_text(span.rule, span.origin) {
         return Some(free);
     }
-    let end = ended
-        .iter()
-        .filter(|m| (m.rule, m.origin) == (span.rule, span.origin))
-        .map(|m| m.end as usize)
-        .max();
+    let end = span.end.map(|end| end as usize);
     let in_progress = live.contains(&(span.rule, span.origin));
     // All of it while the match has not ended; up to its latest end after
     // one (what follows may be more of it, or what comes after it).
