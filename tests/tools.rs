@@ -12,7 +12,8 @@ use std::fmt::Write as _;
 use std::sync::Arc;
 
 use common::{
-    DEEPSEEK_V3, LLAMA_3_2, MISTRAL_NEMO, REAL_TOKENIZERS, RealTokenizer, real_tokenizer,
+    DEEPSEEK_V3, LLAMA_3_2, MISTRAL_NEMO, REAL_TOKENIZERS, RealTokenizer, chat_template,
+    real_tokenizer,
 };
 use serde_json::{Value, json};
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
@@ -47,10 +48,37 @@ fn tools() -> Value {
 /// config) and its tokenizer.
 struct Model {
     vocabulary: Arc<Vocabulary>,
-    tokenizer: tokenizers::Tokenizer,
+    tokenizer: Tokenizer,
+}
+
+/// How a model's text becomes tokens.
+enum Tokenizer {
+    /// The model's own tokenizer.
+    Real(Box<tokenizers::Tokenizer>),
+    /// For families whose tokenizer no package carries: a token per byte,
+    /// then the family's added tokens (ids from 256, in order), each taken
+    /// wherever its text appears.
+    Bytes(Vec<String>),
 }
 
 impl Model {
+    /// A model of a token per byte and the family's `added` tokens (text,
+    /// special); its stop token is `stop`, one of the special ones.
+    fn bytes(added: &[(&str, bool)], stop: &str) -> Model {
+        let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+        tokens.extend(added.iter().map(|(text, _)| text.as_bytes().to_vec()));
+        let special: Vec<TokenId> = (added.iter().enumerate())
+            .filter(|(_, (_, special))| *special)
+            .map(|(i, _)| TokenId::new(256 + i).unwrap())
+            .collect();
+        let vocabulary = Vocabulary::from_byte_strings(&tokens, &special).unwrap();
+        let stop = vocabulary.token_by_text(stop).expect("stop token");
+        Model {
+            vocabulary: Arc::new(vocabulary.with_stop_tokens(&[stop]).unwrap()),
+            tokenizer: Tokenizer::Bytes(added.iter().map(|(text, _)| text.to_string()).collect()),
+        }
+    }
+
     fn load(which: &RealTokenizer, more_stops: &[&str]) -> Model {
         let (json, config) = real_tokenizer(which);
         let vocabulary = Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap();
@@ -62,7 +90,7 @@ impl Model {
         );
         Model {
             vocabulary: Arc::new(vocabulary.with_stop_tokens(&stops).unwrap()),
-            tokenizer: tokenizers::Tokenizer::from_bytes(&json).unwrap(),
+            tokenizer: Tokenizer::Real(Box::new(tokenizers::Tokenizer::from_bytes(&json).unwrap())),
         }
     }
 
@@ -90,12 +118,30 @@ impl Model {
     }
 
     fn tokens(&self, text: &str) -> Vec<TokenId> {
-        let encoding = self.tokenizer.encode(text, false).unwrap();
-        let ids: Vec<TokenId> = encoding
-            .get_ids()
-            .iter()
-            .map(|&id| TokenId::new(id as usize).unwrap())
-            .collect();
+        let ids: Vec<TokenId> = match &self.tokenizer {
+            Tokenizer::Real(tokenizer) => {
+                let encoding = tokenizer.encode(text, false).unwrap();
+                (encoding.get_ids().iter())
+                    .map(|&id| TokenId::new(id as usize).unwrap())
+                    .collect()
+            }
+            Tokenizer::Bytes(added) => {
+                let mut ids = Vec::new();
+                let mut rest = text.as_bytes();
+                while let Some(&first) = rest.first() {
+                    let found = added
+                        .iter()
+                        .position(|token| rest.starts_with(token.as_bytes()));
+                    let (id, len) = match found {
+                        Some(i) => (256 + i, added[i].len()),
+                        None => (usize::from(first), 1),
+                    };
+                    ids.push(TokenId::new(id).unwrap());
+                    rest = &rest[len..];
+                }
+                ids
+            }
+        };
         // The tokens spell the text (special tokens by their names).
         let spelled: Vec<u8> = ids.iter().flat_map(|&id| self.spelling(id)).collect();
         assert_eq!(String::from_utf8_lossy(&spelled), text, "tokenization");
@@ -105,13 +151,13 @@ impl Model {
     /// The bytes a token stands for in the output: its text, or a special
     /// token's name.
     fn spelling(&self, id: TokenId) -> Vec<u8> {
-        match self.vocabulary.kind_of(id) {
-            xg_runtime::TokenKind::Text => self.vocabulary.bytes(id).to_vec(),
-            _ => self
-                .tokenizer
+        match (self.vocabulary.kind_of(id), &self.tokenizer) {
+            (xg_runtime::TokenKind::Text, _) => self.vocabulary.bytes(id).to_vec(),
+            (_, Tokenizer::Real(tokenizer)) => tokenizer
                 .id_to_token(u32::try_from(id.as_usize()).unwrap())
                 .unwrap()
                 .into_bytes(),
+            (_, Tokenizer::Bytes(added)) => added[id.as_usize() - 256].clone().into_bytes(),
         }
     }
 
@@ -305,6 +351,7 @@ fn qwen3_tool_choice_reasoning_and_jump_forward() {
             },
             ..Options::new(Format::Qwen)
         },
+        None,
     )
     .unwrap_err();
     assert!(unknown.message.contains("`get_time`"), "{unknown}");
@@ -695,6 +742,11 @@ impl ChatTemplate {
             .as_str()
             .expect("the tokenizer config has a chat template")
             .to_string();
+        ChatTemplate::new(source, token("bos_token"), token("eos_token"))
+    }
+
+    /// The template `source`, with its model's BOS and EOS tokens.
+    fn new(source: String, bos: String, eos: String) -> ChatTemplate {
         let mut environment = minijinja::Environment::new();
         environment.set_trim_blocks(true);
         environment.set_lstrip_blocks(true);
@@ -708,6 +760,10 @@ impl ChatTemplate {
                 };
                 let json = serde_json::to_value(&value).map_err(|e| invalid(&e))?;
                 let indent: Option<usize> = kwargs.get("indent")?;
+                // Non-ASCII text is written as it is, as transformers'
+                // `tojson` does by default.
+                let ensure_ascii: Option<bool> = kwargs.get("ensure_ascii")?;
+                assert_ne!(ensure_ascii, Some(true), "tojson(ensure_ascii=True)");
                 kwargs.assert_all_used()?;
                 let text = match indent {
                     // `json.dumps(indent=N)`: one item per line, `": "`.
@@ -733,11 +789,13 @@ impl ChatTemplate {
                 message,
             ))
         });
+        // A fixed day for templates that date their system prompt.
+        environment.add_function("strftime_now", |_format: String| "2026-11-27".to_string());
         environment.add_template_owned("chat", source).unwrap();
         ChatTemplate {
             environment,
-            bos: token("bos_token"),
-            eos: token("eos_token"),
+            bos,
+            eos,
         }
     }
 
@@ -816,31 +874,49 @@ struct Turn {
     streamed: Streamed,
 }
 
+/// A call's arguments as JSON: JSON as it is, the XML arguments of GLM
+/// (`<arg_key>`, `<arg_value>`) and MiniMax (`<parameter name=…>`) as an
+/// object whose values are JSON where they read as JSON, else the raw text.
+fn arguments_as_json(name: &str, arguments: &str) -> Value {
+    if arguments.trim_start().starts_with('{') {
+        return serde_json::from_str(arguments).unwrap_or_else(|error| {
+            panic!("{name}: {error} in {arguments:?}");
+        });
+    }
+    let element = regex::Regex::new(
+        r#"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>|<parameter name="([^"]*)">(.*?)</parameter>"#,
+    )
+    .unwrap();
+    let object = element
+        .captures_iter(arguments)
+        .map(|found| {
+            let key = found.get(1).or(found.get(3)).unwrap().as_str();
+            let raw = found.get(2).or(found.get(4)).unwrap().as_str();
+            let value = serde_json::from_str(raw).unwrap_or_else(|_| json!(raw));
+            (key.to_string(), value)
+        })
+        .collect();
+    Value::Object(object)
+}
+
 /// A turn's calls, in order: its captures, each under `tool:` and the
 /// tool's name with the arguments as its text (as JSON, equal to the
-/// call's); and its tool-call events, each call started, given in deltas
-/// and finished in that order, the deltas making up the arguments (see
-/// [`assert_events`]).
+/// call's; see [`arguments_as_json`]); and its tool-call events, each call
+/// started, given in deltas and finished in that order, the deltas making
+/// up the arguments (see [`assert_events`]).
 fn assert_calls_captured(turn: &Turn, calls: &[(&str, Value)], text: &str) {
     let streamed: Vec<(String, Value)> = turn
         .streamed
         .calls
         .iter()
-        .map(|(name, arguments)| {
-            let value = serde_json::from_str(arguments).unwrap_or_else(|error| {
-                panic!("{name}: {error} in {arguments:?}");
-            });
-            (format!("tool:{name}"), value)
-        })
+        .map(|(name, arguments)| (format!("tool:{name}"), arguments_as_json(name, arguments)))
         .collect();
     let seen: Vec<(String, Value)> = turn
         .captures
         .iter()
         .filter(|capture| capture.name.starts_with("tool:"))
         .map(|capture| {
-            let arguments = serde_json::from_slice(&capture.text).unwrap_or_else(|error| {
-                panic!("{}: {error} in {:?}", capture.name, capture.text_lossy())
-            });
+            let arguments = arguments_as_json(&capture.name, &capture.text_lossy());
             (capture.name.clone(), arguments)
         })
         .collect();
@@ -1224,7 +1300,7 @@ fn tools_named_alike_compile_in_every_format() {
         if matches!(format, Format::Mistral | Format::Harmony) {
             continue; // special tokens: compiled with their models elsewhere
         }
-        let text = xg_compiler::tools::to_xg(&parsed, &Options::new(format)).unwrap();
+        let text = xg_compiler::tools::to_xg(&parsed, &Options::new(format), None).unwrap();
         let mut sources = Sources::new();
         let file = sources.add("tools.xg", text.clone(), None);
         let mut diagnostics = Diagnostics::new();
@@ -1235,4 +1311,320 @@ fn tools_named_alike_compile_in_every_format() {
             diagnostics.render(&sources, false)
         );
     }
+}
+
+/// Renders the assistant's last message of `messages` with `template`, the
+/// turn ending at `end` (`""`: where the rendering ends).
+fn assistant_turn(template: &ChatTemplate, messages: &[Value], end: &str) -> String {
+    if end.is_empty() {
+        let prompt = template.render(&messages[..messages.len() - 1], true);
+        let whole = template.render(messages, false);
+        return whole
+            .strip_prefix(&prompt)
+            .unwrap_or_else(|| panic!("{whole:?} does not start with the prompt {prompt:?}"))
+            .to_string();
+    }
+    template.turn(messages, end)
+}
+
+/// A conversation whose assistant message has `reasoning` as its
+/// `reasoning_content` (how templates take the reasoning of a turn).
+fn reasoned(reasoning: &str, content: Option<&str>, calls: &[(&str, Value)]) -> Vec<Value> {
+    let mut messages = conversation(content, calls, Value::clone);
+    messages[1]["reasoning_content"] = json!(reasoning);
+    messages
+}
+
+/// Runs each turn and checks its calls against the captures and events;
+/// returns the runs.
+fn accepts(
+    model: &Model,
+    grammar: &Arc<Grammar>,
+    turns: &[(String, &[(&str, Value)])],
+) -> Vec<Turn> {
+    turns
+        .iter()
+        .map(|(text, calls)| {
+            let turn = model
+                .run(grammar, text, 0)
+                .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+            assert_calls_captured(&turn, calls, text);
+            turn
+        })
+        .collect()
+}
+
+/// DeepSeek V3.1's own template on the DeepSeek V3 tokenizer (the same
+/// vocabulary): with thinking off (its default) one call, three calls
+/// after text and a text answer; in thinking mode (the prompt opens the
+/// reasoning: `Reasoning::Forced`) the same turns after reasoning and
+/// `</think>`, streamed as reasoning. Refused: an unknown tool, a wrong
+/// type.
+#[test]
+fn deepseek_v3_1_turns_rendered_by_its_chat_template() {
+    let model = Model::load(&DEEPSEEK_V3, &[]);
+    let end = "<｜end▁of▁sentence｜>";
+    let template = ChatTemplate::new(
+        chat_template("deepseek-ai-DeepSeek-V3.1"),
+        "<｜begin▁of▁sentence｜>".into(),
+        end.into(),
+    );
+    let grammar = model.grammar(&Options::new(Format::DeepSeekV31));
+    let thinking = model.grammar(&Options {
+        reasoning: Reasoning::Forced,
+        ..Options::new(Format::DeepSeekV31)
+    });
+    let calls = template_calls();
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, Value::clone), end)
+    };
+    let turns = [
+        (turn(None, &calls[..1]), &calls[..1]),
+        (turn(Some("Let me look these up."), &calls), &calls[..]),
+        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+    ];
+    accepts(&model, &grammar, &turns);
+    let after_reasoning: Vec<(String, &[(&str, Value)])> = (turns.iter())
+        .map(|(text, calls)| {
+            (
+                format!("Two lookups: weather, then news.</think>{text}"),
+                *calls,
+            )
+        })
+        .collect();
+    for run in accepts(&model, &thinking, &after_reasoning) {
+        assert_eq!(run.streamed.reasoning, "Two lookups: weather, then news.");
+    }
+    let unknown = turn(None, &[("get_time", json!({}))]);
+    model.refuses_at(&grammar, &unknown, "time");
+    let wrong_type = turn(None, &[("get_weather", json!({"city": 42}))]);
+    model.refuses_at(&grammar, &wrong_type, "42");
+}
+
+/// Kimi K2's markers, special tokens of its tokenizer, and its stop token.
+const KIMI_TOKENS: &[(&str, bool)] = &[
+    ("<|im_end|>", true),
+    ("<|tool_calls_section_begin|>", true),
+    ("<|tool_calls_section_end|>", true),
+    ("<|tool_call_begin|>", true),
+    ("<|tool_call_argument_begin|>", true),
+    ("<|tool_call_end|>", true),
+];
+
+/// Kimi K2's own template (Instruct), on a vocabulary of bytes and Kimi's
+/// special tokens (no package carries its tokenizer): the markers are
+/// written as tokens; one call, three calls after text, a text answer,
+/// reasoning before calls (as K2 Thinking writes it: `<think>…</think>`,
+/// then the content). Refused: an unknown
+/// tool, a missing required argument, a wrong type, a second call when
+/// parallel calls are off, a call under tool choice `none`.
+#[test]
+fn kimi_k2_turns_rendered_by_its_chat_templates() {
+    let model = Model::bytes(KIMI_TOKENS, "<|im_end|>");
+    let end = "<|im_end|>";
+    let template = ChatTemplate::new(
+        chat_template("moonshotai-Kimi-K2"),
+        String::new(),
+        end.into(),
+    );
+    let options = Options::new(Format::Kimi);
+    let tools = xg_compiler::tools::parse(&tools()).unwrap();
+    let text = xg_compiler::tools::to_xg(&tools, &options, Some(&model.vocabulary)).unwrap();
+    assert!(text.contains("Token(\"<|tool_call_begin|>\")"), "{text}");
+    let grammar = model.grammar(&options);
+    let calls = template_calls();
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, Value::clone), end)
+    };
+    accepts(
+        &model,
+        &grammar,
+        &[
+            (turn(None, &calls[..1]), &calls[..1]),
+            (turn(Some("Let me look these up."), &calls), &calls[..]),
+            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+            (
+                turn(
+                    Some("<think>Weather first, then news.</think>"),
+                    &calls[..2],
+                ),
+                &calls[..2],
+            ),
+        ],
+    );
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+    let missing = turn(None, &[("search", json!({"filters": {}}))]);
+    model.refuses_at(&grammar, &missing, "filters");
+    model.refuses_at(
+        &grammar,
+        &turn(None, &[("get_weather", json!({"city": 42}))]),
+        "42",
+    );
+    let single = model.grammar(&Options {
+        parallel_calls: false,
+        ..options.clone()
+    });
+    let two = turn(None, &calls[..2]);
+    model.refuses_at(&single, &two, "<|tool_call_begin|>functions.search");
+    let none = model.grammar(&Options {
+        tool_choice: ToolChoice::None,
+        ..options
+    });
+    model.refuses_at(
+        &none,
+        &turn(None, &calls[..1]),
+        "<|tool_calls_section_begin|>",
+    );
+}
+
+/// GLM's added tokens (text tokens here: the XML markers are written as
+/// text) and its stop tokens.
+const GLM_TOKENS: &[(&str, bool)] = &[
+    ("<|user|>", true),
+    ("<|observation|>", true),
+    ("<tool_call>", false),
+    ("</tool_call>", false),
+    ("<arg_key>", false),
+    ("</arg_key>", false),
+    ("<arg_value>", false),
+    ("</arg_value>", false),
+    ("<think>", false),
+    ("</think>", false),
+];
+
+/// GLM-4.6's own template (GLM-4.5's format) and GLM-4.7's, on a
+/// vocabulary of bytes and GLM's added tokens: one call, three calls after
+/// text, a text answer, reasoning (4.6: the model opens it; 4.7: the
+/// prompt does, `Reasoning::Forced` by default). String values are raw
+/// text, others JSON. Refused: an unknown tool, a wrong type, a value
+/// outside its enum.
+#[test]
+fn glm_turns_rendered_by_its_chat_templates() {
+    let model = Model::bytes(GLM_TOKENS, "<|user|>");
+    let calls = template_calls();
+    for (format, name) in [(Format::Glm45, "GLM-4.6"), (Format::Glm47, "GLM-4.7-Flash")] {
+        let template = ChatTemplate::new(chat_template(name), String::new(), String::new());
+        let grammar = model.grammar(&Options::new(format));
+        let turn = |reasoning: &str, content: Option<&str>, calls: &[(&str, Value)]| {
+            assistant_turn(&template, &reasoned(reasoning, content, calls), "")
+        };
+        let why = "Weather first, then news.";
+        let mut turns = vec![
+            (turn(why, None, &calls[..1]), &calls[..1]),
+            (turn(why, Some("Let me look these up."), &calls), &calls[..]),
+            (turn(why, Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+        ];
+        if format == Format::Glm45 {
+            // Without reasoning: an empty block.
+            turns.push((turn("", Some("Sunny."), &calls[..1]), &calls[..1]));
+        }
+        // The first three turns have reasoning.
+        for run in &accepts(&model, &grammar, &turns)[..3] {
+            assert_eq!(run.streamed.reasoning.trim(), why, "{name}");
+        }
+        model.refuses_at(
+            &grammar,
+            &turn(why, None, &[("get_time", json!({}))]),
+            "time",
+        );
+        let wrong = turn(
+            why,
+            None,
+            &[(
+                "search",
+                json!({"query": "x", "filters": {"max_results": "five"}}),
+            )],
+        );
+        model.refuses_at(&grammar, &wrong, "\"five");
+        let outside = turn(
+            why,
+            None,
+            &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+        );
+        model.refuses_at(&grammar, &outside, "kelvin");
+    }
+}
+
+/// MiniMax M2's own template, on a vocabulary of bytes and its stop token
+/// (the prompt opens the reasoning: `Reasoning::Forced` by default): one
+/// call, three calls after text, a text answer, each after reasoning.
+/// Refused: an unknown tool, a wrong type.
+#[test]
+fn minimax_m2_turns_rendered_by_its_chat_template() {
+    let model = Model::bytes(&[("[e~[", true), ("<minimax:tool_call>", false)], "[e~[");
+    let end = "[e~[";
+    let template = ChatTemplate::new(chat_template("MiniMax-M2"), String::new(), end.into());
+    let grammar = model.grammar(&Options::new(Format::MiniMax));
+    let calls = template_calls();
+    let why = "Weather first, then news.";
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&reasoned(why, content, calls), end)
+    };
+    let runs = accepts(
+        &model,
+        &grammar,
+        &[
+            (turn(None, &calls[..1]), &calls[..1]),
+            (turn(Some("Let me look these up."), &calls), &calls[..]),
+            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+        ],
+    );
+    for run in runs {
+        assert_eq!(run.streamed.reasoning.trim(), why);
+    }
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+    let wrong = turn(
+        None,
+        &[(
+            "search",
+            json!({"query": "x", "filters": {"max_results": "five"}}),
+        )],
+    );
+    model.refuses_at(&grammar, &wrong, "\"five");
+}
+
+/// Mistral Small 3.2's own template (tokenizer v11+: a call is
+/// `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}`), on a vocabulary of bytes and
+/// Mistral's control tokens: one call, three calls, a text answer. Refused:
+/// an unknown tool, a wrong type.
+#[test]
+fn mistral_v11_turns_rendered_by_the_mistral_small_3_2_chat_template() {
+    let model = Model::bytes(
+        &[
+            ("</s>", true),
+            ("[TOOL_CALLS]", true),
+            ("[CALL_ID]", true),
+            ("[ARGS]", true),
+        ],
+        "</s>",
+    );
+    let end = "</s>";
+    let template = ChatTemplate::new(
+        chat_template("Mistral-Small-3.2-24B-Instruct-2506"),
+        "<s>".into(),
+        end.into(),
+    );
+    let grammar = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..Options::new(Format::MistralV11)
+    });
+    let calls = template_calls();
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, Value::clone), end)
+    };
+    accepts(
+        &model,
+        &grammar,
+        &[
+            (turn(None, &calls[..1]), &calls[..1]),
+            (turn(None, &calls), &calls[..]),
+            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+        ],
+    );
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+    model.refuses_at(
+        &grammar,
+        &turn(None, &[("get_weather", json!({"city": 42}))]),
+        "42",
+    );
 }

@@ -373,7 +373,7 @@ pub fn tools(
             return None;
         }
     };
-    let text = match tools::to_xg(&listed, options) {
+    let text = match tools::to_xg(&listed, options, sources.vocabulary()) {
         Ok(text) => text,
         Err(error) => {
             tools::diagnose(&error, sources, file, diagnostics);

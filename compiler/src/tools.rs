@@ -20,6 +20,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::json_schema::locate::locate;
 use crate::source::{FileId, Sources, Span};
 use crate::syntax::print::string as literal;
+use xg_runtime::{TokenKind, Vocabulary};
 
 /// A model family's tool-calling format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -41,17 +42,47 @@ pub enum Format {
     /// each argument as `<parameter=KEY>\nVALUE\n</parameter>\n`, then
     /// `</function>\n</tool_call>`; a string value is raw text, others JSON.
     Qwen3Coder,
+    /// DeepSeek V3.1: `<｜tool▁calls▁begin｜>`, then each call as
+    /// `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}<｜tool▁call▁end｜>`, then
+    /// `<｜tool▁calls▁end｜>`. In thinking mode the prompt opens the
+    /// reasoning ([`Reasoning::Forced`]).
+    DeepSeekV31,
+    /// Kimi K2 (Instruct, Thinking, K2.5): a section between
+    /// `<|tool_calls_section_begin|>` and `<|tool_calls_section_end|>`, each
+    /// call `<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{…}<|tool_call_end|>`.
+    Kimi,
+    /// GLM-4.5 and 4.6: `<tool_call>NAME`, then each argument as
+    /// `<arg_key>KEY</arg_key><arg_value>VALUE</arg_value>` (line breaks
+    /// between), then `</tool_call>`; a string value is raw text.
+    Glm45,
+    /// GLM-4.7: GLM-4.5's calls without the line breaks, and reasoning the
+    /// prompt opens (`<think>` ends it unless thinking is off).
+    Glm47,
+    /// MiniMax M2: `<minimax:tool_call>`, each call `<invoke name="NAME">`
+    /// with arguments as `<parameter name="KEY">VALUE</parameter>`, then
+    /// `</minimax:tool_call>`; the prompt opens the reasoning.
+    MiniMax,
+    /// Mistral with tokenizer v11 and later (Mistral Small 3.2, Magistral,
+    /// Devstral): each call `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}`, the id
+    /// optional.
+    MistralV11,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 7] = [
+    pub const ALL: [Format; 13] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Llama3,
         Format::Llama3Function,
         Format::Mistral,
+        Format::MistralV11,
         Format::DeepSeek,
+        Format::DeepSeekV31,
+        Format::Kimi,
+        Format::Glm45,
+        Format::Glm47,
+        Format::MiniMax,
         Format::Harmony,
     ];
 
@@ -65,12 +96,47 @@ impl Format {
             Format::DeepSeek => "deepseek",
             Format::Harmony => "harmony",
             Format::Qwen3Coder => "qwen3-coder",
+            Format::DeepSeekV31 => "deepseek-v3.1",
+            Format::Kimi => "kimi-k2",
+            Format::Glm45 => "glm-4.5",
+            Format::Glm47 => "glm-4.7",
+            Format::MiniMax => "minimax-m2",
+            Format::MistralV11 => "mistral-v11",
+        }
+    }
+
+    /// Whether the family's template opens the reasoning in the prompt
+    /// (its generation prompt ends with `<think>` in thinking mode), so
+    /// that forced reasoning is the rest of the block, up to `</think>`.
+    pub fn prompt_opens_reasoning(self) -> bool {
+        matches!(self, Format::DeepSeekV31 | Format::Glm47 | Format::MiniMax)
+    }
+
+    /// The reasoning a turn has when the request does not say: what the
+    /// family's template does by default (GLM-4.7 and MiniMax M2 open the
+    /// reasoning in the prompt), else [`Reasoning::Allowed`].
+    pub fn default_reasoning(self) -> Reasoning {
+        match self {
+            Format::Glm47 | Format::MiniMax => Reasoning::Forced,
+            _ => Reasoning::Allowed,
         }
     }
 
     /// The format called `name`.
     pub fn from_name(name: &str) -> Option<Format> {
         Format::ALL.into_iter().find(|f| f.name() == name)
+    }
+}
+
+impl Format {
+    /// How the format writes a call's arguments, if as XML.
+    fn xml_style(self) -> Option<XmlStyle> {
+        match self {
+            Format::Qwen3Coder => Some(XmlStyle::Qwen),
+            Format::Glm45 | Format::Glm47 => Some(XmlStyle::Glm),
+            Format::MiniMax => Some(XmlStyle::MiniMax),
+            _ => None,
+        }
     }
 }
 
@@ -132,11 +198,12 @@ pub struct Options {
 }
 
 impl Options {
-    /// `format` with reasoning allowed, tool choice `auto` and parallel calls.
+    /// `format` with its default reasoning ([`Format::default_reasoning`]),
+    /// tool choice `auto` and parallel calls.
     pub fn new(format: Format) -> Self {
         Self {
             format,
-            reasoning: Reasoning::default(),
+            reasoning: format.default_reasoning(),
             tool_choice: ToolChoice::default(),
             parallel_calls: true,
         }
@@ -300,9 +367,16 @@ fn error(pointer: &str, message: impl Into<String>) -> ToolError {
     }
 }
 
-/// The `.xg` grammar of a turn calling `tools` as `options` say. Errors: a
-/// tool choice naming no listed tool, or requiring a call with no tools.
-pub fn to_xg(tools: &[Tool], options: &Options) -> Result<String, ToolError> {
+/// The `.xg` grammar of a turn calling `tools` as `options` say. A format's
+/// marker (`<|tool_call_begin|>`, `[ARGS]`, …) is written as the special
+/// token of that name where `vocabulary` has one (`Token("…")`), else as
+/// text: tokenizers differ on which markers are special. Errors: a tool
+/// choice naming no listed tool, or requiring a call with no tools.
+pub fn to_xg(
+    tools: &[Tool],
+    options: &Options,
+    vocabulary: Option<&Vocabulary>,
+) -> Result<String, ToolError> {
     let listed = |name: &String| {
         tools.iter().find(|t| &t.name == name).ok_or_else(|| {
             error(
@@ -337,6 +411,7 @@ pub fn to_xg(tools: &[Tool], options: &Options) -> Result<String, ToolError> {
         options,
         tools: with_argument_rules(callable),
         must_call,
+        vocabulary,
     };
     Ok(writer.write())
 }
@@ -381,6 +456,8 @@ struct Writer<'a> {
     tools: Vec<(&'a Tool, String)>,
     /// Tool choice `required` or a named function.
     must_call: bool,
+    /// The model's vocabulary, which says which markers are special tokens.
+    vocabulary: Option<&'a Vocabulary>,
 }
 
 impl Writer<'_> {
@@ -436,6 +513,11 @@ impl Writer<'_> {
             Format::DeepSeek => self.deepseek(),
             Format::Harmony => self.harmony(),
             Format::Qwen3Coder => self.qwen3_coder(),
+            Format::DeepSeekV31 => self.deepseek_v31(),
+            Format::Kimi => self.kimi(),
+            Format::Glm45 | Format::Glm47 => self.glm(),
+            Format::MiniMax => self.minimax(),
+            Format::MistralV11 => self.mistral_v11(),
         };
         for (name, body) in rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
@@ -443,40 +525,110 @@ impl Writer<'_> {
         for (tool, rule) in &self.tools {
             // Each call's arguments are captured under the tool's name.
             let captured = format!("{rule} [capture={}]", literal(&capture_name(tool)));
-            if format == Format::Qwen3Coder {
-                for (name, body) in XmlStyle::Qwen.arguments(rule, &tool.parameters) {
-                    let head = if name == *rule { &captured } else { &name };
-                    let _ = writeln!(out, "{head} ::= {body}\n");
+            if let Some(style) = format.xml_style() {
+                for (name, body) in style.arguments(rule, &tool.parameters) {
+                    if name != *rule {
+                        let _ = writeln!(out, "{name} ::= {body}\n");
+                    } else if format == Format::Qwen3Coder {
+                        let _ = writeln!(out, "{captured} ::= {body}\n");
+                    } else {
+                        // The line break after the call's opening is part of
+                        // its arguments: they begin at one place, so a call
+                        // starts once.
+                        let _ = writeln!(out, "{captured} ::= \"\\n\"? {body}\n");
+                    }
                 }
             } else {
                 let _ = writeln!(out, "{captured} ::= %json {}\n", tool.parameters);
             }
         }
-        if format == Format::Qwen3Coder && !self.tools.is_empty() {
-            let _ = writeln!(out, "{}", XmlStyle::Qwen.text_rule());
+        if let Some(style) = format.xml_style().filter(|_| !self.tools.is_empty()) {
+            let _ = writeln!(out, "{}", style.text_rule());
         }
         out.pop();
         out
     }
 
-    /// `<think>` reasoning before the answer, as the options say.
-    fn think(&self) -> &'static str {
-        match self.options.reasoning {
-            Reasoning::Allowed => "reasoning.think? ",
-            Reasoning::Forced => "reasoning.think ",
-            Reasoning::Forbidden => "",
-        }
+    /// `<think>` reasoning before the answer, as the options say; forced
+    /// reasoning the prompt opened is the rest of the block.
+    fn think(&self) -> String {
+        self.reasoning("think", "thought reasoning.ws")
     }
 
     /// The reasoning block before text, as the options say: without the
     /// white space after it, which the text holds (so the turn reads one
     /// way, and the text is captured once).
-    fn block(&self) -> &'static str {
+    fn block(&self) -> String {
+        self.reasoning("block", "thought")
+    }
+
+    /// The rule `whole` of `std/reasoning.xg` as the options say, or
+    /// `opened` where forced reasoning was opened by the prompt. GLM-4.5
+    /// writes a line break before `<think>`.
+    fn reasoning(&self, whole: &str, opened: &str) -> String {
+        let format = self.options.format;
+        let lead = if format == Format::Glm45 {
+            "\"\\n\"? "
+        } else {
+            ""
+        };
         match self.options.reasoning {
-            Reasoning::Allowed => "reasoning.block? ",
-            Reasoning::Forced => "reasoning.block ",
-            Reasoning::Forbidden => "",
+            Reasoning::Allowed if lead.is_empty() => format!("reasoning.{whole}? "),
+            Reasoning::Allowed => format!("({lead}reasoning.{whole})? "),
+            Reasoning::Forced if format.prompt_opens_reasoning() => format!("reasoning.{opened} "),
+            Reasoning::Forced => format!("{lead}reasoning.{whole} "),
+            Reasoning::Forbidden => String::new(),
         }
+    }
+
+    /// Whether the model's vocabulary has a special token named `text`.
+    fn is_special(&self, text: &str) -> bool {
+        self.vocabulary.is_some_and(|vocabulary| {
+            vocabulary
+                .token_by_text(text)
+                .is_some_and(|id| vocabulary.kind_of(id) == TokenKind::Special)
+        })
+    }
+
+    /// A format's marker: its special token where the vocabulary has one,
+    /// else its text.
+    fn marker(&self, text: &str) -> String {
+        if self.is_special(text) {
+            format!("Token({})", literal(text))
+        } else {
+            literal(text)
+        }
+    }
+
+    /// The root of a format whose calls come in one section after the text,
+    /// opened by the marker `open`; `after` is the rest of the section.
+    fn sectioned(&self, open: &str, after: &str) -> Vec<(&'static str, String)> {
+        if !self.is_special(open) {
+            let one = format!("{} {after}", literal(open));
+            return self.triggered(open, after, &one, None);
+        }
+        // Free text never holds a special token: the section follows it.
+        let section = format!("{} {after}", self.marker(open));
+        self.special_calls(&section)
+    }
+
+    /// The root of a format whose calls (`calls`, one or more) begin with a
+    /// special token, so the text before them is any free text.
+    fn special_calls(&self, calls: &str) -> Vec<(&'static str, String)> {
+        let block = self.block();
+        if self.tools.is_empty() {
+            return vec![
+                ("root", format!("{block}text")),
+                (TEXT, FREE_TEXT.to_string()),
+            ];
+        }
+        if self.must_call {
+            return vec![("root", format!("{}{calls}", self.think()))];
+        }
+        vec![
+            ("root", format!("{block}text ({calls})?")),
+            (TEXT, FREE_TEXT.to_string()),
+        ]
     }
 
     /// White space between reasoning and calls where text may come instead.
@@ -704,6 +856,94 @@ impl Writer<'_> {
                 literal(&format!("<function={}>\n", tool.name))
             )
         })
+    }
+
+    fn deepseek_v31(&self) -> Vec<(&'static str, String)> {
+        let calls = format!(
+            "{} {}",
+            self.repeated("call", ""),
+            self.marker("<｜tool▁calls▁end｜>")
+        );
+        let root = self.sectioned("<｜tool▁calls▁begin｜>", &calls);
+        let (begin, sep, end) = (
+            self.marker("<｜tool▁call▁begin｜>"),
+            self.marker("<｜tool▁sep｜>"),
+            self.marker("<｜tool▁call▁end｜>"),
+        );
+        self.with_calls(root, |tool, args| {
+            format!("{begin} {} {sep} {args} {end}", literal(&tool.name))
+        })
+    }
+
+    fn kimi(&self) -> Vec<(&'static str, String)> {
+        let calls = format!(
+            "{} {}",
+            self.repeated("call", ""),
+            self.marker("<|tool_calls_section_end|>")
+        );
+        let root = self.sectioned("<|tool_calls_section_begin|>", &calls);
+        let (begin, arguments, end) = (
+            self.marker("<|tool_call_begin|>"),
+            self.marker("<|tool_call_argument_begin|>"),
+            self.marker("<|tool_call_end|>"),
+        );
+        let mut rules = self.with_calls(root, |tool, args| {
+            format!(
+                "{begin} {} call_index {arguments} {args} {end}",
+                literal(&format!("functions.{}:", tool.name))
+            )
+        });
+        if !self.tools.is_empty() {
+            // The template numbers calls across the conversation.
+            rules.push(("call_index", "\"0\" | [1-9] [0-9]*".to_string()));
+        }
+        rules
+    }
+
+    fn glm(&self) -> Vec<(&'static str, String)> {
+        let root = self.each_opened("<tool_call>", "\"\\n\"? ");
+        let close = self.marker("</tool_call>");
+        self.with_calls(root, |tool, args| {
+            format!("{} {args} {close}", literal(&tool.name))
+        })
+    }
+
+    fn minimax(&self) -> Vec<(&'static str, String)> {
+        let calls = format!(
+            "\"\\n\"? {} {}",
+            self.repeated("call \"\\n\"?", ""),
+            self.marker("</minimax:tool_call>")
+        );
+        let root = self.sectioned("<minimax:tool_call>", &calls);
+        self.with_calls(root, |tool, args| {
+            format!(
+                "{} {args} \"</invoke>\"",
+                literal(&format!("<invoke name=\"{}\">", tool.name))
+            )
+        })
+    }
+
+    fn mistral_v11(&self) -> Vec<(&'static str, String)> {
+        let root = self.each_opened("[TOOL_CALLS]", "");
+        let (id, arguments) = (self.marker("[CALL_ID]"), self.marker("[ARGS]"));
+        let mut rules = self.with_calls(root, |tool, args| {
+            format!("{} call_id? {arguments} {args}", literal(&tool.name))
+        });
+        if !self.tools.is_empty() {
+            rules.push(("call_id", format!("{id} [a-zA-Z0-9]{{9}}")));
+        }
+        rules
+    }
+
+    /// The root of a format whose every call (the rule `call`) follows the
+    /// marker `open`, calls apart by `separator`.
+    fn each_opened(&self, open: &str, separator: &str) -> Vec<(&'static str, String)> {
+        let one = format!("{} call", self.marker(open));
+        if self.is_special(open) {
+            self.special_calls(&self.repeated(&one, separator))
+        } else {
+            self.triggered(open, "call", &one, Some(separator))
+        }
     }
 
     /// `rules` (the root first) and, when tools are callable, `call` with

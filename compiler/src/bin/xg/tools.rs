@@ -28,9 +28,12 @@ pub struct ToolsArgs {
     #[arg(long, default_value = "auto", value_name = "CHOICE")]
     tool_choice: String,
     /// Reasoning before the answer (`<think>…</think>`; Harmony: the
-    /// analysis channel).
-    #[arg(long, value_enum, default_value_t = ReasoningArg::Allowed)]
-    reasoning: ReasoningArg,
+    /// analysis channel); `forced` with a template that opens it in the
+    /// prompt (deepseek-v3.1 in thinking mode, glm-4.7, minimax-m2) is the
+    /// rest of it. Default: what the family's template does (`forced` for
+    /// glm-4.7 and minimax-m2, else `allowed`).
+    #[arg(long, value_enum)]
+    reasoning: Option<ReasoningArg>,
     /// Only these tools (comma-separated names) may be called, the others
     /// staying in the request (OpenAI's `allowed_tools`); `--tool-choice`
     /// is then `auto` or `required`, the mode.
@@ -39,9 +42,10 @@ pub struct ToolsArgs {
     /// At most one call per turn.
     #[arg(long)]
     no_parallel_calls: bool,
-    /// Compile the grammar for this model's `tokenizer.json` and report the
-    /// time (the Mistral and Harmony formats name special tokens, so they
-    /// compile only with a tokenizer).
+    /// Write and compile the grammar for this model's `tokenizer.json` and
+    /// report the time: markers that are the model's special tokens are
+    /// written as tokens (the Mistral and Harmony formats name special
+    /// tokens, so they compile only with a tokenizer).
     #[arg(long)]
     tokenizer: Option<PathBuf>,
 }
@@ -62,6 +66,24 @@ enum FormatArg {
     Harmony,
     /// Qwen3-Coder / Qwen3.5: `<function=NAME>` and XML parameters.
     Qwen3Coder,
+    /// DeepSeek V3.1: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}`.
+    #[value(name = "deepseek-v3.1")]
+    DeepseekV31,
+    /// Kimi K2: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`.
+    #[value(name = "kimi-k2")]
+    KimiK2,
+    /// GLM-4.5 / 4.6: `<tool_call>NAME` and `<arg_key>`/`<arg_value>` pairs.
+    #[value(name = "glm-4.5")]
+    Glm45,
+    /// GLM-4.7: GLM-4.5's calls, reasoning opened by the prompt.
+    #[value(name = "glm-4.7")]
+    Glm47,
+    /// MiniMax M2: `<minimax:tool_call>`, `<invoke name=…>`, `<parameter name=…>`.
+    #[value(name = "minimax-m2")]
+    MinimaxM2,
+    /// Mistral tokenizer v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call.
+    #[value(name = "mistral-v11")]
+    MistralV11,
 }
 
 impl FormatArg {
@@ -74,6 +96,12 @@ impl FormatArg {
             FormatArg::Deepseek => Format::DeepSeek,
             FormatArg::Harmony => Format::Harmony,
             FormatArg::Qwen3Coder => Format::Qwen3Coder,
+            FormatArg::DeepseekV31 => Format::DeepSeekV31,
+            FormatArg::KimiK2 => Format::Kimi,
+            FormatArg::Glm45 => Format::Glm45,
+            FormatArg::Glm47 => Format::Glm47,
+            FormatArg::MinimaxM2 => Format::MiniMax,
+            FormatArg::MistralV11 => Format::MistralV11,
         }
     }
 }
@@ -87,12 +115,14 @@ enum ReasoningArg {
 
 impl ToolsArgs {
     fn options(&self) -> Options {
+        let format = self.format.format();
         Options {
-            format: self.format.format(),
+            format,
             reasoning: match self.reasoning {
-                ReasoningArg::Allowed => Reasoning::Allowed,
-                ReasoningArg::Forced => Reasoning::Forced,
-                ReasoningArg::Forbidden => Reasoning::Forbidden,
+                None => format.default_reasoning(),
+                Some(ReasoningArg::Allowed) => Reasoning::Allowed,
+                Some(ReasoningArg::Forced) => Reasoning::Forced,
+                Some(ReasoningArg::Forbidden) => Reasoning::Forbidden,
             },
             tool_choice: match (&self.allowed_tools, self.tool_choice.as_str()) {
                 (Some(names), mode) => ToolChoice::Allowed {
@@ -120,9 +150,21 @@ pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
     }
     let (mut sources, file, value) = read(&args.tools)?;
     let options = args.options();
+    // With the model's vocabulary, markers that are its special tokens are
+    // written as tokens.
+    if let Some(tokenizer) = &args.tokenizer {
+        let (vocabulary, _) = Model {
+            tokenizer,
+            config: None,
+            stop: &[],
+        }
+        .load()?;
+        sources.set_vocabulary(Arc::new(vocabulary));
+    }
     let mut diagnostics = Diagnostics::new();
-    let text = tools::parse(&value)
-        .and_then(|listed| tools::to_xg(&listed, &options).map_err(|error| vec![error]));
+    let text = tools::parse(&value).and_then(|listed| {
+        tools::to_xg(&listed, &options, sources.vocabulary()).map_err(|error| vec![error])
+    });
     let text = match text {
         Ok(text) => text,
         Err(errors) => {
@@ -134,23 +176,13 @@ pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
         }
     };
     out!("{text}");
-    let Some(tokenizer) = &args.tokenizer else {
-        if matches!(options.format, Format::Mistral | Format::Harmony) {
-            eprintln!(
-                "note: the {} format names special tokens; give --tokenizer to compile the grammar",
-                options.format
-            );
-            return Ok(true);
-        }
-        return Ok(compile(&value, &options, sources, file, color));
-    };
-    let (vocabulary, _) = Model {
-        tokenizer,
-        config: None,
-        stop: &[],
+    if args.tokenizer.is_none() && matches!(options.format, Format::Mistral | Format::Harmony) {
+        eprintln!(
+            "note: the {} format names special tokens; give --tokenizer to compile the grammar",
+            options.format
+        );
+        return Ok(true);
     }
-    .load()?;
-    sources.set_vocabulary(Arc::new(vocabulary));
     Ok(compile(&value, &options, sources, file, color))
 }
 

@@ -20,7 +20,7 @@ use std::time::Instant;
 use anyhow::{Context, Result, bail};
 use clap::Args;
 use serde_json::{Value, json};
-use xg_compiler::tools::Format;
+use xg_compiler::tools::{Format, Reasoning};
 
 use super::EngineChoice;
 use super::engines::{Engine, Reuse, Setup, Slices};
@@ -350,8 +350,19 @@ fn bench_request(
     })
 }
 
-/// A turn calling `tool` in `format`: a sentence, then the call.
+/// A turn calling `tool` in `format`: a sentence, then the call; after
+/// reasoning where the format's prompt opens it by default.
 fn output(format: Format, tool: &Tool) -> String {
+    let turn = call_turn(format, tool);
+    if format.prompt_opens_reasoning() && format.default_reasoning() == Reasoning::Forced {
+        format!("The user wants a lookup.\n</think>\n\n{turn}")
+    } else {
+        turn
+    }
+}
+
+/// A sentence, then the call of `tool` in `format`.
+fn call_turn(format: Format, tool: &Tool) -> String {
     let name = &tool.name;
     let arguments = tool.call.to_string();
     let text = "Let me look that up.";
@@ -369,11 +380,7 @@ fn output(format: Format, tool: &Tool) -> String {
         ),
         Format::Qwen3Coder => {
             let mut call = format!("{text}\n\n<tool_call>\n<function={name}>\n");
-            for (key, value) in tool.call.as_object().into_iter().flatten() {
-                let value = match value {
-                    serde_json::Value::String(text) => text.clone(),
-                    other => other.to_string(),
-                };
+            for (key, value) in xml_arguments(tool) {
                 let _ = write!(call, "<parameter={key}>\n{value}\n</parameter>\n");
             }
             call + "</function>\n</tool_call>"
@@ -381,5 +388,45 @@ fn output(format: Format, tool: &Tool) -> String {
         Format::Harmony => format!(
             "<|channel|>analysis<|message|>{text}<|end|><|start|>assistant<|channel|>commentary to=functions.{name} <|constrain|>json<|message|>{arguments}"
         ),
+        Format::DeepSeekV31 => format!(
+            "{text}<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{arguments}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
+        ),
+        Format::Kimi => format!(
+            "{text}<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{arguments}<|tool_call_end|><|tool_calls_section_end|>"
+        ),
+        Format::Glm45 | Format::Glm47 => {
+            let mut call = format!("{text}\n<tool_call>{name}\n");
+            for (key, value) in xml_arguments(tool) {
+                let _ = write!(
+                    call,
+                    "<arg_key>{key}</arg_key>\n<arg_value>{value}</arg_value>\n"
+                );
+            }
+            call + "</tool_call>"
+        }
+        Format::MiniMax => {
+            let mut call = format!("{text}\n<minimax:tool_call>\n<invoke name=\"{name}\">");
+            for (key, value) in xml_arguments(tool) {
+                let _ = writeln!(call, "<parameter name=\"{key}\">{value}</parameter>");
+            }
+            call + "</invoke>\n</minimax:tool_call>"
+        }
+        Format::MistralV11 => format!("{text}[TOOL_CALLS]{name}[ARGS]{arguments}"),
     }
+}
+
+/// A call's arguments as the XML formats write them: a string as it is,
+/// any other value as JSON.
+fn xml_arguments(tool: &Tool) -> impl Iterator<Item = (&String, String)> {
+    tool.call
+        .as_object()
+        .into_iter()
+        .flatten()
+        .map(|(key, value)| {
+            let value = match value {
+                serde_json::Value::String(text) => text.clone(),
+                other => other.to_string(),
+            };
+            (key, value)
+        })
 }
