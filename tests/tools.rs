@@ -727,6 +727,9 @@ struct ChatTemplate {
     environment: minijinja::Environment<'static>,
     bos: String,
     eos: String,
+    /// The template's thinking switch (`thinking`, `enable_thinking`), if
+    /// set; undefined otherwise.
+    thinking: Option<bool>,
 }
 
 impl ChatTemplate {
@@ -796,6 +799,7 @@ impl ChatTemplate {
             environment,
             bos,
             eos,
+            thinking: None,
         }
     }
 
@@ -816,6 +820,8 @@ impl ChatTemplate {
                 add_generation_prompt => add_generation_prompt,
                 bos_token => self.bos,
                 eos_token => self.eos,
+                thinking => self.thinking.map_or(minijinja::Value::UNDEFINED, minijinja::Value::from),
+                enable_thinking => self.thinking.map_or(minijinja::Value::UNDEFINED, minijinja::Value::from),
             })
             .unwrap()
     }
@@ -875,8 +881,9 @@ struct Turn {
 }
 
 /// A call's arguments as JSON: JSON as it is, the XML arguments of GLM
-/// (`<arg_key>`, `<arg_value>`) and MiniMax (`<parameter name=…>`) as an
-/// object whose values are JSON where they read as JSON, else the raw text.
+/// (`<arg_key>`, `<arg_value>`), MiniMax (`<parameter name=…>`) and
+/// DeepSeek V3.2 (`<｜DSML｜parameter name=… string=…>`) as an object
+/// whose values are JSON where they read as JSON, else the raw text.
 fn arguments_as_json(name: &str, arguments: &str) -> Value {
     if arguments.trim_start().starts_with('{') {
         return serde_json::from_str(arguments).unwrap_or_else(|error| {
@@ -884,7 +891,7 @@ fn arguments_as_json(name: &str, arguments: &str) -> Value {
         });
     }
     let element = regex::Regex::new(
-        r#"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>|<parameter name="([^"]*)">(.*?)</parameter>"#,
+        r#"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>|<(?:｜DSML｜)?parameter name="([^"]*)"(?: string="(?:true|false)")?>(.*?)</(?:｜DSML｜)?parameter>"#,
     )
     .unwrap();
     let object = element
@@ -1399,6 +1406,59 @@ fn deepseek_v3_1_turns_rendered_by_its_chat_template() {
     model.refuses_at(&grammar, &unknown, "time");
     let wrong_type = turn(None, &[("get_weather", json!({"city": 42}))]);
     model.refuses_at(&grammar, &wrong_type, "42");
+}
+
+/// DeepSeek V3.2's DSML calls, as llama.cpp's template for it writes them
+/// (in thinking mode: its history closes reasoning the generation prompt
+/// of the other mode never opens), on the DeepSeek V3 tokenizer (the same
+/// vocabulary): one call, three calls after text, a text answer, each after
+/// reasoning; string values raw (`string="true"`), others JSON. Refused: an
+/// unknown tool, a wrong type, a value outside its enum.
+#[test]
+fn deepseek_v3_2_turns_rendered_by_its_chat_template() {
+    let model = Model::load(&DEEPSEEK_V3, &[]);
+    let end = "<｜end▁of▁sentence｜>";
+    let mut template = ChatTemplate::new(
+        chat_template("deepseek-ai-DeepSeek-V3.2"),
+        "<｜begin▁of▁sentence｜>".into(),
+        end.into(),
+    );
+    template.thinking = Some(true);
+    let grammar = model.grammar(&Options {
+        reasoning: Reasoning::Forced,
+        ..Options::new(Format::DeepSeekV32)
+    });
+    let calls = template_calls();
+    let why = "Weather first, then news.";
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&reasoned(why, content, calls), end)
+    };
+    let runs = accepts(
+        &model,
+        &grammar,
+        &[
+            (turn(None, &calls[..1]), &calls[..1]),
+            (turn(Some("Let me look these up."), &calls), &calls[..]),
+            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+        ],
+    );
+    for run in runs {
+        assert_eq!(run.streamed.reasoning, why);
+    }
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+    let wrong = turn(
+        None,
+        &[(
+            "search",
+            json!({"query": "x", "filters": {"max_results": "five"}}),
+        )],
+    );
+    model.refuses_at(&grammar, &wrong, "\"five");
+    let outside = turn(
+        None,
+        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+    );
+    model.refuses_at(&grammar, &outside, "kelvin");
 }
 
 /// Kimi K2's markers, special tokens of its tokenizer, and its stop token.

@@ -47,6 +47,11 @@ pub enum Format {
     /// `<｜tool▁calls▁end｜>`. In thinking mode the prompt opens the
     /// reasoning ([`Reasoning::Forced`]).
     DeepSeekV31,
+    /// DeepSeek V3.2: its DSML block, `<｜DSML｜function_calls>`, each call
+    /// `<｜DSML｜invoke name="NAME">` with arguments as
+    /// `<｜DSML｜parameter name="KEY" string="true|false">VALUE</｜DSML｜parameter>`,
+    /// then `</｜DSML｜function_calls>`; reasoning as V3.1's.
+    DeepSeekV32,
     /// Kimi K2 (Instruct, Thinking, K2.5): a section between
     /// `<|tool_calls_section_begin|>` and `<|tool_calls_section_end|>`, each
     /// call `<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{…}<|tool_call_end|>`.
@@ -70,7 +75,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 13] = [
+    pub const ALL: [Format; 14] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Llama3,
@@ -79,6 +84,7 @@ impl Format {
         Format::MistralV11,
         Format::DeepSeek,
         Format::DeepSeekV31,
+        Format::DeepSeekV32,
         Format::Kimi,
         Format::Glm45,
         Format::Glm47,
@@ -97,6 +103,7 @@ impl Format {
             Format::Harmony => "harmony",
             Format::Qwen3Coder => "qwen3-coder",
             Format::DeepSeekV31 => "deepseek-v3.1",
+            Format::DeepSeekV32 => "deepseek-v3.2",
             Format::Kimi => "kimi-k2",
             Format::Glm45 => "glm-4.5",
             Format::Glm47 => "glm-4.7",
@@ -109,7 +116,10 @@ impl Format {
     /// (its generation prompt ends with `<think>` in thinking mode), so
     /// that forced reasoning is the rest of the block, up to `</think>`.
     pub fn prompt_opens_reasoning(self) -> bool {
-        matches!(self, Format::DeepSeekV31 | Format::Glm47 | Format::MiniMax)
+        matches!(
+            self,
+            Format::DeepSeekV31 | Format::DeepSeekV32 | Format::Glm47 | Format::MiniMax
+        )
     }
 
     /// The reasoning a turn has when the request does not say: what the
@@ -135,6 +145,7 @@ impl Format {
             Format::Qwen3Coder => Some(XmlStyle::Qwen),
             Format::Glm45 | Format::Glm47 => Some(XmlStyle::Glm),
             Format::MiniMax => Some(XmlStyle::MiniMax),
+            Format::DeepSeekV32 => Some(XmlStyle::DeepSeek),
             _ => None,
         }
     }
@@ -514,6 +525,7 @@ impl Writer<'_> {
             Format::Harmony => self.harmony(),
             Format::Qwen3Coder => self.qwen3_coder(),
             Format::DeepSeekV31 => self.deepseek_v31(),
+            Format::DeepSeekV32 => self.deepseek_v32(),
             Format::Kimi => self.kimi(),
             Format::Glm45 | Format::Glm47 => self.glm(),
             Format::MiniMax => self.minimax(),
@@ -875,6 +887,22 @@ impl Writer<'_> {
         })
     }
 
+    fn deepseek_v32(&self) -> Vec<(&'static str, String)> {
+        let calls = format!(
+            "\"\\n\"? {} {}",
+            self.repeated("call \"\\n\"?", ""),
+            self.marker("</｜DSML｜function_calls>")
+        );
+        let root = self.sectioned("<｜DSML｜function_calls>", &calls);
+        self.with_calls(root, |tool, args| {
+            format!(
+                "{} {args} {}",
+                literal(&format!("<｜DSML｜invoke name=\"{}\">", tool.name)),
+                self.marker("</｜DSML｜invoke>")
+            )
+        })
+    }
+
     fn kimi(&self) -> Vec<(&'static str, String)> {
         let calls = format!(
             "{} {}",
@@ -1057,14 +1085,32 @@ impl XmlStyle {
             // `args_…` names the tools' rules: `argN_…` never collides with one.
             let name = format!("arg{i}_{rule}");
             let value = xml_value(schema, parameters);
-            let open = literal(&self.open(key, matches!(value, XmlValue::Text)));
             let body = match value {
-                XmlValue::Text => format!("{open} {text}"),
-                XmlValue::Grammar(value) => format!(
-                    "{open} {} ({value}) \"\\n\"? {} \"\\n\"?",
-                    self.head(),
-                    literal(self.close())
-                ),
+                XmlValue::Text => format!("{} {text}", literal(&self.open(key, true))),
+                XmlValue::Values { strings, others } => {
+                    // DeepSeek's opening says whether the value is a string;
+                    // the others' is the same for both.
+                    let close = format!("\"\\n\"? {} \"\\n\"?", literal(self.close()));
+                    let element = |text: bool, values: &[String]| {
+                        format!(
+                            "{} {} ({}) {close}",
+                            literal(&self.open(key, text)),
+                            self.head(),
+                            values.join(" | ")
+                        )
+                    };
+                    match (strings.is_empty(), others.is_empty()) {
+                        (true, true) => element(false, &[String::from("\"\"")]),
+                        (false, true) => element(true, &strings),
+                        (true, false) => element(false, &others),
+                        (false, false) if self == XmlStyle::DeepSeek => format!(
+                            "({} | {})",
+                            element(true, &strings),
+                            element(false, &others)
+                        ),
+                        (false, false) => element(false, &[strings, others].concat()),
+                    }
+                }
             };
             let optional = if required.contains(&key.as_str()) {
                 ""
@@ -1107,10 +1153,14 @@ const XML_TEXT: &str = "xml_text";
 
 /// How one XML argument's value is written.
 enum XmlValue {
-    /// Raw text up to [`PARAMETER_END`].
+    /// Raw text up to the closing tag.
     Text,
-    /// `.xg` text of the value.
-    Grammar(String),
+    /// One of these `.xg` alternatives: string values written raw (an
+    /// enum's strings), and values of other types.
+    Values {
+        strings: Vec<String>,
+        others: Vec<String>,
+    },
 }
 
 /// The value of a property with `schema` (of the tool's `parameters`,
@@ -1122,21 +1172,18 @@ fn xml_value(schema: &Value, parameters: &Value) -> XmlValue {
         .cloned()
         .or_else(|| schema.get("const").map(|value| vec![value.clone()]));
     if let Some(values) = values {
-        let written: Vec<String> = values
-            .iter()
-            .flat_map(|value| match value {
-                Value::String(text) => vec![literal(text)],
-                Value::Bool(true) => vec![literal("true"), literal("True")],
-                Value::Bool(false) => vec![literal("false"), literal("False")],
-                Value::Null => vec![literal("null"), literal("None")],
-                other => vec![format!("%json {}", serde_json::json!({"const": other}))],
-            })
-            .collect();
-        return if written.is_empty() {
-            XmlValue::Grammar("\"\"".to_string())
-        } else {
-            XmlValue::Grammar(written.join(" | "))
-        };
+        let mut strings = Vec::new();
+        let mut others = Vec::new();
+        for value in &values {
+            match value {
+                Value::String(text) => strings.push(literal(text)),
+                Value::Bool(true) => others.extend([literal("true"), literal("True")]),
+                Value::Bool(false) => others.extend([literal("false"), literal("False")]),
+                Value::Null => others.extend([literal("null"), literal("None")]),
+                other => others.push(format!("%json {}", serde_json::json!({"const": other}))),
+            }
+        }
+        return XmlValue::Values { strings, others };
     }
     let types: Vec<&str> = match schema.get("type") {
         Some(Value::String(kind)) => vec![kind.as_str()],
@@ -1155,12 +1202,15 @@ fn xml_value(schema: &Value, parameters: &Value) -> XmlValue {
             }
         }
     }
-    let mut written = vec![format!("%json {own}")];
+    let mut others = vec![format!("%json {own}")];
     if types.contains(&"boolean") {
-        written.extend([literal("True"), literal("False")]);
+        others.extend([literal("True"), literal("False")]);
     }
     if types.contains(&"null") {
-        written.push(literal("None"));
+        others.push(literal("None"));
     }
-    XmlValue::Grammar(written.join(" | "))
+    XmlValue::Values {
+        strings: Vec::new(),
+        others,
+    }
 }

@@ -29,7 +29,7 @@ pub struct ToolsArgs {
     tool_choice: String,
     /// Reasoning before the answer (`<think>…</think>`; Harmony: the
     /// analysis channel); `forced` with a template that opens it in the
-    /// prompt (deepseek-v3.1 in thinking mode, glm-4.7, minimax-m2) is the
+    /// prompt (deepseek-v3.1 and v3.2 in thinking mode, glm-4.7, minimax-m2) is the
     /// rest of it. Default: what the family's template does (`forced` for
     /// glm-4.7 and minimax-m2, else `allowed`).
     #[arg(long, value_enum)]
@@ -69,6 +69,9 @@ enum FormatArg {
     /// DeepSeek V3.1: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}`.
     #[value(name = "deepseek-v3.1")]
     DeepseekV31,
+    /// DeepSeek V3.2: the DSML block, `<｜DSML｜invoke name=…>` and parameters.
+    #[value(name = "deepseek-v3.2")]
+    DeepseekV32,
     /// Kimi K2: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`.
     #[value(name = "kimi-k2")]
     KimiK2,
@@ -97,6 +100,7 @@ impl FormatArg {
             FormatArg::Harmony => Format::Harmony,
             FormatArg::Qwen3Coder => Format::Qwen3Coder,
             FormatArg::DeepseekV31 => Format::DeepSeekV31,
+            FormatArg::DeepseekV32 => Format::DeepSeekV32,
             FormatArg::KimiK2 => Format::Kimi,
             FormatArg::Glm45 => Format::Glm45,
             FormatArg::Glm47 => Format::Glm47,
