@@ -11,7 +11,7 @@ mod common;
 use common::strip_spans;
 use proptest::prelude::*;
 use xg_compiler::syntax::ast::{
-    Arg, Arm, CharClass, ClassItem, Expr, ExprKind, File, Import, Item, JsonSource, Name,
+    Arg, Arm, CharClass, ClassItem, Expr, ExprKind, File, Import, Item, JsonSource, Name, Notation,
     PerlClass, Rule, Text, Value, ValueKind,
 };
 use xg_compiler::{Diagnostics, Sources, Span, pipeline, syntax};
@@ -123,15 +123,18 @@ fn leaf() -> impl Strategy<Value = Expr> {
                 },
                 args,
             }),
-        prop_oneof![
-            Just(JsonSource::Inline("{\"type\": \"string\"}".into())),
-            Just(JsonSource::Inline("{\"a\": [1, {\"b\": \"}\"}]}".into())),
-            text().prop_map(|value| JsonSource::File(Text {
-                value,
-                span: span()
-            })),
-        ]
-        .prop_map(ExprKind::JsonSchema),
+        (
+            prop_oneof![
+                Just(JsonSource::Inline("{\"type\": \"string\"}".into())),
+                Just(JsonSource::Inline("{\"a\": [1, {\"b\": \"}\"}]}".into())),
+                text().prop_map(|value| JsonSource::File(Text {
+                    value,
+                    span: span()
+                })),
+            ],
+            prop_oneof![Just(Notation::Json), Just(Notation::Python)],
+        )
+            .prop_map(|(source, notation)| ExprKind::JsonSchema(source, notation)),
     ]
     .prop_map(expr_of)
 }

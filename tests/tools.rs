@@ -1688,3 +1688,107 @@ fn mistral_v11_turns_rendered_by_the_mistral_small_3_2_chat_template() {
         "42",
     );
 }
+
+/// `value` as a Python literal, as `repr` writes it but with JSON's string
+/// quoting (what the pythonic format takes): `True`, `False`, `None`.
+fn python_literal(value: &Value) -> String {
+    match value {
+        Value::Null => "None".to_string(),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(python_literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(members) => {
+            let members: Vec<String> = (members.iter())
+                .map(|(key, value)| format!("{}: {}", json!(key), python_literal(value)))
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        other => other.to_string(),
+    }
+}
+
+/// A call in the pythonic format: `NAME(KEY=VALUE, …)`, and its keyword
+/// arguments alone (what the call's capture holds).
+fn pythonic_call(name: &str, arguments: &Value) -> (String, String) {
+    let keywords: Vec<String> = (arguments.as_object().into_iter().flatten())
+        .map(|(key, value)| format!("{key}={}", python_literal(value)))
+        .collect();
+    let keywords = keywords.join(", ");
+    (format!("{name}({keywords})"), keywords)
+}
+
+/// The pythonic format (Llama 4, Gemma 3) on the Llama 3.1 tokenizer: one
+/// call, three calls (nested dicts and lists, `True` and `None` where the
+/// schema allows them, strings with quotes, a backslash, a line break and
+/// non-ASCII text), a text answer; each call's capture is its keyword
+/// arguments. Refused: an unknown tool, a missing required argument, a
+/// wrong type, JSON's `true` for Python's `True`, arguments out of the
+/// schema's order.
+#[test]
+fn pythonic_calls_with_python_literals() {
+    let model = Model::load(&REAL_TOKENIZERS[0], &[]);
+    let grammar = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..Options::new(Format::Pythonic)
+    });
+    let calls = template_calls();
+    let list = |calls: &[(&str, Value)]| -> String {
+        let written: Vec<String> = (calls.iter())
+            .map(|(name, arguments)| pythonic_call(name, arguments).0)
+            .collect();
+        format!("[{}]", written.join(", "))
+    };
+    for some in [&calls[..1], &calls[..]] {
+        let text = list(some);
+        let turn = model
+            .run(&grammar, &text, 2)
+            .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+        let captured: Vec<(String, String)> = (turn.captures.iter())
+            .filter_map(|c| Some((c.name.strip_prefix("tool:")?.to_owned(), c.text_lossy())))
+            .collect();
+        let expected: Vec<(String, String)> = (some.iter())
+            .map(|(name, arguments)| (name.to_string(), pythonic_call(name, arguments).1))
+            .collect();
+        assert_eq!(captured, expected, "{text:?}");
+        assert_eq!(turn.streamed.calls, expected, "{text:?}");
+    }
+    let answer = model.run(&grammar, "Zürich: 21 °C, sunny.", 0).unwrap();
+    assert_eq!(answer.streamed.text, "Zürich: 21 °C, sunny.");
+
+    let typed = json!({"type": "object", "properties": {
+        "flag": {"type": "boolean"}, "note": {"type": ["string", "null"]}}, "required": ["flag"]});
+    let tools = json!([{"name": "toggle", "parameters": typed}]);
+    let toggle = {
+        let mut sources = Sources::new();
+        sources.set_vocabulary(Arc::clone(&model.vocabulary));
+        let file = sources.add("tools.json", tools.to_string(), None);
+        let mut diagnostics = Diagnostics::new();
+        let options = Options::new(Format::Pythonic);
+        let grammar = pipeline::tools(
+            &tools,
+            &options,
+            &Limits::default(),
+            &CompileCache::default(),
+            &mut sources,
+            file,
+            &mut diagnostics,
+        );
+        Arc::new(grammar.expect("compiles"))
+    };
+    model
+        .run(&toggle, "[toggle(flag=True, note=None)]", 0)
+        .unwrap();
+    model.refuses_at(&toggle, "[toggle(flag=true)]", "true");
+
+    model.refuses_at(&grammar, "[get_time()]", "time");
+    model.refuses_at(&grammar, "[search(filters={})]", "filters");
+    model.refuses_at(&grammar, "[get_weather(city=42)]", "42");
+    model.refuses_at(
+        &grammar,
+        "[get_weather(unit=\"celsius\", city=\"Oslo\")]",
+        "unit",
+    );
+}

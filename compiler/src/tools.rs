@@ -67,6 +67,11 @@ pub enum Format {
     /// with arguments as `<parameter name="KEY">VALUE</parameter>`, then
     /// `</minimax:tool_call>`; the prompt opens the reasoning.
     MiniMax,
+    /// Pythonic calls (Llama 4, Llama 3.2's pythonic template, Gemma 3 as
+    /// vLLM prompts it): the whole turn is `[NAME(KEY=VALUE, …), …]`, each
+    /// value a Python literal, or text that does not begin with `[`; Llama
+    /// 4's `<|python_start|>` … `<|python_end|>` may wrap the calls.
+    Pythonic,
     /// Mistral with tokenizer v11 and later (Mistral Small 3.2, Magistral,
     /// Devstral): each call `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}`, the id
     /// optional.
@@ -75,11 +80,12 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 14] = [
+    pub const ALL: [Format; 15] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Llama3,
         Format::Llama3Function,
+        Format::Pythonic,
         Format::Mistral,
         Format::MistralV11,
         Format::DeepSeek,
@@ -109,6 +115,7 @@ impl Format {
             Format::Glm47 => "glm-4.7",
             Format::MiniMax => "minimax-m2",
             Format::MistralV11 => "mistral-v11",
+            Format::Pythonic => "pythonic",
         }
     }
 
@@ -530,6 +537,7 @@ impl Writer<'_> {
             Format::Glm45 | Format::Glm47 => self.glm(),
             Format::MiniMax => self.minimax(),
             Format::MistralV11 => self.mistral_v11(),
+            Format::Pythonic => self.pythonic(),
         };
         for (name, body) in rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
@@ -537,7 +545,12 @@ impl Writer<'_> {
         for (tool, rule) in &self.tools {
             // Each call's arguments are captured under the tool's name.
             let captured = format!("{rule} [capture={}]", literal(&capture_name(tool)));
-            if let Some(style) = format.xml_style() {
+            if format == Format::Pythonic {
+                for (name, body) in keyword_arguments(rule, &tool.parameters) {
+                    let head = if name == *rule { &captured } else { &name };
+                    let _ = writeln!(out, "{head} ::= {body}\n");
+                }
+            } else if let Some(style) = format.xml_style() {
                 for (name, body) in style.arguments(rule, &tool.parameters) {
                     if name != *rule {
                         let _ = writeln!(out, "{name} ::= {body}\n");
@@ -963,6 +976,40 @@ impl Writer<'_> {
         rules
     }
 
+    fn pythonic(&self) -> Vec<(&'static str, String)> {
+        let list = format!("\"[\" {} \"]\"", self.repeated("call", "\",\" \" \"? "));
+        // Llama 4 may wrap the calls in its python tokens; as text they
+        // would be read as text too, so only as tokens.
+        let calls = if self.is_special("<|python_start|>") && self.is_special("<|python_end|>") {
+            format!(
+                "({} {list} {} | {list})",
+                self.marker("<|python_start|>"),
+                self.marker("<|python_end|>")
+            )
+        } else {
+            list
+        };
+        let think = self.think();
+        let block = self.block();
+        let root = if self.tools.is_empty() {
+            format!("{block}text")
+        } else if self.must_call {
+            format!("{think}{calls}")
+        } else {
+            // A call list is never text: text does not begin with `[`.
+            format!("{block}({}{calls} | text)", self.ws())
+        };
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
+            format!("{} {args} \")\"", literal(&format!("{}(", tool.name)))
+        });
+        if self.tools.is_empty() {
+            rules.push((TEXT, FREE_TEXT.to_string()));
+        } else if !self.must_call {
+            rules.push((TEXT, format!("([^\\[] {FREE_TEXT})?")));
+        }
+        rules
+    }
+
     /// The root of a format whose every call (the rule `call`) follows the
     /// marker `open`, calls apart by `separator`.
     fn each_opened(&self, open: &str, separator: &str) -> Vec<(&'static str, String)> {
@@ -1148,6 +1195,92 @@ impl XmlStyle {
     }
 }
 
+/// The `.xg` rules of `parameters` (a tool's JSON Schema) as a Python
+/// call's keyword arguments: `rule` is `KEY=VALUE` for each of the
+/// schema's properties in its order, each optional unless required, apart
+/// by `, `; a value is the Python literal of a value its schema allows
+/// (`%python`). Without `properties`, any keys with any values.
+fn keyword_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
+    const SEPARATOR: &str = "\",\" \" \"?";
+    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+        let one = "[A-Za-z_] [A-Za-z0-9_]* \"=\" %python {}";
+        return vec![(rule.to_string(), format!("({one} ({SEPARATOR} {one})*)?"))];
+    };
+    let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let keys: Vec<(&String, &Value)> = properties.iter().collect();
+    let n = keys.len();
+    // `first{i}`: the arguments from the i-th on, none written before;
+    // `rest{i}`: the same after one, each then after a separator. Only
+    // the rules the sequence reaches are written.
+    let name = |i: usize, after_one: bool| {
+        let kind = if after_one { "rest" } else { "first" };
+        format!("kw{i}_{kind}_{rule}")
+    };
+    let then = |i: usize, after_one: bool| (i < n).then(|| name(i, after_one));
+    let mut rules = vec![(
+        rule.to_string(),
+        then(0, false).unwrap_or_else(|| "\"\"".into()),
+    )];
+    let mut pending = vec![(0, false)];
+    let mut written = Vec::new();
+    while let Some((i, after_one)) = pending.pop() {
+        if i == n || written.contains(&(i, after_one)) {
+            continue;
+        }
+        written.push((i, after_one));
+        let (key, schema) = keys[i];
+        let argument = format!(
+            "{} %python {}",
+            literal(&format!("{key}=")),
+            with_definitions(schema, parameters)
+        );
+        let head = if after_one {
+            format!("{SEPARATOR} {argument}")
+        } else {
+            argument
+        };
+        let sequence = |parts: &[Option<String>]| -> String {
+            let parts: Vec<&str> = parts.iter().flatten().map(String::as_str).collect();
+            if parts.is_empty() {
+                "\"\"".to_string()
+            } else {
+                parts.join(" ")
+            }
+        };
+        let body = if required.contains(&key.as_str()) {
+            sequence(&[Some(head), then(i + 1, true)])
+        } else if after_one {
+            sequence(&[Some(format!("({head})?")), then(i + 1, true)])
+        } else {
+            pending.push((i + 1, false));
+            format!(
+                "{} | {}",
+                sequence(&[Some(head), then(i + 1, true)]),
+                sequence(&[then(i + 1, false)])
+            )
+        };
+        pending.push((i + 1, true));
+        rules.push((name(i, after_one), body));
+    }
+    rules
+}
+
+/// `schema` (a property's, of the tool's `parameters`) with the
+/// definitions its references may name.
+fn with_definitions(schema: &Value, parameters: &Value) -> Value {
+    let mut own = schema.clone();
+    if let Some(object) = own.as_object_mut() {
+        for key in ["$defs", "definitions"] {
+            if let Some(definitions) = parameters.get(key) {
+                object.entry(key).or_insert_with(|| definitions.clone());
+            }
+        }
+    }
+    own
+}
+
 /// The rule of raw text values in XML arguments.
 const XML_TEXT: &str = "xml_text";
 
@@ -1193,16 +1326,7 @@ fn xml_value(schema: &Value, parameters: &Value) -> XmlValue {
     if types.is_empty() || types.contains(&"string") {
         return XmlValue::Text;
     }
-    // The value's schema with the definitions its references may name.
-    let mut own = schema.clone();
-    if let Some(object) = own.as_object_mut() {
-        for key in ["$defs", "definitions"] {
-            if let Some(definitions) = parameters.get(key) {
-                object.entry(key).or_insert_with(|| definitions.clone());
-            }
-        }
-    }
-    let mut others = vec![format!("%json {own}")];
+    let mut others = vec![format!("%json {}", with_definitions(schema, parameters))];
     if types.contains(&"boolean") {
         others.extend([literal("True"), literal("False")]);
     }

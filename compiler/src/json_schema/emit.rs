@@ -16,7 +16,7 @@ use super::grammar::{Except, G, Rules};
 use super::numbers::{self, Decimal};
 use super::schema::{self, ArrayPart, Node, Others, types};
 use super::{
-    EXACT_ANY_ORDER, Generated, MAX_INDENT, MAX_TRACKED, Note, Options, PRETTY_DEPTH,
+    EXACT_ANY_ORDER, Generated, Literals, MAX_INDENT, MAX_TRACKED, Note, Options, PRETTY_DEPTH,
     PropertyOrder, Report, SchemaError, Treatment, Whitespace, formats, strings,
 };
 
@@ -513,9 +513,9 @@ impl<'a> Emitter<'a> {
                 self.block(Block::Array, depth),
                 self.block(Block::String, depth),
                 self.block(Block::Number, depth),
-                G::lit("true"),
-                G::lit("false"),
-                G::lit("null"),
+                self.constant(Constant::True),
+                self.constant(Constant::False),
+                self.constant(Constant::Null),
             ]),
             Block::Object => {
                 let member = G::seq([
@@ -673,10 +673,13 @@ impl<'a> Emitter<'a> {
         }
         let mut alternatives = Vec::new();
         if node.types & types::NULL != 0 {
-            alternatives.push(G::lit("null"));
+            alternatives.push(self.constant(Constant::Null));
         }
         if node.types & types::BOOLEAN != 0 {
-            alternatives.push(G::alt([G::lit("true"), G::lit("false")]));
+            alternatives.push(G::alt([
+                self.constant(Constant::True),
+                self.constant(Constant::False),
+            ]));
         }
         if node.types & (types::INTEGER | types::FRACTION) != 0 {
             alternatives.push(self.number(&node));
@@ -857,8 +860,9 @@ impl<'a> Emitter<'a> {
     /// The JSON text of `value` at `depth` in the configured layout.
     fn literal(&mut self, value: &Value, depth: u32) -> G {
         match value {
-            Value::Null => G::lit("null"),
-            Value::Bool(b) => G::lit(b.to_string()),
+            Value::Null => self.constant(Constant::Null),
+            Value::Bool(true) => self.constant(Constant::True),
+            Value::Bool(false) => self.constant(Constant::False),
             Value::Number(n) => number_literal(&n.to_string()),
             Value::String(s) => quoted(strings::encoded_text(s)),
             Value::Array(items) => {
@@ -1631,6 +1635,28 @@ fn fixed_members(parts: Vec<G>) -> Members {
     Members {
         some: if none { G::Nothing } else { G::seq(parts) },
         none,
+    }
+}
+
+/// A keyword constant of JSON.
+#[derive(Clone, Copy)]
+enum Constant {
+    True,
+    False,
+    Null,
+}
+
+impl Emitter<'_> {
+    /// `constant` as the options write it: JSON's, or Python's.
+    fn constant(&self, constant: Constant) -> G {
+        G::lit(match (constant, self.options.literals) {
+            (Constant::True, Literals::Json) => "true",
+            (Constant::False, Literals::Json) => "false",
+            (Constant::Null, Literals::Json) => "null",
+            (Constant::True, Literals::Python) => "True",
+            (Constant::False, Literals::Python) => "False",
+            (Constant::Null, Literals::Python) => "None",
+        })
     }
 }
 

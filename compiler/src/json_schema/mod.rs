@@ -177,6 +177,21 @@ pub struct Options {
     /// (`6000.0`, an integer from draft 6 on) and no `-0` (JSON Schema's
     /// zero, serde's float). `false` is JSON Schema's rule.
     pub plain_integers: bool,
+    /// How values are written: as JSON, or as Python literals.
+    pub literals: Literals,
+}
+
+/// How the front end writes values.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub enum Literals {
+    /// As JSON.
+    #[default]
+    Json,
+    /// As Python literals (what `repr` writes and `ast.literal_eval`
+    /// reads): `True`, `False` and `None` for `true`, `false` and `null`;
+    /// strings, numbers, lists and dicts as in JSON, which Python reads
+    /// alike (but for the escape `\/`).
+    Python,
 }
 
 impl Default for Options {
@@ -194,6 +209,7 @@ impl Default for Options {
             property_order: PropertyOrder::Given,
             additional_properties: true,
             plain_integers: false,
+            literals: Literals::Json,
         }
     }
 }

@@ -118,7 +118,9 @@ impl<'a> Lowerer<'a> {
             }
             ast::ExprKind::Macro { name, args } => self.macro_call(name, args, span),
             ast::ExprKind::Dispatch { options, arms } => self.dispatch(options, arms),
-            ast::ExprKind::JsonSchema(source) => self.json_schema(source, span),
+            ast::ExprKind::JsonSchema(source, notation) => {
+                self.json_schema(source, *notation, span)
+            }
         };
         tree::Expr { kind, span }
     }
@@ -815,11 +817,22 @@ impl<'a> Lowerer<'a> {
 
     /// Parses an embedded schema and compiles it into rules appended to
     /// [`Embedded`]; the expression becomes a reference to the first.
-    fn json_schema(&mut self, source: &ast::JsonSource, span: Span) -> ExprKind {
+    fn json_schema(
+        &mut self,
+        source: &ast::JsonSource,
+        notation: ast::Notation,
+        span: Span,
+    ) -> ExprKind {
         let Some(parsed) = self.parse_schema(source, span) else {
             return ExprKind::Empty;
         };
-        let options = json_schema::Options::default();
+        let options = json_schema::Options {
+            literals: match notation {
+                ast::Notation::Json => json_schema::Literals::Json,
+                ast::Notation::Python => json_schema::Literals::Python,
+            },
+            ..json_schema::Options::default()
+        };
         // Inline, the schema's text is this file's: diagnostics point into it.
         let placement = json_schema::Placement {
             whole: span,
@@ -837,9 +850,10 @@ impl<'a> Lowerer<'a> {
                 json_schema::push_warnings(&generated.report, &placement, self.diagnostics);
                 let id = self.embedded.first + self.embedded.rules.len();
                 self.schemas += 1;
+                let directive = notation.directive();
                 let prefix = match self.schemas {
-                    1 => format!("{}%json.", self.rule),
-                    n => format!("{}%json{n}.", self.rule),
+                    1 => format!("{}{directive}.", self.rule),
+                    n => format!("{}{directive}{n}.", self.rule),
                 };
                 self.embedded
                     .rules

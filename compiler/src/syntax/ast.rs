@@ -150,8 +150,28 @@ pub enum ExprKind {
         /// Trigger → expression arms.
         arms: Vec<Arm>,
     },
-    /// `%json {…}` or `%json "file.json"`: a JSON Schema.
-    JsonSchema(JsonSource),
+    /// `%json {…}` or `%json "file.json"`: a JSON Schema; `%python …`: the
+    /// Python literals of the values it allows.
+    JsonSchema(JsonSource, Notation),
+}
+
+/// How the values an embedded JSON Schema allows are written.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Notation {
+    /// As JSON (`%json`).
+    Json,
+    /// As Python literals (`%python`): `True`, `False`, `None`.
+    Python,
+}
+
+impl Notation {
+    /// The directive that embeds a schema in this notation.
+    pub fn directive(self) -> &'static str {
+        match self {
+            Notation::Json => "%json",
+            Notation::Python => "%python",
+        }
+    }
 }
 
 /// Where an embedded JSON Schema is.

@@ -84,11 +84,12 @@ pub(crate) enum Tok {
         pattern: String,
         flags: String,
     },
-    /// The raw text of the JSON object after `%json`.
+    /// The raw text of the JSON object after `%json` or `%python`.
     JsonObject(String),
     Import,
     Dispatch,
     Json,
+    Python,
     Macro(String),
     DefinedAs,
     Pipe,
@@ -385,7 +386,7 @@ impl Lexer<'_> {
         }
     }
 
-    /// `%json` followed by a JSON object or a path string.
+    /// `%json` or `%python` followed by a JSON object or a path string.
     fn directive(&mut self, start: usize) -> Option<Tok> {
         let cursor = &mut self.cursor;
         cursor.bump();
@@ -393,7 +394,12 @@ impl Lexer<'_> {
             cursor.bump();
         }
         let word = &cursor.src[start + 1..cursor.pos];
-        if word != "json" {
+        let directive = if word == "python" {
+            Tok::Python
+        } else {
+            Tok::Json
+        };
+        if word != "json" && word != "python" {
             let end = cursor.pos;
             let message = if word.is_empty() {
                 "expected a directive name after `%`".to_string()
@@ -406,11 +412,11 @@ impl Lexer<'_> {
                 "unknown-directive",
                 message,
                 "",
-                Some("the one directive is `%json`"),
+                Some("the directives are `%json` and `%python`"),
             );
             // Go on as if it were `%json`, the likely intent, so nothing cascades.
         }
-        self.tokens.push((start, Tok::Json, self.cursor.pos));
+        self.tokens.push((start, directive, self.cursor.pos));
         let open = self.cursor.next_non_space();
         if self.cursor.src[open..].starts_with('{') {
             self.cursor.pos = open;

@@ -410,6 +410,7 @@ fn describe(tok: &Tok) -> String {
         Tok::Import => "`import`".into(),
         Tok::Dispatch => "`dispatch`".into(),
         Tok::Json => "`%json`".into(),
+        Tok::Python => "`%python`".into(),
         Tok::DefinedAs => "`::=`".into(),
         Tok::Pipe => "`|`".into(),
         Tok::LParen => "`(`".into(),
@@ -443,6 +444,7 @@ fn expected_list(expected: &[String]) -> String {
         "macro name",
         "dispatch",
         "%json",
+        "%python",
     ];
     let names: Vec<String> = expected
         .iter()

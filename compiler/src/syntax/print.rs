@@ -202,13 +202,13 @@ impl Printer {
                 self.out.push_str(&INDENT.repeat(self.indent));
                 self.out.push('}');
             }
-            ExprKind::JsonSchema(JsonSource::Inline(json)) => {
-                self.out.push_str("%json ");
-                self.out.push_str(json);
-            }
-            ExprKind::JsonSchema(JsonSource::File(path)) => {
-                self.out.push_str("%json ");
-                self.out.push_str(&string(&path.value));
+            ExprKind::JsonSchema(source, notation) => {
+                self.out.push_str(notation.directive());
+                self.out.push(' ');
+                match source {
+                    JsonSource::Inline(json) => self.out.push_str(json),
+                    JsonSource::File(path) => self.out.push_str(&string(&path.value)),
+                }
             }
         }
     }

@@ -101,6 +101,7 @@ impl SchemaFlags {
             },
             additional_properties: !self.no_additional_properties,
             plain_integers: false,
+            literals: xg_compiler::json_schema::Literals::Json,
         }
     }
 

@@ -84,6 +84,8 @@ enum FormatArg {
     /// MiniMax M2: `<minimax:tool_call>`, `<invoke name=…>`, `<parameter name=…>`.
     #[value(name = "minimax-m2")]
     MinimaxM2,
+    /// Pythonic (Llama 4, Gemma 3): `[NAME(KEY=VALUE, …), …]`.
+    Pythonic,
     /// Mistral tokenizer v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call.
     #[value(name = "mistral-v11")]
     MistralV11,
@@ -106,6 +108,7 @@ impl FormatArg {
             FormatArg::Glm47 => Format::Glm47,
             FormatArg::MinimaxM2 => Format::MiniMax,
             FormatArg::MistralV11 => Format::MistralV11,
+            FormatArg::Pythonic => Format::Pythonic,
         }
     }
 }

@@ -427,6 +427,35 @@ fn call_turn(format: Format, tool: &Tool) -> String {
             call + "</invoke>\n</minimax:tool_call>"
         }
         Format::MistralV11 => format!("{text}[TOOL_CALLS]{name}[ARGS]{arguments}"),
+        Format::Pythonic => {
+            let arguments: Vec<String> = (tool.call.as_object().into_iter().flatten())
+                .map(|(key, value)| format!("{key}={}", python_literal(value)))
+                .collect();
+            format!("[{name}({})]", arguments.join(", "))
+        }
+    }
+}
+
+/// `value` as a Python literal: JSON with `True`, `False` and `None`.
+fn python_literal(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::Null => "None".to_string(),
+        Value::Bool(true) => "True".to_string(),
+        Value::Bool(false) => "False".to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(python_literal).collect();
+            format!("[{}]", items.join(", "))
+        }
+        Value::Object(members) => {
+            let members: Vec<String> = (members.iter())
+                .map(|(key, value)| {
+                    format!("{}: {}", Value::from(key.as_str()), python_literal(value))
+                })
+                .collect();
+            format!("{{{}}}", members.join(", "))
+        }
+        other => other.to_string(),
     }
 }
 
