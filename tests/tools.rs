@@ -117,6 +117,25 @@ impl Model {
         Arc::new(grammar.unwrap())
     }
 
+    /// The standard library's format file `path`'s `root`, for this model.
+    fn library_grammar(&self, path: &str) -> Arc<Grammar> {
+        let mut sources = Sources::new();
+        sources.set_vocabulary(Arc::clone(&self.vocabulary));
+        let file = sources.add(
+            "turn.xg",
+            format!("import {path:?} as f;\nroot ::= f.root"),
+            None,
+        );
+        let mut diagnostics = Diagnostics::new();
+        let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics);
+        assert!(
+            !diagnostics.has_errors(),
+            "{}",
+            diagnostics.render(&sources, false)
+        );
+        Arc::new(grammar.unwrap())
+    }
+
     fn tokens(&self, text: &str) -> Vec<TokenId> {
         let ids: Vec<TokenId> = match &self.tokenizer {
             Tokenizer::Real(tokenizer) => {
@@ -1391,6 +1410,11 @@ fn deepseek_v3_1_turns_rendered_by_its_chat_template() {
         (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
     ];
     accepts(&model, &grammar, &turns);
+    // The standard library's file takes them too.
+    let library = model.library_grammar("std/deepseek_v3_1.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
+    }
     let after_reasoning: Vec<(String, &[(&str, Value)])> = (turns.iter())
         .map(|(text, calls)| {
             (
@@ -1445,6 +1469,9 @@ fn deepseek_v3_2_turns_rendered_by_its_chat_template() {
     for run in runs {
         assert_eq!(run.streamed.reasoning, why);
     }
+    let library = model.library_grammar("std/deepseek_v3_2.xg");
+    let thought = format!("<think>{}", turn(Some("On it."), &calls));
+    model.run(&library, &thought, 0).unwrap();
     model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
     let wrong = turn(
         None,
@@ -1581,6 +1608,17 @@ fn glm_turns_rendered_by_its_chat_templates() {
         // The first three turns have reasoning.
         for run in &accepts(&model, &grammar, &turns)[..3] {
             assert_eq!(run.streamed.reasoning.trim(), why, "{name}");
+        }
+        // The standard library's file takes them too (GLM-4.7's prompt
+        // opened the block).
+        let library = model.library_grammar("std/glm.xg");
+        for (text, _) in &turns {
+            let text = if format == Format::Glm47 {
+                format!("<think>{text}")
+            } else {
+                text.clone()
+            };
+            model.run(&library, &text, 0).unwrap();
         }
         model.refuses_at(
             &grammar,
@@ -1757,6 +1795,9 @@ fn pythonic_calls_with_python_literals() {
     }
     let answer = model.run(&grammar, "Zürich: 21 °C, sunny.", 0).unwrap();
     assert_eq!(answer.streamed.text, "Zürich: 21 °C, sunny.");
+    let library = model.library_grammar("std/pythonic.xg");
+    model.run(&library, &list(&calls), 0).unwrap();
+    model.run(&library, "Zürich: 21 °C, sunny.", 0).unwrap();
 
     let typed = json!({"type": "object", "properties": {
         "flag": {"type": "boolean"}, "note": {"type": ["string", "null"]}}, "required": ["flag"]});

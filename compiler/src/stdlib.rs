@@ -37,6 +37,23 @@ const LIBRARY: &[(&str, &str)] = &[
         "std/harmony.xg",
         include_str!("../../grammars/std/harmony.xg"),
     ),
+    (
+        "std/deepseek_v3_1.xg",
+        include_str!("../../grammars/std/deepseek_v3_1.xg"),
+    ),
+    (
+        "std/deepseek_v3_2.xg",
+        include_str!("../../grammars/std/deepseek_v3_2.xg"),
+    ),
+    ("std/glm.xg", include_str!("../../grammars/std/glm.xg")),
+    (
+        "std/minimax.xg",
+        include_str!("../../grammars/std/minimax.xg"),
+    ),
+    (
+        "std/pythonic.xg",
+        include_str!("../../grammars/std/pythonic.xg"),
+    ),
 ];
 
 /// Example grammars shipped with xg (`grammars/examples/`): name → text.

@@ -372,6 +372,11 @@ pub const LIBRARY: &[&str] = &[
     "std/llama3.xg",
     "std/llama3_function.xg",
     "std/deepseek.xg",
+    "std/deepseek_v3_1.xg",
+    "std/deepseek_v3_2.xg",
+    "std/glm.xg",
+    "std/minimax.xg",
+    "std/pythonic.xg",
 ];
 
 /// The grammars under `grammars/` that name a model's special tokens by
