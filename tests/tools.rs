@@ -1833,3 +1833,65 @@ fn pythonic_calls_with_python_literals() {
         "unit",
     );
 }
+
+/// Command R7B's own tool-use template (Command A writes the same), on a
+/// vocabulary of bytes and Cohere's special tokens, with thinking on (the
+/// model opens its plan): one call and three calls after a plan, a text
+/// answer. Refused: an unknown tool, a wrong type, a second call with
+/// parallel calls off.
+#[test]
+fn command_turns_rendered_by_the_command_r7b_chat_template() {
+    let model = Model::bytes(
+        &[
+            ("<|END_OF_TURN_TOKEN|>", true),
+            ("<|START_THINKING|>", true),
+            ("<|END_THINKING|>", true),
+            ("<|START_ACTION|>", true),
+            ("<|END_ACTION|>", true),
+            ("<|START_RESPONSE|>", true),
+            ("<|END_RESPONSE|>", true),
+        ],
+        "<|END_OF_TURN_TOKEN|>",
+    );
+    let end = "<|END_OF_TURN_TOKEN|>";
+    let mut template = ChatTemplate::new(
+        chat_template("CohereForAI-c4ai-command-r7b-12-2024-tool_use"),
+        "<BOS_TOKEN>".into(),
+        end.into(),
+    );
+    template.thinking = Some(true);
+    let options = Options::new(Format::Command);
+    let grammar = model.grammar(&options);
+    let calls = template_calls();
+    let why = "Weather first, then news.";
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&reasoned(why, content, calls), end)
+    };
+    let runs = accepts(
+        &model,
+        &grammar,
+        &[
+            (turn(None, &calls[..1]), &calls[..1]),
+            (turn(None, &calls), &calls[..]),
+            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+        ],
+    );
+    for run in &runs[..2] {
+        assert_eq!(run.streamed.reasoning, why);
+    }
+    assert_eq!(runs[2].streamed.text, "Zürich: 21 °C, sunny.");
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+    model.refuses_at(
+        &grammar,
+        &turn(None, &[("get_weather", json!({"city": 42}))]),
+        "42",
+    );
+    let single = model.grammar(&Options {
+        parallel_calls: false,
+        ..options
+    });
+    let two = turn(None, &calls[..2]);
+    // Refused at the comma after the first call.
+    let comma = two.find("}},").unwrap() + 2;
+    model.refuses_at(&single, &two, &two[comma..]);
+}

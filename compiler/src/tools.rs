@@ -72,6 +72,12 @@ pub enum Format {
     /// value a Python literal, or text that does not begin with `[`; Llama
     /// 4's `<|python_start|>` … `<|python_end|>` may wrap the calls.
     Pythonic,
+    /// Command A and Command R7B: optional reasoning between
+    /// `<|START_THINKING|>` and `<|END_THINKING|>`, then either calls, a
+    /// JSON list of `{"tool_call_id": …, "tool_name": …, "parameters": …}`
+    /// between `<|START_ACTION|>` and `<|END_ACTION|>`, or the answer
+    /// between `<|START_RESPONSE|>` and `<|END_RESPONSE|>`.
+    Command,
     /// Mistral with tokenizer v11 and later (Mistral Small 3.2, Magistral,
     /// Devstral): each call `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}`, the id
     /// optional.
@@ -80,7 +86,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 15] = [
+    pub const ALL: [Format; 16] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Llama3,
@@ -95,6 +101,7 @@ impl Format {
         Format::Glm45,
         Format::Glm47,
         Format::MiniMax,
+        Format::Command,
         Format::Harmony,
     ];
 
@@ -116,6 +123,7 @@ impl Format {
             Format::MiniMax => "minimax-m2",
             Format::MistralV11 => "mistral-v11",
             Format::Pythonic => "pythonic",
+            Format::Command => "command-a",
         }
     }
 
@@ -516,6 +524,8 @@ impl Writer<'_> {
         let format = options.format;
         if format == Format::Harmony {
             out.push_str("import \"std/harmony.xg\" as harmony;\n");
+        } else if format == Format::Command {
+            // Its own reasoning markers.
         } else if options.reasoning != Reasoning::Forbidden {
             out.push_str("import \"std/reasoning.xg\" as reasoning;\n");
         }
@@ -538,6 +548,7 @@ impl Writer<'_> {
             Format::MiniMax => self.minimax(),
             Format::MistralV11 => self.mistral_v11(),
             Format::Pythonic => self.pythonic(),
+            Format::Command => self.command(),
         };
         for (name, body) in rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
@@ -1008,6 +1019,77 @@ impl Writer<'_> {
             rules.push((TEXT, format!("([^\\[] {FREE_TEXT})?")));
         }
         rules
+    }
+
+    fn command(&self) -> Vec<(&'static str, String)> {
+        let think = match self.options.reasoning {
+            Reasoning::Allowed => "thinking? ",
+            Reasoning::Forced => "thinking ",
+            Reasoning::Forbidden => "",
+        };
+        let action = format!(
+            "{} \"[\" list_ws {} list_ws \"]\" {}",
+            self.marker("<|START_ACTION|>"),
+            self.repeated("call", "\",\" list_ws "),
+            self.marker("<|END_ACTION|>")
+        );
+        let response = format!(
+            "{} text {}",
+            self.marker("<|START_RESPONSE|>"),
+            self.marker("<|END_RESPONSE|>")
+        );
+        let root = if self.tools.is_empty() {
+            format!("{think}{response}")
+        } else if self.must_call {
+            format!("{think}{action}")
+        } else {
+            format!("{think}({action} | {response})")
+        };
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
+            format!(
+                "\"{{\\\"tool_call_id\\\": \" call_id {} {args} \"}}\"",
+                literal(&format!(
+                    ", \"tool_name\": {}, \"parameters\": ",
+                    serde_json::to_string(&tool.name).expect("strings serialize")
+                ))
+            )
+        });
+        if !self.tools.is_empty() {
+            rules.push(("call_id", "\"\\\"\" [A-Za-z0-9_\\-]* \"\\\"\"".to_string()));
+            rules.push(("list_ws", "[ \\t\\n\\r]{0,32}".to_string()));
+        }
+        if !self.must_call {
+            rules.push((TEXT, self.until("<|END_RESPONSE|>")));
+        }
+        if self.options.reasoning != Reasoning::Forbidden {
+            rules.push((
+                "thinking",
+                format!(
+                    "{} thought {}",
+                    self.marker("<|START_THINKING|>"),
+                    self.marker("<|END_THINKING|>")
+                ),
+            ));
+            rules.push((
+                "thought [capture=\"reasoning\"]",
+                self.until("<|END_THINKING|>"),
+            ));
+        }
+        rules
+    }
+
+    /// Free text up to the marker `close` (not included): any text where it
+    /// is a special token, else a dispatch that excludes it.
+    fn until(&self, close: &str) -> String {
+        if self.is_special(close) {
+            FREE_TEXT.to_string()
+        } else {
+            format!(
+                "dispatch(exclude=({}, {})) {{}}",
+                literal(close),
+                literal(THINK)
+            )
+        }
     }
 
     /// The root of a format whose every call (the rule `call`) follows the

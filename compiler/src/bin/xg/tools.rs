@@ -86,6 +86,9 @@ enum FormatArg {
     MinimaxM2,
     /// Pythonic (Llama 4, Gemma 3): `[NAME(KEY=VALUE, …), …]`.
     Pythonic,
+    /// Command A / R7B: `<|START_ACTION|>` a JSON list of calls `<|END_ACTION|>`.
+    #[value(name = "command-a")]
+    CommandA,
     /// Mistral tokenizer v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call.
     #[value(name = "mistral-v11")]
     MistralV11,
@@ -109,6 +112,7 @@ impl FormatArg {
             FormatArg::MinimaxM2 => Format::MiniMax,
             FormatArg::MistralV11 => Format::MistralV11,
             FormatArg::Pythonic => Format::Pythonic,
+            FormatArg::CommandA => Format::Command,
         }
     }
 }

@@ -427,6 +427,9 @@ fn call_turn(format: Format, tool: &Tool) -> String {
             call + "</invoke>\n</minimax:tool_call>"
         }
         Format::MistralV11 => format!("{text}[TOOL_CALLS]{name}[ARGS]{arguments}"),
+        Format::Command => format!(
+            "<|START_THINKING|>{text}<|END_THINKING|><|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{name}\", \"parameters\": {arguments}}}\n]<|END_ACTION|>"
+        ),
         Format::Pythonic => {
             let arguments: Vec<String> = (tool.call.as_object().into_iter().flatten())
                 .map(|(key, value)| format!("{key}={}", python_literal(value)))
