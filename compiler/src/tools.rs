@@ -20,7 +20,7 @@ use crate::diagnostic::{Diagnostic, Diagnostics};
 use crate::json_schema::locate::locate;
 use crate::source::{FileId, Sources, Span};
 use crate::syntax::print::string as literal;
-use xg_runtime::{TokenKind, Vocabulary};
+use xg_runtime::Vocabulary;
 
 /// A model family's tool-calling format.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
@@ -446,6 +446,12 @@ pub fn to_xg(
 /// ([`xg_runtime::TEXT_CAPTURE`]).
 const TEXT: &str = "text [capture]";
 
+/// GLM-4.5's reasoning rules: a line break may come before `<think>`.
+const LEAD: [(&str, &str); 2] = [
+    ("lead_think", "\"\\n\"? reasoning.think"),
+    ("lead_block", "\"\\n\"? reasoning.block"),
+];
+
 /// What opens reasoning; the answer text never contains it.
 const THINK: &str = "<think>";
 
@@ -550,8 +556,13 @@ impl Writer<'_> {
             Format::Pythonic => self.pythonic(),
             Format::Command => self.command(),
         };
-        for (name, body) in rules {
+        for (name, body) in &rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
+        }
+        for (name, body) in LEAD {
+            if rules.iter().any(|(_, used)| used.contains(name)) {
+                let _ = writeln!(out, "{name} ::= {body}\n");
+            }
         }
         for (tool, rule) in &self.tools {
             // Each call's arguments are captured under the tool's name.
@@ -600,30 +611,29 @@ impl Writer<'_> {
 
     /// The rule `whole` of `std/reasoning.xg` as the options say, or
     /// `opened` where forced reasoning was opened by the prompt. GLM-4.5
-    /// writes a line break before `<think>`.
+    /// writes a line break before `<think>`: its rules `lead_think` and
+    /// `lead_block` ([`LEAD`]) take it, rules of their own so that the
+    /// root's first items are the same in every request (their mask-cache
+    /// entries are then shared).
     fn reasoning(&self, whole: &str, opened: &str) -> String {
         let format = self.options.format;
-        let lead = if format == Format::Glm45 {
-            "\"\\n\"? "
+        let rule = if format == Format::Glm45 {
+            format!("lead_{whole}")
         } else {
-            ""
+            format!("reasoning.{whole}")
         };
         match self.options.reasoning {
-            Reasoning::Allowed if lead.is_empty() => format!("reasoning.{whole}? "),
-            Reasoning::Allowed => format!("({lead}reasoning.{whole})? "),
+            Reasoning::Allowed => format!("{rule}? "),
             Reasoning::Forced if format.prompt_opens_reasoning() => format!("reasoning.{opened} "),
-            Reasoning::Forced => format!("{lead}reasoning.{whole} "),
+            Reasoning::Forced => format!("{rule} "),
             Reasoning::Forbidden => String::new(),
         }
     }
 
     /// Whether the model's vocabulary has a special token named `text`.
     fn is_special(&self, text: &str) -> bool {
-        self.vocabulary.is_some_and(|vocabulary| {
-            vocabulary
-                .token_by_text(text)
-                .is_some_and(|id| vocabulary.kind_of(id) == TokenKind::Special)
-        })
+        self.vocabulary
+            .is_some_and(|vocabulary| vocabulary.special_token(text).is_some())
     }
 
     /// A format's marker: its special token where the vocabulary has one,

@@ -405,12 +405,7 @@ impl Vocabulary {
     /// (`<|im_end|>`), else the lowest-numbered text token whose bytes are
     /// `text`. For formats that name tokens by text (structural tags).
     pub fn token_by_text(&self, text: &str) -> Option<TokenId> {
-        let special = self
-            .special_names
-            .binary_search_by(|(name, _)| name.as_str().cmp(text))
-            .ok()
-            .map(|at| self.special_names[at].1);
-        special.or_else(|| {
+        self.special_token(text).or_else(|| {
             (0..self.len())
                 .map(|index| TokenId::new(index).expect("ids fit"))
                 .find(|&id| {
@@ -418,6 +413,16 @@ impl Vocabulary {
                         && self.bytes(id) == text.as_bytes()
                 })
         })
+    }
+
+    /// The special token named `name` (`<|im_end|>`), if there is one: a
+    /// lookup among the special tokens alone, where
+    /// [`Vocabulary::token_by_text`] also searches the text tokens.
+    pub fn special_token(&self, name: &str) -> Option<TokenId> {
+        self.special_names
+            .binary_search_by(|(known, _)| known.as_str().cmp(name))
+            .ok()
+            .map(|at| self.special_names[at].1)
     }
 
     /// The stop tokens, sorted.
