@@ -677,14 +677,6 @@ impl Writer<'_> {
         ]
     }
 
-    /// White space between reasoning and calls where text may come instead.
-    fn ws(&self) -> &'static str {
-        match self.options.reasoning {
-            Reasoning::Forbidden => "",
-            _ => "reasoning.ws ",
-        }
-    }
-
     /// The options of the answer text's dispatch: `once` (it ends after
     /// its arm), and the strings the text must not contain — `excluded`,
     /// and `<think>`: reasoning comes before the text or not at all, so
@@ -796,8 +788,12 @@ impl Writer<'_> {
             (format!("{think}{calls}"), String::new())
         } else {
             // A call is never text: text does not contain a call's opening.
+            // The white space after reasoning is the block's, not the
+            // root's: a root that scans white space first is new in every
+            // request, and its mask-cache entry walks every token that
+            // begins with white space.
             (
-                format!("{block}({}{calls} | text)", self.ws()),
+                format!("{think}{calls} | {block}text"),
                 format!(
                     "dispatch(exclude=({}, {})) {{}}",
                     literal(THINK),
@@ -1018,7 +1014,8 @@ impl Writer<'_> {
             format!("{think}{calls}")
         } else {
             // A call list is never text: text does not begin with `[`.
-            format!("{block}({}{calls} | text)", self.ws())
+            // (White space after reasoning as in `llama3`.)
+            format!("{think}{calls} | {block}text")
         };
         let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             format!("{} {args} \")\"", literal(&format!("{}(", tool.name)))
