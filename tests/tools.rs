@@ -1361,6 +1361,20 @@ fn reasoned(reasoning: &str, content: Option<&str>, calls: &[(&str, Value)]) -> 
     messages
 }
 
+/// The turns most template tests render with `turn` (from the content and
+/// the calls): one call, three calls after text, a text answer; each with
+/// its calls.
+fn standard_turns<'a>(
+    turn: impl Fn(Option<&str>, &[(&str, Value)]) -> String,
+    calls: &'a [(&'a str, Value)],
+) -> Vec<(String, &'a [(&'a str, Value)])> {
+    vec![
+        (turn(None, &calls[..1]), &calls[..1]),
+        (turn(Some("Let me look these up."), calls), calls),
+        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[]),
+    ]
+}
+
 /// Runs each turn and checks its calls against the captures and events;
 /// returns the runs.
 fn accepts(
@@ -1404,11 +1418,7 @@ fn deepseek_v3_1_turns_rendered_by_its_chat_template() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&conversation(content, calls, Value::clone), end)
     };
-    let turns = [
-        (turn(None, &calls[..1]), &calls[..1]),
-        (turn(Some("Let me look these up."), &calls), &calls[..]),
-        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-    ];
+    let turns = standard_turns(turn, &calls);
     accepts(&model, &grammar, &turns);
     // The standard library's file takes them too.
     let library = model.library_grammar("std/deepseek_v3_1.xg");
@@ -1457,15 +1467,7 @@ fn deepseek_v3_2_turns_rendered_by_its_chat_template() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&reasoned(why, content, calls), end)
     };
-    let runs = accepts(
-        &model,
-        &grammar,
-        &[
-            (turn(None, &calls[..1]), &calls[..1]),
-            (turn(Some("Let me look these up."), &calls), &calls[..]),
-            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-        ],
-    );
+    let runs = accepts(&model, &grammar, &standard_turns(turn, &calls));
     for run in runs {
         assert_eq!(run.streamed.reasoning, why);
     }
@@ -1523,22 +1525,15 @@ fn kimi_k2_turns_rendered_by_its_chat_templates() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&conversation(content, calls, Value::clone), end)
     };
-    accepts(
-        &model,
-        &grammar,
-        &[
-            (turn(None, &calls[..1]), &calls[..1]),
-            (turn(Some("Let me look these up."), &calls), &calls[..]),
-            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-            (
-                turn(
-                    Some("<think>Weather first, then news.</think>"),
-                    &calls[..2],
-                ),
-                &calls[..2],
-            ),
-        ],
-    );
+    let mut turns = standard_turns(turn, &calls);
+    turns.push((
+        turn(
+            Some("<think>Weather first, then news.</think>"),
+            &calls[..2],
+        ),
+        &calls[..2],
+    ));
+    accepts(&model, &grammar, &turns);
     model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
     let missing = turn(None, &[("search", json!({"filters": {}}))]);
     model.refuses_at(&grammar, &missing, "filters");
@@ -1658,15 +1653,7 @@ fn minimax_m2_turns_rendered_by_its_chat_template() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&reasoned(why, content, calls), end)
     };
-    let runs = accepts(
-        &model,
-        &grammar,
-        &[
-            (turn(None, &calls[..1]), &calls[..1]),
-            (turn(Some("Let me look these up."), &calls), &calls[..]),
-            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-        ],
-    );
+    let runs = accepts(&model, &grammar, &standard_turns(turn, &calls));
     for run in runs {
         assert_eq!(run.streamed.reasoning.trim(), why);
     }

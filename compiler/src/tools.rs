@@ -446,6 +446,9 @@ pub fn to_xg(
 /// ([`xg_runtime::TEXT_CAPTURE`]).
 const TEXT: &str = "text [capture]";
 
+/// An optional line break, as `.xg` text with the space that follows it.
+const LINE_BREAK: &str = "\"\\n\"? ";
+
 /// GLM-4.5's reasoning rules: a line break may come before `<think>`.
 const LEAD: [(&str, &str); 2] = [
     ("lead_think", "\"\\n\"? reasoning.think"),
@@ -646,6 +649,15 @@ impl Writer<'_> {
         }
     }
 
+    /// The root of a format whose calls come in one section after the text:
+    /// the marker `open`, the calls (the rule `call`), each after `apart`,
+    /// which also ends the last, then the marker `close`.
+    fn section(&self, open: &str, apart: &str, close: &str) -> Vec<(&'static str, String)> {
+        let one = format!("{apart}call");
+        let calls = format!("{} {apart}{}", self.repeated(&one, ""), self.marker(close));
+        self.sectioned(open, &calls)
+    }
+
     /// The root of a format whose calls come in one section after the text,
     /// opened by the marker `open`; `after` is the rest of the section.
     fn sectioned(&self, open: &str, after: &str) -> Vec<(&'static str, String)> {
@@ -661,20 +673,29 @@ impl Writer<'_> {
     /// The root of a format whose calls (`calls`, one or more) begin with a
     /// special token, so the text before them is any free text.
     fn special_calls(&self, calls: &str) -> Vec<(&'static str, String)> {
-        let block = self.block();
-        if self.tools.is_empty() {
-            return vec![
-                ("root", format!("{block}text")),
-                (TEXT, FREE_TEXT.to_string()),
-            ];
-        }
+        let root = ("root", self.text_or_calls(calls, true));
         if self.must_call {
-            return vec![("root", format!("{}{calls}", self.think()))];
+            vec![root]
+        } else {
+            vec![root, (TEXT, FREE_TEXT.to_string())]
         }
-        vec![
-            ("root", format!("{block}text ({calls})?")),
-            (TEXT, FREE_TEXT.to_string()),
-        ]
+    }
+
+    /// The body of a root of text (the rule `text`) and calls (`calls`):
+    /// text alone without tools, calls alone when one is required, else
+    /// text then optional calls (`after_text`) or one of the two; with
+    /// reasoning first as the options say.
+    fn text_or_calls(&self, calls: &str, after_text: bool) -> String {
+        let (think, block) = (self.think(), self.block());
+        if self.tools.is_empty() {
+            format!("{block}text")
+        } else if self.must_call {
+            format!("{think}{calls}")
+        } else if after_text {
+            format!("{block}text ({calls})?")
+        } else {
+            format!("{think}{calls} | {block}text")
+        }
     }
 
     /// The options of the answer text's dispatch: `once` (it ends after
@@ -779,26 +800,21 @@ impl Writer<'_> {
     }
 
     fn llama3(&self) -> Vec<(&'static str, String)> {
-        let think = self.think();
         let calls = self.repeated("call", "\"; \" ");
-        let block = self.block();
-        let (root, text) = if self.tools.is_empty() {
-            (format!("{block}text"), FREE_TEXT.to_owned())
+        // A call is never text: text does not contain a call's opening.
+        // The white space after reasoning is the block's, not the root's: a
+        // root that scans white space first is new in every request, and
+        // its mask-cache entry walks every token that begins with it.
+        let root = self.text_or_calls(&calls, false);
+        let text = if self.tools.is_empty() {
+            FREE_TEXT.to_owned()
         } else if self.must_call {
-            (format!("{think}{calls}"), String::new())
+            String::new()
         } else {
-            // A call is never text: text does not contain a call's opening.
-            // The white space after reasoning is the block's, not the
-            // root's: a root that scans white space first is new in every
-            // request, and its mask-cache entry walks every token that
-            // begins with white space.
-            (
-                format!("{think}{calls} | {block}text"),
-                format!(
-                    "dispatch(exclude=({}, {})) {{}}",
-                    literal(THINK),
-                    literal("{\"name\": ")
-                ),
+            format!(
+                "dispatch(exclude=({}, {})) {{}}",
+                literal(THINK),
+                literal("{\"name\": ")
             )
         };
         let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
@@ -823,19 +839,11 @@ impl Writer<'_> {
     }
 
     fn mistral(&self) -> Vec<(&'static str, String)> {
-        let think = self.think();
         let calls = format!(
             "Token(\"[TOOL_CALLS]\") \"[\" {} \"]\"",
             self.repeated("call", "\", \" ")
         );
-        let block = self.block();
-        let root = if self.tools.is_empty() {
-            format!("{block}text")
-        } else if self.must_call {
-            format!("{think}{calls}")
-        } else {
-            format!("{block}text ({calls})?")
-        };
+        let root = self.text_or_calls(&calls, true);
         let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             let name = serde_json::to_string(&tool.name).expect("strings serialize");
             format!(
@@ -901,12 +909,7 @@ impl Writer<'_> {
     }
 
     fn deepseek_v31(&self) -> Vec<(&'static str, String)> {
-        let calls = format!(
-            "{} {}",
-            self.repeated("call", ""),
-            self.marker("<｜tool▁calls▁end｜>")
-        );
-        let root = self.sectioned("<｜tool▁calls▁begin｜>", &calls);
+        let root = self.section("<｜tool▁calls▁begin｜>", "", "<｜tool▁calls▁end｜>");
         let (begin, sep, end) = (
             self.marker("<｜tool▁call▁begin｜>"),
             self.marker("<｜tool▁sep｜>"),
@@ -918,12 +921,11 @@ impl Writer<'_> {
     }
 
     fn deepseek_v32(&self) -> Vec<(&'static str, String)> {
-        let calls = format!(
-            "\"\\n\"? {} {}",
-            self.repeated("call \"\\n\"?", ""),
-            self.marker("</｜DSML｜function_calls>")
+        let root = self.section(
+            "<｜DSML｜function_calls>",
+            LINE_BREAK,
+            "</｜DSML｜function_calls>",
         );
-        let root = self.sectioned("<｜DSML｜function_calls>", &calls);
         self.with_calls(root, |tool, args| {
             format!(
                 "{} {args} {}",
@@ -934,12 +936,11 @@ impl Writer<'_> {
     }
 
     fn kimi(&self) -> Vec<(&'static str, String)> {
-        let calls = format!(
-            "{} {}",
-            self.repeated("call", ""),
-            self.marker("<|tool_calls_section_end|>")
+        let root = self.section(
+            "<|tool_calls_section_begin|>",
+            "",
+            "<|tool_calls_section_end|>",
         );
-        let root = self.sectioned("<|tool_calls_section_begin|>", &calls);
         let (begin, arguments, end) = (
             self.marker("<|tool_call_begin|>"),
             self.marker("<|tool_call_argument_begin|>"),
@@ -959,7 +960,7 @@ impl Writer<'_> {
     }
 
     fn glm(&self) -> Vec<(&'static str, String)> {
-        let root = self.each_opened("<tool_call>", "\"\\n\"? ");
+        let root = self.each_opened("<tool_call>", LINE_BREAK);
         let close = self.marker("</tool_call>");
         self.with_calls(root, |tool, args| {
             format!("{} {args} {close}", literal(&tool.name))
@@ -967,12 +968,7 @@ impl Writer<'_> {
     }
 
     fn minimax(&self) -> Vec<(&'static str, String)> {
-        let calls = format!(
-            "\"\\n\"? {} {}",
-            self.repeated("call \"\\n\"?", ""),
-            self.marker("</minimax:tool_call>")
-        );
-        let root = self.sectioned("<minimax:tool_call>", &calls);
+        let root = self.section("<minimax:tool_call>", LINE_BREAK, "</minimax:tool_call>");
         self.with_calls(root, |tool, args| {
             format!(
                 "{} {args} \"</invoke>\"",
@@ -1006,17 +1002,8 @@ impl Writer<'_> {
         } else {
             list
         };
-        let think = self.think();
-        let block = self.block();
-        let root = if self.tools.is_empty() {
-            format!("{block}text")
-        } else if self.must_call {
-            format!("{think}{calls}")
-        } else {
-            // A call list is never text: text does not begin with `[`.
-            // (White space after reasoning as in `llama3`.)
-            format!("{think}{calls} | {block}text")
-        };
+        // A call list is never text: text does not begin with `[`.
+        let root = self.text_or_calls(&calls, false);
         let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             format!("{} {args} \")\"", literal(&format!("{}(", tool.name)))
         });
