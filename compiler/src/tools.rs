@@ -1002,11 +1002,16 @@ impl Writer<'_> {
         } else {
             list
         };
-        // A call list is never text: text does not begin with `[`.
-        let root = self.text_or_calls(&calls, false);
+        // A call list is never text: text does not begin with `[`. The list
+        // is a rule of its own: a root that scans `[` itself would be new in
+        // every request, its mask-cache entry with it.
+        let root = self.text_or_calls("call_list", false);
         let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             format!("{} {args} \")\"", literal(&format!("{}(", tool.name)))
         });
+        if !self.tools.is_empty() {
+            rules.push(("call_list", calls));
+        }
         if self.tools.is_empty() {
             rules.push((TEXT, FREE_TEXT.to_string()));
         } else if !self.must_call {
