@@ -20,6 +20,12 @@ use crate::TokenId;
 /// The longest string [`Matcher::forced_bytes`] looks ahead.
 const FORCED_LIMIT: usize = 1 << 16;
 
+/// The most Earley items [`Matcher::forced_bytes`] builds looking ahead: a
+/// grammar whose rows grow with each forced byte would otherwise cost time
+/// quadratic in [`FORCED_LIMIT`] (a random grammar of the matcher property
+/// test ran for over 15 minutes). Forced text cut short is still forced.
+const FORCED_ITEMS: usize = 1 << 20;
+
 /// How many of the model's last tokens [`Matcher::forced_tokens`] tokenizes
 /// again with the forced text: enough for a tokenizer's word splitting to
 /// see the word the forced text continues.
@@ -40,7 +46,9 @@ pub struct ForcedTokens {
 impl Matcher {
     /// The longest byte string the grammar forces next: every continuation
     /// of the output starts with it (jump-forward decoding). Empty when the
-    /// output may end here or more than one byte may follow.
+    /// output may end here or more than one byte may follow. The look-ahead
+    /// stops at 64 KiB or about a million Earley items, whichever comes
+    /// first (what follows is forced too, and found at the next step).
     pub fn forced_bytes(&self) -> Vec<u8> {
         self.forced().0
     }
@@ -49,7 +57,12 @@ impl Matcher {
     fn forced(&self) -> (Vec<u8>, bool) {
         let mut probe = self.fork();
         let mut forced = Vec::new();
-        while forced.len() < FORCED_LIMIT && !probe.terminated && !probe.can_terminate() {
+        let mut items = 0;
+        while forced.len() < FORCED_LIMIT
+            && items < FORCED_ITEMS
+            && !probe.terminated
+            && !probe.can_terminate()
+        {
             let expected = probe.expected();
             if expected.allows_text() || expected.allows_tokens() {
                 break;
@@ -69,6 +82,7 @@ impl Matcher {
             match only {
                 Some(byte) if viable == 1 && probe.push(Start::Scan(Symbol::Byte(byte))) => {
                     forced.push(byte);
+                    items += probe.history.row(probe.history.rows() - 1).len();
                 }
                 _ => break,
             }
