@@ -479,6 +479,56 @@ fn captures_name_each_match_of_a_captured_rule() {
     assert!(plain.captures().is_empty());
 }
 
+/// A special token matched inside a captured rule reads as its name, in
+/// the capture and in a tool call's streamed arguments; a character written
+/// over two steps is streamed whole once its second byte comes.
+#[test]
+fn special_tokens_in_captures_read_as_their_names() {
+    use xg_runtime::{TokenId, ToolCallEvent, ToolCallStream, Vocabulary};
+    let grammar = runtime_grammar(
+        r#"
+        root ::= "f" args "."
+        args [capture="tool:f"] ::= "x" Token(2) "é" "y"
+        "#,
+    );
+    let pieces: [&[u8]; 3] = [b"a", b"b", b"<|sep|>"];
+    let sep = TokenId::new(2).unwrap();
+    let vocabulary = Arc::new(Vocabulary::from_byte_strings(&pieces, &[sep]).unwrap());
+    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
+    let mut stream = ToolCallStream::new();
+    let mut deltas = Vec::new();
+    let mut poll = |matcher: &mut Matcher, stream: &mut ToolCallStream| {
+        for event in stream.poll(matcher) {
+            if let ToolCallEvent::ArgumentsDelta { text, .. } = event {
+                deltas.push(text);
+            }
+        }
+    };
+    matcher.accept_str("fx").unwrap();
+    poll(&mut matcher, &mut stream);
+    matcher.accept_token_id(sep).unwrap();
+    poll(&mut matcher, &mut stream);
+    for byte in "é".as_bytes() {
+        matcher.accept_bytes(&[*byte]).unwrap();
+        poll(&mut matcher, &mut stream);
+    }
+    matcher.accept_str("y.").unwrap();
+    let last = stream.poll(&matcher);
+    for event in &last {
+        if let ToolCallEvent::ArgumentsDelta { text, .. } = event {
+            deltas.push(text.clone());
+        }
+    }
+    assert_eq!(deltas, ["x", "<|sep|>", "é", "y"]);
+    assert!(last.contains(&ToolCallEvent::ToolCallFinished {
+        index: 0,
+        name: "f".into(),
+        arguments: "x<|sep|>éy".into(),
+    }));
+    let captures = matcher.captures();
+    assert_eq!(captures[0].text_lossy(), "x<|sep|>éy");
+}
+
 /// The matches [`Matcher::captures`] should report for `text` (accepted
 /// whole), by the reference recognizer: for each captured rule `r` and each
 /// start `i` where the grammar can call `r` after `text[..i]` — `text[..i]`

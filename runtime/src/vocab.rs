@@ -401,6 +401,18 @@ impl Vocabulary {
         &self.pool[self.offsets[index] as usize..self.offsets[index + 1] as usize]
     }
 
+    /// How `id` is written: a text token's bytes, a special token's name
+    /// (`<|im_end|>`); empty for an absent token. What a capture holding
+    /// the token reads.
+    pub fn written(&self, id: TokenId) -> &[u8] {
+        match self.kind_of(id) {
+            TokenKind::Special => (self.special_names.iter())
+                .find(|(_, special)| *special == id)
+                .map_or(&[], |(name, _)| name.as_bytes()),
+            _ => self.bytes(id),
+        }
+    }
+
     /// The token written `text`: a special token by its name
     /// (`<|im_end|>`), else the lowest-numbered text token whose bytes are
     /// `text`. For formats that name tokens by text (structural tags).

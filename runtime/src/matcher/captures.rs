@@ -33,8 +33,8 @@ pub struct Capture {
     pub start: usize,
     /// Where it ends: the number of symbols accepted up to its end.
     pub end: usize,
-    /// Its text: the bytes it matched, with the text of a token matched
-    /// by id where the matcher has a vocabulary.
+    /// Its text: the bytes it matched, with the name of a special token
+    /// it matched (`<|sep|>`) where the matcher has a vocabulary.
     pub text: Vec<u8>,
 }
 
@@ -338,7 +338,7 @@ impl Matcher {
                 Symbol::Byte(byte) => text.push(*byte),
                 Symbol::Token(token) => {
                     if let Some(vocabulary) = &self.vocabulary {
-                        text.extend_from_slice(vocabulary.bytes(*token));
+                        text.extend_from_slice(vocabulary.written(*token));
                     }
                 }
             }

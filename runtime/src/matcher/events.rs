@@ -91,7 +91,7 @@ struct Span {
     /// Its rule, and the row its match began in.
     rule: u32,
     origin: u32,
-    /// The bytes given in events so far.
+    /// The rows (bytes, and tokens matched by id) given in events so far.
     sent: usize,
     /// The latest row a match of the span's rule from its origin ended in.
     end: Option<u32>,
@@ -249,14 +249,18 @@ impl Span {
         events: &mut Vec<ToolCallEvent>,
     ) {
         let start = self.origin as usize;
-        let text = matcher.input_text(start + self.sent, settled.max(start + self.sent));
-        let whole = if closed {
-            text.len()
-        } else {
-            whole_characters(&text)
-        };
-        if whole > 0 {
-            let text = String::from_utf8_lossy(&text[..whole]).into_owned();
+        let from = start + self.sent;
+        let mut to = settled.max(from);
+        let mut text = matcher.input_text(from, to);
+        // Whole characters unless closed: the rows that end inside one
+        // wait (a row is a byte, or a token matched by id: its text).
+        while !closed && to > from && whole_characters(&text) < text.len() {
+            to -= 1;
+            text = matcher.input_text(from, to);
+        }
+        self.sent = to - start;
+        if !text.is_empty() {
+            let text = String::from_utf8_lossy(&text).into_owned();
             events.push(match &self.role {
                 Role::Call { index, .. } => ToolCallEvent::ArgumentsDelta {
                     index: *index,
@@ -265,7 +269,6 @@ impl Span {
                 Role::Text => ToolCallEvent::Text { text },
                 Role::Reasoning => ToolCallEvent::Reasoning { text },
             });
-            self.sent += whole;
         }
         if closed {
             self.finished = true;
