@@ -7,7 +7,7 @@ mod common;
 use std::sync::Arc;
 
 use common::{
-    CORPUS, LIBRARY, MODEL_GRAMMARS, REAL_TOKENIZERS, RealTokenizer, Rng, compact, grammar_text,
+    CORPUS, LIBRARY, MODEL_GRAMMARS, ModelVocabulary, REAL_TOKENIZERS, Rng, compact, grammar_text,
     library, maskbench, maskbench_options, random_grammar, real_tokenizer, runtime_grammar,
     runtime_grammar_for, schema_grammar,
 };
@@ -181,7 +181,8 @@ proptest! {
 }
 
 /// Real vocabularies: every grammar under `grammars/` (the library on each
-/// real tokenizer, the grammars that name a model's tokens on that model's)
+/// real tokenizer, the grammars that name a model's tokens on that model's
+/// or on bytes and its markers)
 /// and a few of the corpus; a sample of ids per step in debug builds, all
 /// of them in release.
 #[test]
@@ -192,7 +193,7 @@ fn masks_are_exact_on_real_vocabularies() {
         .chain(COUNTED.iter().map(|s| (*s).to_owned()))
         .collect();
     let counted = grammars.len() - COUNTED.len();
-    let mut runs: Vec<(&RealTokenizer, Vec<(String, usize)>)> = REAL_TOKENIZERS
+    let mut runs: Vec<(ModelVocabulary, Vec<(String, usize)>)> = REAL_TOKENIZERS
         .iter()
         .map(|tokenizer| {
             let walks = grammars
@@ -200,16 +201,15 @@ fn masks_are_exact_on_real_vocabularies() {
                 .enumerate()
                 .map(|(k, source)| (source.clone(), if k >= counted { 40 } else { 10 }))
                 .collect();
-            (tokenizer, walks)
+            (ModelVocabulary::Real(tokenizer), walks)
         })
         .collect();
-    for &(path, tokenizer) in MODEL_GRAMMARS {
-        runs.push((tokenizer, vec![(grammar_text(path), 20)]));
+    for &(path, vocabulary) in MODEL_GRAMMARS {
+        runs.push((vocabulary, vec![(grammar_text(path), 20)]));
     }
     let full = !cfg!(debug_assertions);
-    for (tokenizer, walks) in runs {
-        let (json, config) = real_tokenizer(tokenizer);
-        let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    for (model, walks) in runs {
+        let vocabulary = Arc::new(model.load());
         let size = vocabulary.len();
         for (k, (source, steps)) in walks.iter().enumerate() {
             let grammar = runtime_grammar_for(source, Some(&vocabulary));
@@ -229,7 +229,7 @@ fn masks_are_exact_on_real_vocabularies() {
                 *steps,
             );
             if let Err(error) = result {
-                panic!("{} on grammar {k}: {error}", tokenizer.name);
+                panic!("{} on grammar {k}: {error}", model.name());
             }
         }
     }

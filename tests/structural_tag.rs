@@ -553,4 +553,30 @@ fn xml_argument_styles() {
             "<｜DSML｜parameter name=\"name\" string=\"true\">Bob</｜DSML｜parameter><｜DSML｜parameter name=\"age\" string=\"true\">3</｜DSML｜parameter>",
         ],
     );
+    // Kimi K3's XTML (markers as text here): each value typed, a string
+    // raw, an integer a `number`; no line breaks around values.
+    let xtml = |key: &str, kind: &str, value: &str| {
+        format!(
+            "<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{value}<|close|>argument<|sep|>"
+        )
+    };
+    let (bob, three) = (
+        xtml("name", "string", "Bob <b>\"B\"\n"),
+        xtml("age", "number", "3"),
+    );
+    check(
+        &style("kimi_k3_xml"),
+        &[
+            &format!("{bob}{three}"),
+            &format!("{bob}{three}{}", xtml("mode", "string", "fast")),
+            &format!("{bob}{three}{}", xtml("tags", "array", "[\"x\", \"y\"]")),
+        ],
+        &[
+            &bob,
+            &format!("{bob}{}", xtml("age", "string", "3")),
+            &format!("{bob}{}", xtml("age", "number", "\"3\"")),
+            &format!("{bob}{three}{}", xtml("mode", "string", "medium")),
+            &format!("{bob}\n{three}"),
+        ],
+    );
 }

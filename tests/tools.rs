@@ -899,15 +899,37 @@ struct Turn {
     streamed: Streamed,
 }
 
-/// A call's arguments as JSON: JSON as it is, the XML arguments of GLM
-/// (`<arg_key>`, `<arg_value>`), MiniMax (`<parameter name=…>`) and
-/// DeepSeek V3.2 (`<｜DSML｜parameter name=… string=…>`) as an object
-/// whose values are JSON where they read as JSON, else the raw text.
+/// A call's arguments as JSON: JSON as it is, Kimi K3's XTML arguments
+/// by their types, the XML arguments of GLM (`<arg_key>`, `<arg_value>`),
+/// MiniMax (`<parameter name=…>`) and DeepSeek V3.2
+/// (`<｜DSML｜parameter name=… string=…>`) as an object whose values are
+/// JSON where they read as JSON, else the raw text.
 fn arguments_as_json(name: &str, arguments: &str) -> Value {
     if arguments.trim_start().starts_with('{') {
         return serde_json::from_str(arguments).unwrap_or_else(|error| {
             panic!("{name}: {error} in {arguments:?}");
         });
+    }
+    if arguments.starts_with("<|open|>") {
+        // Kimi K3's XTML: a string raw, any other type JSON.
+        let element = regex::Regex::new(
+            r#"(?s)<\|open\|>argument key="([^"]*)" type="([^"]*)"<\|sep\|>(.*?)<\|close\|>argument<\|sep\|>"#,
+        )
+        .unwrap();
+        let object = element
+            .captures_iter(arguments)
+            .map(|found| {
+                let raw = &found[3];
+                let value = match &found[2] {
+                    "string" => json!(raw),
+                    _ => serde_json::from_str(raw).unwrap_or_else(|error| {
+                        panic!("{name}: {error} in {raw:?}");
+                    }),
+                };
+                (found[1].to_string(), value)
+            })
+            .collect();
+        return Value::Object(object);
     }
     let element = regex::Regex::new(
         r#"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>|<(?:｜DSML｜)?parameter name="([^"]*)"(?: string="(?:true|false)")?>(.*?)</(?:｜DSML｜)?parameter>"#,
@@ -1504,8 +1526,8 @@ const KIMI_TOKENS: &[(&str, bool)] = &[
 /// special tokens (no package carries its tokenizer): the markers are
 /// written as tokens; one call, three calls after text, a text answer,
 /// reasoning before calls (as K2 Thinking writes it: `<think>…</think>`,
-/// then the content). Refused: an unknown
-/// tool, a missing required argument, a wrong type, a second call when
+/// then the content); the standard library's file takes them too.
+/// Refused: an unknown tool, a missing required argument, a wrong type, a second call when
 /// parallel calls are off, a call under tool choice `none`.
 #[test]
 fn kimi_k2_turns_rendered_by_its_chat_templates() {
@@ -1534,6 +1556,11 @@ fn kimi_k2_turns_rendered_by_its_chat_templates() {
         &calls[..2],
     ));
     accepts(&model, &grammar, &turns);
+    // The standard library's file takes them too.
+    let library = model.library_grammar("std/kimi.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
+    }
     model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
     let missing = turn(None, &[("search", json!({"filters": {}}))]);
     model.refuses_at(&grammar, &missing, "filters");
@@ -1557,6 +1584,145 @@ fn kimi_k2_turns_rendered_by_its_chat_templates() {
         &turn(None, &calls[..1]),
         "<|tool_calls_section_begin|>",
     );
+}
+
+/// Kimi K3's XTML markers and its stop token, special tokens of its
+/// tokenizer.
+const KIMI_K3_TOKENS: &[(&str, bool)] = &[
+    ("<|open|>", true),
+    ("<|close|>", true),
+    ("<|sep|>", true),
+    ("<|end_of_msg|>", true),
+];
+
+/// An assistant turn after Kimi K3's generation prompt, as its chat
+/// format writes it. K3 ships no Jinja template: its format is a Python
+/// program (`encoding_k3.py` in the model's repository), and these are its
+/// rules. With thinking on (`reasoning` given) the prompt opened `think`:
+/// the reasoning, `<|close|>think<|sep|>`, then `<|open|>response<|sep|>`;
+/// thinking off, the prompt opened `response`. Then the content,
+/// `<|close|>response<|sep|>`, the calls in a `tools` channel numbered from
+/// 1, each argument typed (a string raw, any other value as Python's
+/// `json.dumps` writes it), and `<|close|>message<|sep|>`.
+fn kimi_k3_turn(reasoning: Option<&str>, content: Option<&str>, calls: &[(&str, Value)]) -> String {
+    let tag = |marker: &str, name: &str| format!("{marker}{name}<|sep|>");
+    let mut turn = String::new();
+    if let Some(reasoning) = reasoning {
+        turn.push_str(reasoning);
+        turn += &tag("<|close|>", "think");
+        turn += &tag("<|open|>", "response");
+    }
+    turn += content.unwrap_or("");
+    turn += &tag("<|close|>", "response");
+    if !calls.is_empty() {
+        turn += &tag("<|open|>", "tools");
+        for (i, (name, arguments)) in calls.iter().enumerate() {
+            let _ = write!(
+                turn,
+                "<|open|>call tool=\"{name}\" index=\"{}\"<|sep|>",
+                i + 1
+            );
+            for (key, value) in arguments.as_object().unwrap() {
+                let kind = match value {
+                    Value::String(_) => "string",
+                    Value::Number(_) => "number",
+                    Value::Bool(_) => "boolean",
+                    Value::Null => "null",
+                    Value::Object(_) => "object",
+                    Value::Array(_) => "array",
+                };
+                let written = value
+                    .as_str()
+                    .map_or_else(|| python_json(value), str::to_owned);
+                let _ = write!(
+                    turn,
+                    "<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{written}<|close|>argument<|sep|>"
+                );
+            }
+            turn += &tag("<|close|>", "call");
+        }
+        turn += &tag("<|close|>", "tools");
+    }
+    turn + &tag("<|close|>", "message")
+}
+
+/// Kimi K3's XTML turns ([`kimi_k3_turn`]) on a vocabulary of bytes and
+/// its markers (no package carries its tokenizer), the markers written as
+/// tokens: with thinking on (the default: the prompt opens `think`) one
+/// call, three calls after text and a text answer, each after reasoning
+/// (streamed as reasoning), and a call after empty reasoning; with
+/// thinking off the same turns without it. Refused: an unknown tool, a
+/// missing required argument, a wrong type (also inside a nested object),
+/// a value outside an enum, a second call when parallel calls are off, a
+/// call under tool choice `none`.
+#[test]
+fn kimi_k3_xtml_turns() {
+    let model = Model::bytes(KIMI_K3_TOKENS, "<|end_of_msg|>");
+    let options = Options::new(Format::KimiK3);
+    assert_eq!(options.reasoning, Reasoning::Forced);
+    let tools = xg_compiler::tools::parse(&tools()).unwrap();
+    let text = xg_compiler::tools::to_xg(&tools, &options, Some(&model.vocabulary)).unwrap();
+    assert!(text.contains("Token(\"<|sep|>\")"), "{text}");
+    let grammar = model.grammar(&options);
+    let calls = template_calls();
+    let why = "Weather first, then news.";
+    let thinking =
+        |content: Option<&str>, calls: &[(&str, Value)]| kimi_k3_turn(Some(why), content, calls);
+    let mut turns = standard_turns(thinking, &calls);
+    turns.push((kimi_k3_turn(Some(""), None, &calls[..1]), &calls[..1]));
+    let runs = accepts(&model, &grammar, &turns);
+    for run in &runs[..3] {
+        assert_eq!(run.streamed.reasoning, why);
+    }
+    let library = model.library_grammar("std/kimi_k3.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
+    }
+    let off = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..options.clone()
+    });
+    let answer =
+        |content: Option<&str>, calls: &[(&str, Value)]| kimi_k3_turn(None, content, calls);
+    for run in accepts(&model, &off, &standard_turns(answer, &calls)) {
+        assert_eq!(run.streamed.reasoning, "");
+    }
+    model.refuses_at(
+        &grammar,
+        &thinking(None, &[("get_time", json!({}))]),
+        "time",
+    );
+    let missing = thinking(None, &[("search", json!({"filters": {}}))]);
+    model.refuses_at(&grammar, &missing, "filters");
+    let wrong = thinking(None, &[("get_weather", json!({"city": 42}))]);
+    model.refuses_at(&grammar, &wrong, "number");
+    let nested = thinking(
+        None,
+        &[(
+            "search",
+            json!({"query": "x", "filters": {"max_results": "five"}}),
+        )],
+    );
+    model.refuses_at(&grammar, &nested, "\"five");
+    let outside = thinking(
+        None,
+        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+    );
+    model.refuses_at(&grammar, &outside, "kelvin");
+    let single = model.grammar(&Options {
+        parallel_calls: false,
+        ..options.clone()
+    });
+    model.refuses_at(
+        &single,
+        &thinking(None, &calls[..2]),
+        "<|open|>call tool=\"search\"",
+    );
+    let none = model.grammar(&Options {
+        tool_choice: ToolChoice::None,
+        ..options
+    });
+    model.refuses_at(&none, &thinking(None, &calls[..1]), "<|open|>tools");
 }
 
 /// GLM's added tokens (text tokens here: the XML markers are written as
@@ -1670,8 +1836,9 @@ fn minimax_m2_turns_rendered_by_its_chat_template() {
 
 /// Mistral Small 3.2's own template (tokenizer v11+: a call is
 /// `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}`), on a vocabulary of bytes and
-/// Mistral's control tokens: one call, three calls, a text answer. Refused:
-/// an unknown tool, a wrong type.
+/// Mistral's control tokens: one call, three calls, a text answer (the
+/// standard library's file takes them too). Refused: an unknown tool, a
+/// wrong type.
 #[test]
 fn mistral_v11_turns_rendered_by_the_mistral_small_3_2_chat_template() {
     let model = Model::bytes(
@@ -1697,15 +1864,16 @@ fn mistral_v11_turns_rendered_by_the_mistral_small_3_2_chat_template() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&conversation(content, calls, Value::clone), end)
     };
-    accepts(
-        &model,
-        &grammar,
-        &[
-            (turn(None, &calls[..1]), &calls[..1]),
-            (turn(None, &calls), &calls[..]),
-            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-        ],
-    );
+    let turns = [
+        (turn(None, &calls[..1]), &calls[..1]),
+        (turn(None, &calls), &calls[..]),
+        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+    ];
+    accepts(&model, &grammar, &turns);
+    let library = model.library_grammar("std/mistral_v11.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
+    }
     model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
     model.refuses_at(
         &grammar,
@@ -1824,8 +1992,8 @@ fn pythonic_calls_with_python_literals() {
 /// Command R7B's own tool-use template (Command A writes the same), on a
 /// vocabulary of bytes and Cohere's special tokens, with thinking on (the
 /// model opens its plan): one call and three calls after a plan, a text
-/// answer. Refused: an unknown tool, a wrong type, a second call with
-/// parallel calls off.
+/// answer (the standard library's file takes them too). Refused: an
+/// unknown tool, a wrong type, a second call with parallel calls off.
 #[test]
 fn command_turns_rendered_by_the_command_r7b_chat_template() {
     let model = Model::bytes(
@@ -1854,17 +2022,18 @@ fn command_turns_rendered_by_the_command_r7b_chat_template() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&reasoned(why, content, calls), end)
     };
-    let runs = accepts(
-        &model,
-        &grammar,
-        &[
-            (turn(None, &calls[..1]), &calls[..1]),
-            (turn(None, &calls), &calls[..]),
-            (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-        ],
-    );
+    let turns = [
+        (turn(None, &calls[..1]), &calls[..1]),
+        (turn(None, &calls), &calls[..]),
+        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
+    ];
+    let runs = accepts(&model, &grammar, &turns);
     for run in &runs[..2] {
         assert_eq!(run.streamed.reasoning, why);
+    }
+    let library = model.library_grammar("std/command.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
     }
     assert_eq!(runs[2].streamed.text, "Zürich: 21 °C, sunny.");
     model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");

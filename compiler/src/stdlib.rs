@@ -46,6 +46,19 @@ const LIBRARY: &[(&str, &str)] = &[
         include_str!("../../grammars/std/deepseek_v3_2.xg"),
     ),
     ("std/glm.xg", include_str!("../../grammars/std/glm.xg")),
+    ("std/kimi.xg", include_str!("../../grammars/std/kimi.xg")),
+    (
+        "std/mistral_v11.xg",
+        include_str!("../../grammars/std/mistral_v11.xg"),
+    ),
+    (
+        "std/command.xg",
+        include_str!("../../grammars/std/command.xg"),
+    ),
+    (
+        "std/kimi_k3.xg",
+        include_str!("../../grammars/std/kimi_k3.xg"),
+    ),
     (
         "std/minimax.xg",
         include_str!("../../grammars/std/minimax.xg"),

@@ -800,7 +800,7 @@ impl Builder<'_> {
                     &format!("{}/style", fields.pointer),
                     format!(
                         "unknown argument style `{style}`: `json`, `qwen_xml`, `glm_xml`, \
-                         `minimax_xml` or `deepseek_xml`"
+                         `minimax_xml`, `deepseek_xml` or `kimi_k3_xml`"
                     ),
                 );
             };
@@ -914,10 +914,10 @@ impl Builder<'_> {
         schema: &Value,
     ) -> Expr {
         let mut text = String::from("root ::= args\n");
-        for (name, body) in style.arguments("args", schema) {
+        for (name, body) in style.arguments("args", schema, self.vocabulary) {
             let _ = writeln!(text, "{name} ::= {body}");
         }
-        text.push_str(&style.text_rule());
+        text.push_str(&style.text_rule(self.vocabulary));
         self.embed(&format!("{}/json_schema", fields.pointer), text)
     }
 

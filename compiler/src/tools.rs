@@ -82,11 +82,19 @@ pub enum Format {
     /// Devstral): each call `[TOOL_CALLS]NAME[CALL_ID]ID[ARGS]{…}`, the id
     /// optional.
     MistralV11,
+    /// Kimi K3 (XTML): the prompt opens the `think` channel (or, thinking
+    /// off, `response`); the turn closes it with `<|close|>think<|sep|>`,
+    /// writes `<|open|>response<|sep|>` text `<|close|>response<|sep|>`,
+    /// then optionally `<|open|>tools<|sep|>` and each call as
+    /// `<|open|>call tool="NAME" index="N"<|sep|>`, its arguments in
+    /// [`XmlStyle::KimiK3`], `<|close|>call<|sep|>`, then
+    /// `<|close|>tools<|sep|>`, and ends with `<|close|>message<|sep|>`.
+    KimiK3,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 16] = [
+    pub const ALL: [Format; 17] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Llama3,
@@ -98,6 +106,7 @@ impl Format {
         Format::DeepSeekV31,
         Format::DeepSeekV32,
         Format::Kimi,
+        Format::KimiK3,
         Format::Glm45,
         Format::Glm47,
         Format::MiniMax,
@@ -118,6 +127,7 @@ impl Format {
             Format::DeepSeekV31 => "deepseek-v3.1",
             Format::DeepSeekV32 => "deepseek-v3.2",
             Format::Kimi => "kimi-k2",
+            Format::KimiK3 => "kimi-k3",
             Format::Glm45 => "glm-4.5",
             Format::Glm47 => "glm-4.7",
             Format::MiniMax => "minimax-m2",
@@ -128,21 +138,26 @@ impl Format {
     }
 
     /// Whether the family's template opens the reasoning in the prompt
-    /// (its generation prompt ends with `<think>` in thinking mode), so
-    /// that forced reasoning is the rest of the block, up to `</think>`.
+    /// (its generation prompt ends with `<think>` in thinking mode; Kimi
+    /// K3's with `<|open|>think<|sep|>`), so that forced reasoning is the
+    /// rest of the block.
     pub fn prompt_opens_reasoning(self) -> bool {
         matches!(
             self,
-            Format::DeepSeekV31 | Format::DeepSeekV32 | Format::Glm47 | Format::MiniMax
+            Format::DeepSeekV31
+                | Format::DeepSeekV32
+                | Format::Glm47
+                | Format::MiniMax
+                | Format::KimiK3
         )
     }
 
     /// The reasoning a turn has when the request does not say: what the
-    /// family's template does by default (GLM-4.7 and MiniMax M2 open the
-    /// reasoning in the prompt), else [`Reasoning::Allowed`].
+    /// family's template does by default (GLM-4.7, MiniMax M2 and Kimi K3
+    /// open the reasoning in the prompt), else [`Reasoning::Allowed`].
     pub fn default_reasoning(self) -> Reasoning {
         match self {
-            Format::Glm47 | Format::MiniMax => Reasoning::Forced,
+            Format::Glm47 | Format::MiniMax | Format::KimiK3 => Reasoning::Forced,
             _ => Reasoning::Allowed,
         }
     }
@@ -161,6 +176,7 @@ impl Format {
             Format::Glm45 | Format::Glm47 => Some(XmlStyle::Glm),
             Format::MiniMax => Some(XmlStyle::MiniMax),
             Format::DeepSeekV32 => Some(XmlStyle::DeepSeek),
+            Format::KimiK3 => Some(XmlStyle::KimiK3),
             _ => None,
         }
     }
@@ -533,8 +549,8 @@ impl Writer<'_> {
         let format = options.format;
         if format == Format::Harmony {
             out.push_str("import \"std/harmony.xg\" as harmony;\n");
-        } else if format == Format::Command {
-            // Its own reasoning markers.
+        } else if matches!(format, Format::Command | Format::KimiK3) {
+            // Their own reasoning markers.
         } else if options.reasoning != Reasoning::Forbidden {
             out.push_str("import \"std/reasoning.xg\" as reasoning;\n");
         }
@@ -558,6 +574,7 @@ impl Writer<'_> {
             Format::MistralV11 => self.mistral_v11(),
             Format::Pythonic => self.pythonic(),
             Format::Command => self.command(),
+            Format::KimiK3 => self.kimi_k3(),
         };
         for (name, body) in &rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
@@ -576,10 +593,10 @@ impl Writer<'_> {
                     let _ = writeln!(out, "{head} ::= {body}\n");
                 }
             } else if let Some(style) = format.xml_style() {
-                for (name, body) in style.arguments(rule, &tool.parameters) {
+                for (name, body) in style.arguments(rule, &tool.parameters, self.vocabulary) {
                     if name != *rule {
                         let _ = writeln!(out, "{name} ::= {body}\n");
-                    } else if format == Format::Qwen3Coder {
+                    } else if matches!(style, XmlStyle::Qwen | XmlStyle::KimiK3) {
                         let _ = writeln!(out, "{captured} ::= {body}\n");
                     } else {
                         // The line break after the call's opening is part of
@@ -593,7 +610,7 @@ impl Writer<'_> {
             }
         }
         if let Some(style) = format.xml_style().filter(|_| !self.tools.is_empty()) {
-            let _ = writeln!(out, "{}", style.text_rule());
+            let _ = writeln!(out, "{}", style.text_rule(self.vocabulary));
         }
         out.pop();
         out
@@ -642,11 +659,7 @@ impl Writer<'_> {
     /// A format's marker: its special token where the vocabulary has one,
     /// else its text.
     fn marker(&self, text: &str) -> String {
-        if self.is_special(text) {
-            format!("Token({})", literal(text))
-        } else {
-            literal(text)
-        }
+        marker(self.vocabulary, text)
     }
 
     /// The root of a format whose calls come in one section after the text:
@@ -1077,6 +1090,67 @@ impl Writer<'_> {
         rules
     }
 
+    fn kimi_k3(&self) -> Vec<(&'static str, String)> {
+        let tag = |marker: &str, name: &str| {
+            format!(
+                "{} {} {}",
+                self.marker(marker),
+                literal(name),
+                self.marker(XTML_SEP)
+            )
+        };
+        let (open, close) = (|name| tag(XTML_OPEN, name), |name| tag(XTML_CLOSE, name));
+        // The prompt opened `think` (thinking on) or `response`.
+        let mut response = match self.options.reasoning {
+            Reasoning::Forbidden => String::new(),
+            Reasoning::Allowed | Reasoning::Forced => {
+                format!("thought {} {} ", close("think"), open("response"))
+            }
+        };
+        if !self.must_call {
+            response.push_str("text ");
+        }
+        response.push_str(&close("response"));
+        let tools = format!(
+            "{} {} {}",
+            open("tools"),
+            self.repeated("call", ""),
+            close("tools")
+        );
+        let end = close("message");
+        let root = if self.tools.is_empty() {
+            format!("{response} {end}")
+        } else if self.must_call {
+            format!("{response} {tools} {end}")
+        } else {
+            format!("{response} ({tools})? {end}")
+        };
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
+            format!(
+                "{} {} call_index \"\\\"\" {} {args} {}",
+                self.marker(XTML_OPEN),
+                literal(&format!(
+                    "call tool=\"{}\" index=\"",
+                    xtml_attribute(&tool.name)
+                )),
+                self.marker(XTML_SEP),
+                close("call")
+            )
+        });
+        let text = xtml_text(self.vocabulary);
+        if !self.tools.is_empty() {
+            // The encoder numbers the calls of a turn from 1.
+            rules.push(("call_index", "[1-9] [0-9]*".to_string()));
+        }
+        if !self.must_call {
+            rules.push((TEXT, text.clone()));
+        }
+        if self.options.reasoning != Reasoning::Forbidden {
+            rules.push(("thought [capture=\"reasoning\"]", text));
+        }
+        rules
+    }
+
     /// Free text up to the marker `close` (not included): any text where it
     /// is a special token, else a dispatch that excludes it.
     fn until(&self, close: &str) -> String {
@@ -1116,6 +1190,39 @@ impl Writer<'_> {
     }
 }
 
+/// A format's marker in `.xg`: the special token of that name where
+/// `vocabulary` has one (`Token("…")`), else its text.
+fn marker(vocabulary: Option<&Vocabulary>, text: &str) -> String {
+    if vocabulary.is_some_and(|vocabulary| vocabulary.special_token(text).is_some()) {
+        format!("Token({})", literal(text))
+    } else {
+        literal(text)
+    }
+}
+
+/// Kimi K3's XTML markers: what opens a tag's head, what closes a tag, and
+/// what ends a head (special tokens of its tokenizer).
+const XTML_OPEN: &str = "<|open|>";
+const XTML_CLOSE: &str = "<|close|>";
+const XTML_SEP: &str = "<|sep|>";
+
+/// An XTML attribute's value as Kimi K3's encoder writes it: `&` and `"`
+/// escaped (`&amp;`, `&quot;`); `<` and `>` stay, the markup's brackets
+/// being tokens.
+fn xtml_attribute(value: &str) -> String {
+    value.replace('&', "&amp;").replace('"', "&quot;")
+}
+
+/// XTML text (a channel's, a raw string value's): anything up to the next
+/// `<|close|>`, which is not text where it is a special token.
+fn xtml_text(vocabulary: Option<&Vocabulary>) -> String {
+    if vocabulary.is_some_and(|vocabulary| vocabulary.special_token(XTML_CLOSE).is_some()) {
+        "dispatch {}".to_string()
+    } else {
+        format!("dispatch(exclude=({})) {{}}", literal(XTML_CLOSE))
+    }
+}
+
 /// How a model family writes a call's arguments as XML: one element per
 /// argument, its key in the opening tag, a string value as raw text and
 /// any other value as JSON. The structural tag's `json_schema` `style`
@@ -1131,6 +1238,10 @@ pub enum XmlStyle {
     /// DeepSeek V3.2 (DSML): `<｜DSML｜parameter name="KEY" string="true">`
     /// (`"false"` for a JSON value) `VALUE</｜DSML｜parameter>`.
     DeepSeek,
+    /// Kimi K3 (XTML): `<|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`,
+    /// `TYPE` the value's JSON type (`number` for an integer), a string
+    /// raw text and any other value JSON; no line breaks around.
+    KimiK3,
 }
 
 impl XmlStyle {
@@ -1141,6 +1252,7 @@ impl XmlStyle {
             "glm_xml" => Some(XmlStyle::Glm),
             "minimax_xml" => Some(XmlStyle::MiniMax),
             "deepseek_xml" => Some(XmlStyle::DeepSeek),
+            "kimi_k3_xml" => Some(XmlStyle::KimiK3),
             _ => None,
         }
     }
@@ -1155,6 +1267,7 @@ impl XmlStyle {
             XmlStyle::DeepSeek => {
                 format!("<｜DSML｜parameter name=\"{key}\" string=\"{text}\">")
             }
+            XmlStyle::KimiK3 => format!("argument key=\"{}\"", xtml_attribute(key)),
         }
     }
 
@@ -1172,6 +1285,7 @@ impl XmlStyle {
             XmlStyle::Qwen | XmlStyle::MiniMax => "</parameter>",
             XmlStyle::Glm => "</arg_value>",
             XmlStyle::DeepSeek => "</｜DSML｜parameter>",
+            XmlStyle::KimiK3 => XTML_CLOSE,
         }
     }
 
@@ -1184,9 +1298,19 @@ impl XmlStyle {
     /// (what templates' `| string` writes); an enum lists its values as
     /// written. A line break may follow an opening tag and each element, and
     /// come before a closing tag (parsers strip them; templates write them).
-    /// Without `properties`, any keys with raw text values. The rules use
-    /// [`XmlStyle::text_rule`], which the grammar must define once.
-    pub fn arguments(self, rule: &str, parameters: &Value) -> Vec<(String, String)> {
+    /// Without `properties`, any keys with raw text values. Kimi K3's
+    /// markers are special tokens where `vocabulary` has them, its values
+    /// typed (see [`XmlStyle::KimiK3`]). The rules use [`XmlStyle::text_rule`],
+    /// which the grammar must define once.
+    pub fn arguments(
+        self,
+        rule: &str,
+        parameters: &Value,
+        vocabulary: Option<&Vocabulary>,
+    ) -> Vec<(String, String)> {
+        if self == XmlStyle::KimiK3 {
+            return xtml_arguments(rule, parameters, vocabulary);
+        }
         // Raw text begins with whatever line break it has; GLM's opens first.
         let text = match self.value_open() {
             "" => format!("{XML_TEXT} \"\\n\"?"),
@@ -1201,6 +1325,7 @@ impl XmlStyle {
                 XmlStyle::DeepSeek => {
                     format!("\"<｜DSML｜parameter name=\\\"\" {key} \"\\\" string=\\\"true\\\">\"")
                 }
+                XmlStyle::KimiK3 => format!("\"argument key=\\\"\" {key} \"\\\"\""),
             };
             return vec![(rule.to_string(), format!("({element} {text})*"))];
         };
@@ -1267,12 +1392,15 @@ impl XmlStyle {
     }
 
     /// The rule of raw text values, as `.xg` text: anything up to and
-    /// including the closing tag.
-    pub fn text_rule(self) -> String {
-        format!(
-            "# A raw text value: anything up to its closing tag.\n{XML_TEXT} ::= dispatch(stop={}) {{}}\n",
-            literal(self.close())
-        )
+    /// including the closing tag (Kimi K3: up to it, which may be a special
+    /// token of `vocabulary`).
+    pub fn text_rule(self, vocabulary: Option<&Vocabulary>) -> String {
+        let body = if self == XmlStyle::KimiK3 {
+            xtml_text(vocabulary)
+        } else {
+            format!("dispatch(stop={}) {{}}", literal(self.close()))
+        };
+        format!("# A raw text value: anything up to its closing tag.\n{XML_TEXT} ::= {body}\n")
     }
 }
 
@@ -1346,6 +1474,164 @@ fn keyword_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
         rules.push((name(i, after_one), body));
     }
     rules
+}
+
+/// The `.xg` rules of `parameters` (a tool's JSON Schema) as Kimi K3's
+/// XTML arguments: `rule` is the sequence of the schema's properties in
+/// its order, each optional unless required, each
+/// `<|open|>argument key="KEY" type="TYPE"<|sep|>VALUE<|close|>argument<|sep|>`
+/// with one alternative per type its schema allows ([`xtml_values`]); the
+/// markers are special tokens where `vocabulary` has them. Without
+/// `properties`, any keys with any values.
+fn xtml_arguments(
+    rule: &str,
+    parameters: &Value,
+    vocabulary: Option<&Vocabulary>,
+) -> Vec<(String, String)> {
+    let (open, sep) = (marker(vocabulary, XTML_OPEN), marker(vocabulary, XTML_SEP));
+    let close = format!("{} \"argument\" {sep}", marker(vocabulary, XTML_CLOSE));
+    // The head up to the type's opening quote, then one alternative per type.
+    let element = |head: &str, values: &[(String, String)]| {
+        let typed: Vec<String> = values
+            .iter()
+            .map(|(kind, value)| format!("{kind} \"\\\"\" {sep} {value}"))
+            .collect();
+        format!("{open} {head} ({}) {close}", typed.join(" | "))
+    };
+    let Some(properties) = parameters.get("properties").and_then(Value::as_object) else {
+        let head = "\"argument key=\\\"\" [^\"]+ \"\\\" type=\\\"\"";
+        let any = element(head, &xtml_values(&Value::Bool(true), parameters));
+        return vec![(rule.to_string(), format!("({any})*"))];
+    };
+    let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
+        .map(|names| names.iter().filter_map(Value::as_str).collect())
+        .unwrap_or_default();
+    let mut rules = vec![(rule.to_string(), String::new())];
+    let mut sequence = Vec::new();
+    for (i, (key, schema)) in properties.iter().enumerate() {
+        let name = format!("arg{i}_{rule}");
+        let head = literal(&format!("argument key=\"{}\" type=\"", xtml_attribute(key)));
+        rules.push((
+            name.clone(),
+            element(&head, &xtml_values(schema, parameters)),
+        ));
+        let optional = if required.contains(&key.as_str()) {
+            ""
+        } else {
+            "?"
+        };
+        sequence.push(format!("{name}{optional}"));
+    }
+    rules[0].1 = if sequence.is_empty() {
+        "\"\"".to_string()
+    } else {
+        sequence.join(" ")
+    };
+    rules
+}
+
+/// Kimi K3's value types (its `type` attribute), each with the JSON Schema
+/// types it holds.
+const XTML_TYPES: [(&str, &[&str]); 6] = [
+    ("string", &["string"]),
+    ("number", &["integer", "number"]),
+    ("boolean", &["boolean"]),
+    ("null", &["null"]),
+    ("object", &["object"]),
+    ("array", &["array"]),
+];
+
+/// The values of a property with `schema` (of the tool's `parameters`) in
+/// Kimi K3's XTML, as `.xg` alternatives `(type, value)`: a listed value
+/// (`enum`, `const`) under its own type, a string written raw; a string
+/// as raw text; a value of another type as JSON by the schema narrowed to
+/// that type. A schema that names no type (`anyOf`, `$ref`, none at all)
+/// may be raw text under `string`, or JSON by the schema under any other
+/// type (which the value's type is not checked against).
+fn xtml_values(schema: &Value, parameters: &Value) -> Vec<(String, String)> {
+    let listed = (schema.get("enum").and_then(Value::as_array).cloned())
+        .or_else(|| schema.get("const").map(|value| vec![value.clone()]));
+    if let Some(values) = listed {
+        let mut by_type: Vec<(&str, Vec<String>)> = Vec::new();
+        for value in &values {
+            let (kind, written) = match value {
+                Value::String(text) => ("string", literal(text)),
+                Value::Bool(yes) => ("boolean", literal(&yes.to_string())),
+                Value::Null => ("null", literal("null")),
+                Value::Number(_) => (
+                    "number",
+                    format!("%json {}", serde_json::json!({"const": value})),
+                ),
+                Value::Object(_) => (
+                    "object",
+                    format!("%json {}", serde_json::json!({"const": value})),
+                ),
+                Value::Array(_) => (
+                    "array",
+                    format!("%json {}", serde_json::json!({"const": value})),
+                ),
+            };
+            match by_type.iter_mut().find(|(seen, _)| *seen == kind) {
+                Some((_, alternatives)) => alternatives.push(written),
+                None => by_type.push((kind, vec![written])),
+            }
+        }
+        return by_type
+            .into_iter()
+            .map(|(kind, alternatives)| (literal(kind), format!("({})", alternatives.join(" | "))))
+            .collect();
+    }
+    let types: Vec<&str> = match schema.get("type") {
+        Some(Value::String(kind)) => vec![kind.as_str()],
+        Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+        _ => Vec::new(),
+    };
+    if types.is_empty() {
+        let others: Vec<String> = XTML_TYPES[1..]
+            .iter()
+            .map(|(kind, _)| literal(kind))
+            .collect();
+        return vec![
+            (literal("string"), XML_TEXT.to_string()),
+            (
+                format!("({})", others.join(" | ")),
+                format!("%json {}", with_definitions(schema, parameters)),
+            ),
+        ];
+    }
+    XTML_TYPES
+        .iter()
+        .filter_map(|(kind, holds)| {
+            let narrowed: Vec<&str> = types
+                .iter()
+                .copied()
+                .filter(|t| holds.contains(t))
+                .collect();
+            let value = match narrowed.as_slice() {
+                [] => return None,
+                _ if *kind == "string" => XML_TEXT.to_string(),
+                [one] => format!(
+                    "%json {}",
+                    narrowed_schema(schema, parameters, serde_json::json!(one))
+                ),
+                many => format!(
+                    "%json {}",
+                    narrowed_schema(schema, parameters, serde_json::json!(many))
+                ),
+            };
+            Some((literal(kind), value))
+        })
+        .collect()
+}
+
+/// `schema` with its definitions ([`with_definitions`]) and `type` set to
+/// `types` (a part of the types it allows).
+fn narrowed_schema(schema: &Value, parameters: &Value, types: Value) -> Value {
+    let mut narrowed = with_definitions(schema, parameters);
+    if let Some(object) = narrowed.as_object_mut() {
+        object.insert("type".to_string(), types);
+    }
+    narrowed
 }
 
 /// `schema` (a property's, of the tool's `parameters`) with the

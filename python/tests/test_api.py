@@ -170,9 +170,9 @@ def test_tools(compiler):
 
 
 def test_tools_families_and_their_default_reasoning(compiler):
-    """The newer families: MiniMax M2's prompt opens the reasoning, so by
-    default the turn begins inside it; Kimi K2's markers are text in the
-    Qwen3 vocabulary, so they are written as text."""
+    """The newer families: MiniMax M2's and Kimi K3's prompts open the
+    reasoning, so by default the turn begins inside it; Kimi's markers are
+    text in the Qwen3 vocabulary, so they are written as text."""
     tools = [{"type": "function", "function": {"name": "get_weather", "parameters": {
         "type": "object", "properties": {"city": {"type": "string"}}, "required": ["city"]}}}]
     minimax = compiler.compile_tools(tools, format="minimax-m2")
@@ -190,6 +190,16 @@ def test_tools_families_and_their_default_reasoning(compiler):
                            '<|tool_call_argument_begin|>{"city": "Paris"}<|tool_call_end|>'
                            '<|tool_calls_section_end|>'), m.expected()
     assert m.is_completed()
+    # Kimi K3: thinking on by default (the prompt opens `think`); typed XTML
+    # arguments, an integer's type `number`.
+    k3 = compiler.compile_tools(tools, format="kimi-k3")
+    turn = ('Paris.<|close|>think<|sep|><|open|>response<|sep|><|close|>response<|sep|>'
+            '<|open|>tools<|sep|><|open|>call tool="get_weather" index="1"<|sep|>'
+            '<|open|>argument key="city" type="string"<|sep|>Paris<|close|>argument<|sep|>'
+            '<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>')
+    m = xg.GrammarMatcher(k3)
+    assert m.accept_string(turn) and m.is_completed(), m.expected()
+    assert not xg.GrammarMatcher(k3).accept_string(turn.replace('type="string"', 'type="number"'))
 
 
 def test_tools_allowed_subset(compiler):

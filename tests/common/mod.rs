@@ -379,12 +379,85 @@ pub const LIBRARY: &[&str] = &[
     "std/pythonic.xg",
 ];
 
+/// The vocabulary a grammar that names a model's special tokens compiles
+/// with.
+#[derive(Clone, Copy)]
+pub enum ModelVocabulary {
+    /// The model's real tokenizer.
+    Real(&'static RealTokenizer),
+    /// For families whose tokenizer no package carries: a token per byte,
+    /// then these special tokens, the first the stop token.
+    Markers(&'static [&'static str]),
+}
+
+impl ModelVocabulary {
+    /// What the vocabulary is called in test output.
+    pub fn name(&self) -> String {
+        match self {
+            ModelVocabulary::Real(tokenizer) => tokenizer.name.to_owned(),
+            ModelVocabulary::Markers(markers) => format!("bytes and {}", markers.join(" ")),
+        }
+    }
+
+    /// The vocabulary.
+    pub fn load(&self) -> xg_runtime::Vocabulary {
+        match self {
+            ModelVocabulary::Real(tokenizer) => {
+                let (json, config) = real_tokenizer(tokenizer);
+                xg_runtime::Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap()
+            }
+            ModelVocabulary::Markers(markers) => {
+                let mut tokens: Vec<Vec<u8>> = (0..=255u8).map(|b| vec![b]).collect();
+                tokens.extend(markers.iter().map(|m| m.as_bytes().to_vec()));
+                let special: Vec<xg_runtime::TokenId> = (256..tokens.len())
+                    .map(|id| xg_runtime::TokenId::new(id).unwrap())
+                    .collect();
+                let vocabulary =
+                    xg_runtime::Vocabulary::from_byte_strings(&tokens, &special).unwrap();
+                vocabulary.with_stop_tokens(&special[..1]).unwrap()
+            }
+        }
+    }
+}
+
 /// The grammars under `grammars/` that name a model's special tokens by
 /// their text, so compile only with that model's vocabulary: each with its
-/// model.
-pub const MODEL_GRAMMARS: &[(&str, &RealTokenizer)] = &[
-    ("std/mistral.xg", &MISTRAL_NEMO),
-    ("std/harmony.xg", &REAL_TOKENIZERS[2]),
+/// model's (or, where no package carries the tokenizer, bytes and the
+/// family's markers).
+pub const MODEL_GRAMMARS: &[(&str, ModelVocabulary)] = &[
+    ("std/mistral.xg", ModelVocabulary::Real(&MISTRAL_NEMO)),
+    ("std/harmony.xg", ModelVocabulary::Real(&REAL_TOKENIZERS[2])),
+    (
+        "std/mistral_v11.xg",
+        ModelVocabulary::Markers(&["</s>", "[TOOL_CALLS]", "[CALL_ID]", "[ARGS]"]),
+    ),
+    (
+        "std/kimi.xg",
+        ModelVocabulary::Markers(&[
+            "<|im_end|>",
+            "<|tool_calls_section_begin|>",
+            "<|tool_calls_section_end|>",
+            "<|tool_call_begin|>",
+            "<|tool_call_argument_begin|>",
+            "<|tool_call_end|>",
+        ]),
+    ),
+    (
+        "std/kimi_k3.xg",
+        ModelVocabulary::Markers(&["<|end_of_msg|>", "<|open|>", "<|close|>", "<|sep|>"]),
+    ),
+    (
+        "std/command.xg",
+        ModelVocabulary::Markers(&[
+            "<|END_OF_TURN_TOKEN|>",
+            "<|START_THINKING|>",
+            "<|END_THINKING|>",
+            "<|START_ACTION|>",
+            "<|END_ACTION|>",
+            "<|START_RESPONSE|>",
+            "<|END_RESPONSE|>",
+        ]),
+    ),
 ];
 
 /// The text of a grammar under `grammars/`.

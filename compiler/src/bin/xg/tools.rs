@@ -75,6 +75,9 @@ enum FormatArg {
     /// Kimi K2: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`.
     #[value(name = "kimi-k2")]
     KimiK2,
+    /// Kimi K3 (XTML): `<|open|>call tool="NAME" index="1"<|sep|>` and typed arguments.
+    #[value(name = "kimi-k3")]
+    KimiK3,
     /// GLM-4.5 / 4.6: `<tool_call>NAME` and `<arg_key>`/`<arg_value>` pairs.
     #[value(name = "glm-4.5")]
     Glm45,
@@ -107,6 +110,7 @@ impl FormatArg {
             FormatArg::DeepseekV31 => Format::DeepSeekV31,
             FormatArg::DeepseekV32 => Format::DeepSeekV32,
             FormatArg::KimiK2 => Format::Kimi,
+            FormatArg::KimiK3 => Format::KimiK3,
             FormatArg::Glm45 => Format::Glm45,
             FormatArg::Glm47 => Format::Glm47,
             FormatArg::MinimaxM2 => Format::MiniMax,

@@ -354,7 +354,9 @@ fn bench_request(
 /// reasoning where the format's prompt opens it by default.
 fn output(format: Format, tool: &Tool) -> String {
     let turn = call_turn(format, tool);
-    if format.prompt_opens_reasoning() && format.default_reasoning() == Reasoning::Forced {
+    if format == Format::KimiK3 {
+        format!("The user wants a lookup.<|close|>think<|sep|><|open|>response<|sep|>{turn}")
+    } else if format.prompt_opens_reasoning() && format.default_reasoning() == Reasoning::Forced {
         format!("The user wants a lookup.\n</think>\n\n{turn}")
     } else {
         turn
@@ -427,6 +429,29 @@ fn call_turn(format: Format, tool: &Tool) -> String {
             call + "</invoke>\n</minimax:tool_call>"
         }
         Format::MistralV11 => format!("{text}[TOOL_CALLS]{name}[ARGS]{arguments}"),
+        Format::KimiK3 => {
+            let mut call = format!(
+                "{text}<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"{name}\" index=\"1\"<|sep|>"
+            );
+            for (key, value) in tool.call.as_object().into_iter().flatten() {
+                let kind = match value {
+                    serde_json::Value::String(_) => "string",
+                    serde_json::Value::Number(_) => "number",
+                    serde_json::Value::Bool(_) => "boolean",
+                    serde_json::Value::Null => "null",
+                    serde_json::Value::Object(_) => "object",
+                    serde_json::Value::Array(_) => "array",
+                };
+                let value = value
+                    .as_str()
+                    .map_or_else(|| value.to_string(), str::to_owned);
+                let _ = write!(
+                    call,
+                    "<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{value}<|close|>argument<|sep|>"
+                );
+            }
+            call + "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
+        }
         Format::Command => format!(
             "<|START_THINKING|>{text}<|END_THINKING|><|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{name}\", \"parameters\": {arguments}}}\n]<|END_ACTION|>"
         ),
