@@ -1595,69 +1595,21 @@ const KIMI_K3_TOKENS: &[(&str, bool)] = &[
     ("<|end_of_msg|>", true),
 ];
 
-/// An assistant turn after Kimi K3's generation prompt, as its chat
-/// format writes it. K3 ships no Jinja template: its format is a Python
-/// program (`encoding_k3.py` in the model's repository), and these are its
-/// rules. With thinking on (`reasoning` given) the prompt opened `think`:
-/// the reasoning, `<|close|>think<|sep|>`, then `<|open|>response<|sep|>`;
-/// thinking off, the prompt opened `response`. Then the content,
-/// `<|close|>response<|sep|>`, the calls in a `tools` channel numbered from
-/// 1, each argument typed (a string raw, any other value as Python's
-/// `json.dumps` writes it), and `<|close|>message<|sep|>`.
-fn kimi_k3_turn(reasoning: Option<&str>, content: Option<&str>, calls: &[(&str, Value)]) -> String {
-    let tag = |marker: &str, name: &str| format!("{marker}{name}<|sep|>");
-    let mut turn = String::new();
-    if let Some(reasoning) = reasoning {
-        turn.push_str(reasoning);
-        turn += &tag("<|close|>", "think");
-        turn += &tag("<|open|>", "response");
-    }
-    turn += content.unwrap_or("");
-    turn += &tag("<|close|>", "response");
-    if !calls.is_empty() {
-        turn += &tag("<|open|>", "tools");
-        for (i, (name, arguments)) in calls.iter().enumerate() {
-            let _ = write!(
-                turn,
-                "<|open|>call tool=\"{name}\" index=\"{}\"<|sep|>",
-                i + 1
-            );
-            for (key, value) in arguments.as_object().unwrap() {
-                let kind = match value {
-                    Value::String(_) => "string",
-                    Value::Number(_) => "number",
-                    Value::Bool(_) => "boolean",
-                    Value::Null => "null",
-                    Value::Object(_) => "object",
-                    Value::Array(_) => "array",
-                };
-                let written = value
-                    .as_str()
-                    .map_or_else(|| python_json(value), str::to_owned);
-                let _ = write!(
-                    turn,
-                    "<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{written}<|close|>argument<|sep|>"
-                );
-            }
-            turn += &tag("<|close|>", "call");
-        }
-        turn += &tag("<|close|>", "tools");
-    }
-    turn + &tag("<|close|>", "message")
-}
-
-/// Kimi K3's XTML turns ([`kimi_k3_turn`]) on a vocabulary of bytes and
-/// its markers (no package carries its tokenizer), the markers written as
-/// tokens: with thinking on (the default: the prompt opens `think`) one
-/// call, three calls after text and a text answer, each after reasoning
-/// (streamed as reasoning), and a call after empty reasoning; with
-/// thinking off the same turns without it. Refused: an unknown tool, a
-/// missing required argument, a wrong type (also inside a nested object),
-/// a value outside an enum, a second call when parallel calls are off, a
-/// call under tool choice `none`.
+/// Kimi K3's chat format (K3 ships no Jinja template: its format is a
+/// Python program, `encoding_k3.py`, which llama.cpp's `Kimi-K3` template
+/// ports) on a vocabulary of bytes and its markers (no package carries its
+/// tokenizer), the markers written as tokens: with thinking on (the
+/// default: the prompt opens `think`) one call, three calls after text and
+/// a text answer, each after reasoning (streamed as reasoning), and a call
+/// after empty reasoning; with thinking off the same turns without it.
+/// Refused: an unknown tool, a missing required argument, a wrong type
+/// (also inside a nested object), a value outside an enum, a second call
+/// when parallel calls are off, a call under tool choice `none`.
 #[test]
-fn kimi_k3_xtml_turns() {
+fn kimi_k3_turns_rendered_by_its_chat_template() {
     let model = Model::bytes(KIMI_K3_TOKENS, "<|end_of_msg|>");
+    let end = "<|end_of_msg|>";
+    let mut template = ChatTemplate::new(chat_template("Kimi-K3"), String::new(), end.into());
     let options = Options::new(Format::KimiK3);
     assert_eq!(options.reasoning, Reasoning::Forced);
     let tools = xg_compiler::tools::parse(&tools()).unwrap();
@@ -1666,10 +1618,16 @@ fn kimi_k3_xtml_turns() {
     let grammar = model.grammar(&options);
     let calls = template_calls();
     let why = "Weather first, then news.";
+    let rendered = |template: &ChatTemplate,
+                    reasoning: &str,
+                    content: Option<&str>,
+                    calls: &[(&str, Value)]| {
+        template.turn(&reasoned(reasoning, content, calls), end)
+    };
     let thinking =
-        |content: Option<&str>, calls: &[(&str, Value)]| kimi_k3_turn(Some(why), content, calls);
+        |content: Option<&str>, calls: &[(&str, Value)]| rendered(&template, why, content, calls);
     let mut turns = standard_turns(thinking, &calls);
-    turns.push((kimi_k3_turn(Some(""), None, &calls[..1]), &calls[..1]));
+    turns.push((rendered(&template, "", None, &calls[..1]), &calls[..1]));
     let runs = accepts(&model, &grammar, &turns);
     for run in &runs[..3] {
         assert_eq!(run.streamed.reasoning, why);
@@ -1677,15 +1635,6 @@ fn kimi_k3_xtml_turns() {
     let library = model.library_grammar("std/kimi_k3.xg");
     for (text, _) in &turns {
         model.run(&library, text, 0).unwrap();
-    }
-    let off = model.grammar(&Options {
-        reasoning: Reasoning::Forbidden,
-        ..options.clone()
-    });
-    let answer =
-        |content: Option<&str>, calls: &[(&str, Value)]| kimi_k3_turn(None, content, calls);
-    for run in accepts(&model, &off, &standard_turns(answer, &calls)) {
-        assert_eq!(run.streamed.reasoning, "");
     }
     model.refuses_at(
         &grammar,
@@ -1720,9 +1669,21 @@ fn kimi_k3_xtml_turns() {
     );
     let none = model.grammar(&Options {
         tool_choice: ToolChoice::None,
-        ..options
+        ..options.clone()
     });
     model.refuses_at(&none, &thinking(None, &calls[..1]), "<|open|>tools");
+    // Thinking off: the prompt opened `response`.
+    template.thinking = Some(false);
+    let off = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..options
+    });
+    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, Value::clone), end)
+    };
+    for run in accepts(&model, &off, &standard_turns(answer, &calls)) {
+        assert_eq!(run.streamed.reasoning, "");
+    }
 }
 
 /// GLM's added tokens (text tokens here: the XML markers are written as
