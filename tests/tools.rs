@@ -1950,6 +1950,69 @@ fn pythonic_calls_with_python_literals() {
     );
 }
 
+/// Calls in a `tool_code` block (Gemma 3 as Google's cookbook prompts
+/// it; no template writes them), on the Llama 3.1 tokenizer, outputs
+/// written from the format: one call after text, three calls (one inside
+/// `print(…)`) with nested dicts and lists, quotes, a backslash, a line
+/// break and non-ASCII text, a text answer; each call's capture is its
+/// keyword arguments. Refused: an unknown tool, a wrong type, a second
+/// call with parallel calls off, a block under tool choice `none`.
+#[test]
+fn tool_code_blocks_with_python_calls() {
+    let model = Model::load(&REAL_TOKENIZERS[0], &[]);
+    let options = Options {
+        reasoning: Reasoning::Forbidden,
+        ..Options::new(Format::ToolCode)
+    };
+    let grammar = model.grammar(&options);
+    let calls = template_calls();
+    let block = |calls: &[(&str, Value)]| -> String {
+        let lines: Vec<String> = (calls.iter().enumerate())
+            .map(|(i, (name, arguments))| {
+                let call = pythonic_call(name, arguments).0;
+                if i == 1 {
+                    format!("print({call})")
+                } else {
+                    call
+                }
+            })
+            .collect();
+        format!(
+            "Let me look that up.\n```tool_code\n{}\n```",
+            lines.join("\n")
+        )
+    };
+    for some in [&calls[..1], &calls[..]] {
+        let text = block(some);
+        let turn = model
+            .run(&grammar, &text, 2)
+            .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+        let expected: Vec<(String, String)> = (some.iter())
+            .map(|(name, arguments)| (name.to_string(), pythonic_call(name, arguments).1))
+            .collect();
+        assert_eq!(turn.streamed.calls, expected, "{text:?}");
+        assert_eq!(turn.streamed.text, "Let me look that up.\n");
+    }
+    let answer = model.run(&grammar, "Zürich: 21 °C, sunny.", 0).unwrap();
+    assert_eq!(answer.streamed.text, "Zürich: 21 °C, sunny.");
+    let library = model.library_grammar("std/tool_code.xg");
+    model.run(&library, &block(&calls), 0).unwrap();
+    model.run(&library, "Zürich: 21 °C, sunny.", 0).unwrap();
+    model.refuses_at(&grammar, "```tool_code\nget_time()\n```", "time");
+    model.refuses_at(&grammar, "```tool_code\nget_weather(city=42)\n```", "42");
+    let single = model.grammar(&Options {
+        parallel_calls: false,
+        ..options.clone()
+    });
+    let two = block(&calls[..2]);
+    model.refuses_at(&single, &two, "print(");
+    let none = model.grammar(&Options {
+        tool_choice: ToolChoice::None,
+        ..options
+    });
+    model.refuses_at(&none, &block(&calls[..1]), "\nget_weather");
+}
+
 /// Command R7B's own tool-use template (Command A writes the same), on a
 /// vocabulary of bytes and Cohere's special tokens, with thinking on (the
 /// model opens its plan): one call and three calls after a plan, a text

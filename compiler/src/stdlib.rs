@@ -67,6 +67,10 @@ const LIBRARY: &[(&str, &str)] = &[
         "std/pythonic.xg",
         include_str!("../../grammars/std/pythonic.xg"),
     ),
+    (
+        "std/tool_code.xg",
+        include_str!("../../grammars/std/tool_code.xg"),
+    ),
 ];
 
 /// Example grammars shipped with xg (`grammars/examples/`): name → text.

@@ -90,16 +90,22 @@ pub enum Format {
     /// [`XmlStyle::KimiK3`], `<|close|>call<|sep|>`, then
     /// `<|close|>tools<|sep|>`, and ends with `<|close|>message<|sep|>`.
     KimiK3,
+    /// Calls in a Python code block (Gemma 3 and 2 as Google's cookbook
+    /// prompts them): text, then ```` ```tool_code ```` and a line per call,
+    /// `NAME(KEY=VALUE, …)` (or inside `print(…)`), each value a Python
+    /// literal, then ```` ``` ````.
+    ToolCode,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 17] = [
+    pub const ALL: [Format; 18] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Llama3,
         Format::Llama3Function,
         Format::Pythonic,
+        Format::ToolCode,
         Format::Mistral,
         Format::MistralV11,
         Format::DeepSeek,
@@ -128,6 +134,7 @@ impl Format {
             Format::DeepSeekV32 => "deepseek-v3.2",
             Format::Kimi => "kimi-k2",
             Format::KimiK3 => "kimi-k3",
+            Format::ToolCode => "tool-code",
             Format::Glm45 => "glm-4.5",
             Format::Glm47 => "glm-4.7",
             Format::MiniMax => "minimax-m2",
@@ -575,6 +582,7 @@ impl Writer<'_> {
             Format::Pythonic => self.pythonic(),
             Format::Command => self.command(),
             Format::KimiK3 => self.kimi_k3(),
+            Format::ToolCode => self.tool_code(),
         };
         for (name, body) in &rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
@@ -587,7 +595,7 @@ impl Writer<'_> {
         for (tool, rule) in &self.tools {
             // Each call's arguments are captured under the tool's name.
             let captured = format!("{rule} [capture={}]", literal(&capture_name(tool)));
-            if format == Format::Pythonic {
+            if matches!(format, Format::Pythonic | Format::ToolCode) {
                 for (name, body) in keyword_arguments(rule, &tool.parameters) {
                     let head = if name == *rule { &captured } else { &name };
                     let _ = writeln!(out, "{head} ::= {body}\n");
@@ -1029,6 +1037,23 @@ impl Writer<'_> {
             rules.push((TEXT, FREE_TEXT.to_string()));
         } else if !self.must_call {
             rules.push((TEXT, format!("([^\\[] {FREE_TEXT})?")));
+        }
+        rules
+    }
+
+    fn tool_code(&self) -> Vec<(&'static str, String)> {
+        let open = "```tool_code\n";
+        let lines = format!(
+            "{} \"\\n\"? \"```\"",
+            self.repeated("code_line", "\"\\n\" ")
+        );
+        let one = format!("{} {lines}", literal(open));
+        let root = self.triggered(open, &lines, &one, None);
+        let mut rules = self.with_calls(root, |tool, args| {
+            format!("{} {args} \")\"", literal(&format!("{}(", tool.name)))
+        });
+        if !self.tools.is_empty() {
+            rules.push(("code_line", "call | \"print(\" call \")\"".to_string()));
         }
         rules
     }

@@ -377,6 +377,7 @@ pub const LIBRARY: &[&str] = &[
     "std/glm.xg",
     "std/minimax.xg",
     "std/pythonic.xg",
+    "std/tool_code.xg",
 ];
 
 /// The vocabulary a grammar that names a model's special tokens compiles

@@ -89,6 +89,8 @@ enum FormatArg {
     MinimaxM2,
     /// Pythonic (Llama 4, Gemma 3): `[NAME(KEY=VALUE, …), …]`.
     Pythonic,
+    /// Gemma 3's cookbook form: calls in a ```` ```tool_code ```` block, a line each.
+    ToolCode,
     /// Command A / R7B: `<|START_ACTION|>` a JSON list of calls `<|END_ACTION|>`.
     #[value(name = "command-a")]
     CommandA,
@@ -116,6 +118,7 @@ impl FormatArg {
             FormatArg::MinimaxM2 => Format::MiniMax,
             FormatArg::MistralV11 => Format::MistralV11,
             FormatArg::Pythonic => Format::Pythonic,
+            FormatArg::ToolCode => Format::ToolCode,
             FormatArg::CommandA => Format::Command,
         }
     }

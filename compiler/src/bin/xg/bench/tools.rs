@@ -429,39 +429,49 @@ fn call_turn(format: Format, tool: &Tool) -> String {
             call + "</invoke>\n</minimax:tool_call>"
         }
         Format::MistralV11 => format!("{text}[TOOL_CALLS]{name}[ARGS]{arguments}"),
-        Format::KimiK3 => {
-            let mut call = format!(
-                "{text}<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"{name}\" index=\"1\"<|sep|>"
-            );
-            for (key, value) in tool.call.as_object().into_iter().flatten() {
-                let kind = match value {
-                    serde_json::Value::String(_) => "string",
-                    serde_json::Value::Number(_) => "number",
-                    serde_json::Value::Bool(_) => "boolean",
-                    serde_json::Value::Null => "null",
-                    serde_json::Value::Object(_) => "object",
-                    serde_json::Value::Array(_) => "array",
-                };
-                let value = value
-                    .as_str()
-                    .map_or_else(|| value.to_string(), str::to_owned);
-                let _ = write!(
-                    call,
-                    "<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{value}<|close|>argument<|sep|>"
-                );
-            }
-            call + "<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>"
-        }
+        Format::KimiK3 => format!(
+            "{text}<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"{name}\" index=\"1\"<|sep|>{}<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>",
+            xtml_arguments(tool)
+        ),
         Format::Command => format!(
             "<|START_THINKING|>{text}<|END_THINKING|><|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{name}\", \"parameters\": {arguments}}}\n]<|END_ACTION|>"
         ),
-        Format::Pythonic => {
+        Format::Pythonic | Format::ToolCode => {
             let arguments: Vec<String> = (tool.call.as_object().into_iter().flatten())
                 .map(|(key, value)| format!("{key}={}", python_literal(value)))
                 .collect();
-            format!("[{name}({})]", arguments.join(", "))
+            let call = format!("{name}({})", arguments.join(", "));
+            if format == Format::Pythonic {
+                format!("[{call}]")
+            } else {
+                format!("{text}\n```tool_code\n{call}\n```")
+            }
         }
     }
+}
+
+/// A call's arguments as Kimi K3 writes them: each typed, a string as it
+/// is, any other value as JSON.
+fn xtml_arguments(tool: &Tool) -> String {
+    let mut arguments = String::new();
+    for (key, value) in tool.call.as_object().into_iter().flatten() {
+        let kind = match value {
+            serde_json::Value::String(_) => "string",
+            serde_json::Value::Number(_) => "number",
+            serde_json::Value::Bool(_) => "boolean",
+            serde_json::Value::Null => "null",
+            serde_json::Value::Object(_) => "object",
+            serde_json::Value::Array(_) => "array",
+        };
+        let value = value
+            .as_str()
+            .map_or_else(|| value.to_string(), str::to_owned);
+        let _ = write!(
+            arguments,
+            "<|open|>argument key=\"{key}\" type=\"{kind}\"<|sep|>{value}<|close|>argument<|sep|>"
+        );
+    }
+    arguments
 }
 
 /// `value` as a Python literal: JSON with `True`, `False` and `None`.
