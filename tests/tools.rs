@@ -901,7 +901,8 @@ struct Turn {
 
 /// A call's arguments as JSON: JSON as it is, Kimi K3's XTML arguments
 /// by their types, the XML arguments of GLM (`<arg_key>`, `<arg_value>`),
-/// MiniMax (`<parameter name=…>`) and DeepSeek V3.2
+/// Qwen3-Coder (`<parameter=…>`), MiniMax (`<parameter name=…>`) and
+/// DeepSeek V3.2
 /// (`<｜DSML｜parameter name=… string=…>`) as an object whose values are
 /// JSON where they read as JSON, else the raw text.
 fn arguments_as_json(name: &str, arguments: &str) -> Value {
@@ -932,14 +933,24 @@ fn arguments_as_json(name: &str, arguments: &str) -> Value {
         return Value::Object(object);
     }
     let element = regex::Regex::new(
-        r#"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>|<(?:｜DSML｜)?parameter name="([^"]*)"(?: string="(?:true|false)")?>(.*?)</(?:｜DSML｜)?parameter>"#,
+        r#"(?s)<arg_key>(.*?)</arg_key>\s*<arg_value>(.*?)</arg_value>|<(?:｜DSML｜)?parameter name="([^"]*)"(?: string="(?:true|false)")?>(.*?)</(?:｜DSML｜)?parameter>|<parameter=([^>]*)>\n(.*?)\n</parameter>"#,
     )
     .unwrap();
     let object = element
         .captures_iter(arguments)
         .map(|found| {
-            let key = found.get(1).or(found.get(3)).unwrap().as_str();
-            let raw = found.get(2).or(found.get(4)).unwrap().as_str();
+            let key = found
+                .get(1)
+                .or(found.get(3))
+                .or(found.get(5))
+                .unwrap()
+                .as_str();
+            let raw = found
+                .get(2)
+                .or(found.get(4))
+                .or(found.get(6))
+                .unwrap()
+                .as_str();
             let value = serde_json::from_str(raw).unwrap_or_else(|_| json!(raw));
             (key.to_string(), value)
         })
@@ -1244,6 +1255,68 @@ fn llama3_turns_rendered_by_the_llama_3_2_chat_template() {
         end,
     );
     model.refuses_at(&grammar, &wrong, "kelvin");
+}
+
+/// Qwen3-Coder's and Qwen3.5's own templates on the Qwen3 tokenizer (the
+/// same vocabulary): one call, three calls after text, a text answer; with
+/// Qwen3.5's thinking on (its default: the prompt opens `<think>`,
+/// `Reasoning::Forced`) each after reasoning, streamed as reasoning, and
+/// with thinking off without it (the standard library's file takes
+/// Qwen3-Coder's). Refused: an unknown tool, a wrong type, a value outside
+/// an enum.
+#[test]
+fn qwen3_coder_and_qwen3_5_turns_rendered_by_their_chat_templates() {
+    let model = Model::load(&REAL_TOKENIZERS[1], &[]);
+    let end = "<|im_end|>";
+    let calls = template_calls();
+    let coder = ChatTemplate::new(chat_template("Qwen3-Coder"), String::new(), end.into());
+    let grammar = model.grammar(&Options::new(Format::Qwen3Coder));
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        coder.turn(&conversation(content, calls, Value::clone), end)
+    };
+    let turns = standard_turns(turn, &calls);
+    accepts(&model, &grammar, &turns);
+    let library = model.library_grammar("std/qwen3_coder.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
+    }
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+
+    let mut qwen35 = ChatTemplate::new(chat_template("Qwen3.5-4B"), String::new(), end.into());
+    let options = Options::new(Format::Qwen35);
+    assert_eq!(options.reasoning, Reasoning::Forced);
+    let grammar = model.grammar(&options);
+    let why = "Weather first, then news.";
+    let thinking = |content: Option<&str>, calls: &[(&str, Value)]| {
+        qwen35.turn(&reasoned(why, content, calls), end)
+    };
+    for run in accepts(&model, &grammar, &standard_turns(thinking, &calls)) {
+        assert_eq!(run.streamed.reasoning.trim(), why);
+    }
+    let wrong = thinking(
+        None,
+        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+    );
+    model.refuses_at(&grammar, &wrong, "kelvin");
+    let nested = thinking(
+        None,
+        &[(
+            "search",
+            json!({"query": "x", "filters": {"max_results": "five"}}),
+        )],
+    );
+    model.refuses_at(&grammar, &nested, "\"five");
+    qwen35.thinking = Some(false);
+    let off = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..options
+    });
+    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
+        qwen35.turn(&conversation(content, calls, Value::clone), end)
+    };
+    for run in accepts(&model, &off, &standard_turns(answer, &calls)) {
+        assert_eq!(run.streamed.reasoning, "");
+    }
 }
 
 /// Qwen3-Coder's XML calls on the Qwen3 tokenizer (the coder models share

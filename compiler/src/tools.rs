@@ -95,13 +95,17 @@ pub enum Format {
     /// `NAME(KEY=VALUE, …)` (or inside `print(…)`), each value a Python
     /// literal, then ```` ``` ````.
     ToolCode,
+    /// Qwen3.5: Qwen3-Coder's calls, and reasoning the prompt opens
+    /// (`<think>` ends the prompt unless thinking is off).
+    Qwen35,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 18] = [
+    pub const ALL: [Format; 19] = [
         Format::Qwen,
         Format::Qwen3Coder,
+        Format::Qwen35,
         Format::Llama3,
         Format::Llama3Function,
         Format::Pythonic,
@@ -130,6 +134,7 @@ impl Format {
             Format::DeepSeek => "deepseek",
             Format::Harmony => "harmony",
             Format::Qwen3Coder => "qwen3-coder",
+            Format::Qwen35 => "qwen3.5",
             Format::DeepSeekV31 => "deepseek-v3.1",
             Format::DeepSeekV32 => "deepseek-v3.2",
             Format::Kimi => "kimi-k2",
@@ -156,15 +161,17 @@ impl Format {
                 | Format::Glm47
                 | Format::MiniMax
                 | Format::KimiK3
+                | Format::Qwen35
         )
     }
 
     /// The reasoning a turn has when the request does not say: what the
-    /// family's template does by default (GLM-4.7, MiniMax M2 and Kimi K3
-    /// open the reasoning in the prompt), else [`Reasoning::Allowed`].
+    /// family's template does by default (GLM-4.7, MiniMax M2, Kimi K3 and
+    /// Qwen3.5 open the reasoning in the prompt), else
+    /// [`Reasoning::Allowed`].
     pub fn default_reasoning(self) -> Reasoning {
         match self {
-            Format::Glm47 | Format::MiniMax | Format::KimiK3 => Reasoning::Forced,
+            Format::Glm47 | Format::MiniMax | Format::KimiK3 | Format::Qwen35 => Reasoning::Forced,
             _ => Reasoning::Allowed,
         }
     }
@@ -179,7 +186,7 @@ impl Format {
     /// How the format writes a call's arguments, if as XML.
     fn xml_style(self) -> Option<XmlStyle> {
         match self {
-            Format::Qwen3Coder => Some(XmlStyle::Qwen),
+            Format::Qwen3Coder | Format::Qwen35 => Some(XmlStyle::Qwen),
             Format::Glm45 | Format::Glm47 => Some(XmlStyle::Glm),
             Format::MiniMax => Some(XmlStyle::MiniMax),
             Format::DeepSeekV32 => Some(XmlStyle::DeepSeek),
@@ -572,7 +579,7 @@ impl Writer<'_> {
             Format::Mistral => self.mistral(),
             Format::DeepSeek => self.deepseek(),
             Format::Harmony => self.harmony(),
-            Format::Qwen3Coder => self.qwen3_coder(),
+            Format::Qwen3Coder | Format::Qwen35 => self.qwen3_coder(),
             Format::DeepSeekV31 => self.deepseek_v31(),
             Format::DeepSeekV32 => self.deepseek_v32(),
             Format::Kimi => self.kimi(),

@@ -66,6 +66,9 @@ enum FormatArg {
     Harmony,
     /// Qwen3-Coder / Qwen3.5: `<function=NAME>` and XML parameters.
     Qwen3Coder,
+    /// Qwen3.5: Qwen3-Coder's calls, reasoning opened by the prompt.
+    #[value(name = "qwen3.5")]
+    Qwen35,
     /// DeepSeek V3.1: `<｜tool▁call▁begin｜>NAME<｜tool▁sep｜>{…}`.
     #[value(name = "deepseek-v3.1")]
     DeepseekV31,
@@ -109,6 +112,7 @@ impl FormatArg {
             FormatArg::Deepseek => Format::DeepSeek,
             FormatArg::Harmony => Format::Harmony,
             FormatArg::Qwen3Coder => Format::Qwen3Coder,
+            FormatArg::Qwen35 => Format::Qwen35,
             FormatArg::DeepseekV31 => Format::DeepSeekV31,
             FormatArg::DeepseekV32 => Format::DeepSeekV32,
             FormatArg::KimiK2 => Format::Kimi,

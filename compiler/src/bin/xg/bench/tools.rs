@@ -380,7 +380,7 @@ fn call_turn(format: Format, tool: &Tool) -> String {
         Format::DeepSeek => format!(
             "{text}<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>function<｜tool▁sep｜>{name}\n```json\n{arguments}\n```<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
         ),
-        Format::Qwen3Coder => {
+        Format::Qwen3Coder | Format::Qwen35 => {
             let mut call = format!("{text}\n\n<tool_call>\n<function={name}>\n");
             for (key, value) in xml_arguments(tool) {
                 let _ = write!(call, "<parameter={key}>\n{value}\n</parameter>\n");
