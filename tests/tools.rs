@@ -27,7 +27,7 @@ fn tools() -> Value {
             "parameters": {"type": "object", "properties": {
                 "city": {"type": "string"}, "unit": {"enum": ["celsius", "fahrenheit"]}},
                 "required": ["city"]}}},
-        {"type": "function", "function": {"name": "search",
+        {"type": "function", "function": {"name": "search", "description": "Search the news",
             "parameters": {"type": "object", "properties": {
                 "query": {"type": "string", "maxLength": 200},
                 "filters": {"type": "object", "properties": {
@@ -35,7 +35,7 @@ fn tools() -> Value {
                     "max_results": {"type": "integer", "minimum": 1, "maximum": 50}},
                     "additionalProperties": false}},
                 "required": ["query"]}}},
-        {"name": "calendar.create_event", "parameters": {"type": "object", "properties": {
+        {"name": "calendar.create_event", "description": "Create an event", "parameters": {"type": "object", "properties": {
             "title": {"type": "string"},
             "attendees": {"type": "array", "items": {"type": "object", "properties": {
                 "name": {"type": "string"}, "email": {"type": "string", "format": "email"}},
@@ -574,6 +574,54 @@ fn harmony_channels_and_calls_with_gpt_oss() {
         ..Options::new(Format::Harmony)
     });
     model.refuses_at(&forbidden, answer, "analysis");
+}
+
+/// gpt-oss's own template (llama.cpp's copy) on its tokenizer: each call
+/// with and without analysis before it (the template writes the recipient
+/// in the message's header and `json` as the content type, where gpt-oss
+/// writes both on the channel's), a final answer after analysis. Refused:
+/// an unknown tool, a wrong type.
+#[test]
+fn harmony_turns_rendered_by_the_gpt_oss_chat_template() {
+    let model = Model::load(&REAL_TOKENIZERS[2], &["<|call|>"]);
+    let template = ChatTemplate::new(
+        chat_template("openai-gpt-oss-120b"),
+        String::new(),
+        String::new(),
+    );
+    let grammar = model.grammar(&Options::new(Format::Harmony));
+    let why = "Weather first, then news.";
+    let user = json!({"role": "user", "content": "What's the weather in Zürich, and any news?"});
+    let call = |thinking: Option<&str>, (name, arguments): &(&str, Value)| {
+        let mut assistant = json!({"role": "assistant", "content": "", "tool_calls": [
+            {"type": "function", "function": {"name": name, "arguments": arguments}}]});
+        if let Some(thinking) = thinking {
+            assistant["thinking"] = json!(thinking);
+        }
+        template.turn(&[user.clone(), assistant], "<|call|>")
+    };
+    let calls = template_calls();
+    for one in &calls {
+        for thinking in [None, Some(why)] {
+            let text = call(thinking, one);
+            assert!(text.contains(" to=functions."), "{text:?}");
+            let turn = model
+                .run(&grammar, &text, 0)
+                .unwrap_or_else(|at| panic!("refused at byte {at} of {text:?}"));
+            assert_calls_captured(&turn, std::slice::from_ref(one), &text);
+            assert_eq!(turn.streamed.reasoning, thinking.unwrap_or_default());
+        }
+    }
+    let answer = json!({"role": "assistant", "content": "Zürich: 21 °C, sunny.", "thinking": why});
+    let text = template.turn(&[user.clone(), answer], "<|return|>");
+    let turn = model.run(&grammar, &text, 0).unwrap();
+    assert_eq!(turn.streamed.text, "Zürich: 21 °C, sunny.");
+    assert_eq!(turn.streamed.reasoning, why);
+    let library = model.library_grammar("std/harmony.xg");
+    model.run(&library, &call(Some(why), &calls[1]), 0).unwrap();
+    model.refuses_at(&grammar, &call(None, &("get_time", json!({}))), "time");
+    let wrong = call(None, &("get_weather", json!({"city": 42})));
+    model.refuses_at(&grammar, &wrong, "42");
 }
 
 #[test]

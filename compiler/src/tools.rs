@@ -36,7 +36,8 @@ pub enum Format {
     /// DeepSeek V3 / R1: `<｜tool▁calls▁begin｜>…<｜tool▁calls▁end｜>`.
     DeepSeek,
     /// gpt-oss Harmony: channels `analysis`, `commentary`, `final`; calls
-    /// to `functions.NAME` on `commentary`.
+    /// to `functions.NAME` on `commentary`, the recipient in the channel's
+    /// header or the message's.
     Harmony,
     /// Qwen3-Coder (and Qwen3.5): `<tool_call>\n<function=NAME>\n`, then
     /// each argument as `<parameter=KEY>\nVALUE\n</parameter>\n`, then
@@ -911,7 +912,10 @@ impl Writer<'_> {
             Reasoning::Forced => "harmony.analysis harmony.next (harmony.message harmony.next)* ",
             Reasoning::Forbidden => "(harmony.preamble harmony.next)* ",
         };
-        let call = "Token(\"<|channel|>\") \"commentary to=functions.\" call";
+        // The recipient in the channel's header (as gpt-oss writes calls)
+        // or in the message's (as its template writes them).
+        let call = "(Token(\"<|channel|>\") \"commentary to=functions.\" call \
+                    | \" to=functions.\" header_call)";
         let root = if self.tools.is_empty() {
             format!("{messages}harmony.final")
         } else if self.must_call {
@@ -919,12 +923,22 @@ impl Writer<'_> {
         } else {
             format!("{messages}(harmony.final | {call})")
         };
-        self.with_calls(vec![("root", root)], |tool, args| {
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
             format!(
                 "{} harmony.constrain? Token(\"<|message|>\") {args}",
                 literal(&tool.name)
             )
-        })
+        });
+        if !self.tools.is_empty() {
+            let header = self.calls(|tool, args| {
+                format!(
+                    "{} Token(\"<|channel|>\") \"commentary\" harmony.constrain? Token(\"<|message|>\") {args}",
+                    literal(&tool.name)
+                )
+            });
+            rules.push(("header_call", header));
+        }
+        rules
     }
 
     fn qwen3_coder(&self) -> Vec<(&'static str, String)> {
