@@ -954,6 +954,10 @@ struct Turn {
 /// (`<｜DSML｜parameter name=… string=…>`) as an object whose values are
 /// JSON where they read as JSON, else the raw text.
 fn arguments_as_json(name: &str, arguments: &str) -> Value {
+    if arguments.starts_with('{') && !arguments.starts_with("{\"") && arguments != "{}" {
+        // Gemma 4's notation: bare keys.
+        return gemma_value(&mut arguments.chars().peekable());
+    }
     if arguments.trim_start().starts_with('{') {
         return serde_json::from_str(arguments).unwrap_or_else(|error| {
             panic!("{name}: {error} in {arguments:?}");
@@ -1004,6 +1008,52 @@ fn arguments_as_json(name: &str, arguments: &str) -> Value {
         })
         .collect();
     Value::Object(object)
+}
+
+/// A value in Gemma 4's notation (strings between `<|"|>`, keys bare,
+/// `None` for null) as JSON.
+fn gemma_value(text: &mut std::iter::Peekable<std::str::Chars<'_>>) -> Value {
+    const QUOTE: &str = "<|\"|>";
+    let rest: String = text.clone().collect();
+    if let Some(after) = rest.strip_prefix(QUOTE) {
+        let end = after.find(QUOTE).expect("a closed string");
+        for _ in 0..QUOTE.chars().count() * 2 + after[..end].chars().count() {
+            text.next();
+        }
+        return json!(after[..end]);
+    }
+    match text.peek() {
+        Some('{') => {
+            text.next();
+            let mut object = serde_json::Map::new();
+            while text.peek() != Some(&'}') {
+                let key: String = std::iter::from_fn(|| text.next_if(|c| *c != ':')).collect();
+                text.next();
+                object.insert(key, gemma_value(text));
+                text.next_if_eq(&',');
+            }
+            text.next();
+            Value::Object(object)
+        }
+        Some('[') => {
+            text.next();
+            let mut items = Vec::new();
+            while text.peek() != Some(&']') {
+                items.push(gemma_value(text));
+                text.next_if_eq(&',');
+            }
+            text.next();
+            Value::Array(items)
+        }
+        _ => {
+            let atom: String =
+                std::iter::from_fn(|| text.next_if(|c| !matches!(c, ',' | '}' | ']'))).collect();
+            match atom.as_str() {
+                "None" => Value::Null,
+                atom => serde_json::from_str(atom).unwrap_or_else(|e| panic!("{e}: {atom:?}")),
+            }
+        }
+    }
 }
 
 /// A turn's calls, in order: its captures, each under `tool:` and the
@@ -2069,6 +2119,167 @@ fn pythonic_calls_with_python_literals() {
         "[get_weather(unit=\"celsius\", city=\"Oslo\")]",
         "unit",
     );
+}
+
+/// Gemma 4's markers (special tokens of its tokenizer), its stop token
+/// after text first (`<|tool_response>`, after calls, is the other).
+const GEMMA_4_TOKENS: &[(&str, bool)] = &[
+    ("<turn|>", true),
+    ("<|tool_response>", true),
+    ("<|turn>", true),
+    ("<|tool_call>", true),
+    ("<tool_call|>", true),
+    ("<|\"|>", true),
+    ("<|channel>", true),
+    ("<channel|>", true),
+    ("<|think|>", true),
+    ("<|tool>", true),
+    ("<tool|>", true),
+];
+
+/// Gemma 4's own template (llama.cpp's copy), on a vocabulary of bytes and
+/// its markers (no package carries its tokenizer): with thinking on, one
+/// call, three calls then text (the template writes a message's text after
+/// its calls), a text answer, each call turn after reasoning; with
+/// thinking off (the prompt holds an empty thought channel) the same
+/// without reasoning. Arguments in Gemma's notation: keys bare and sorted,
+/// strings between `<|"|>` tokens. Refused: an unknown tool, a wrong type
+/// (also inside a nested object), a value outside an enum, a missing
+/// required argument, keys out of order.
+#[test]
+fn gemma_4_turns_rendered_by_its_chat_template() {
+    let model = Model::bytes(GEMMA_4_TOKENS, "<turn|>");
+    let mut template = ChatTemplate::new(
+        chat_template("google-gemma-4-31B-it"),
+        "<bos>".into(),
+        String::new(),
+    );
+    template.thinking = Some(true);
+    let options = Options::new(Format::Gemma4);
+    let grammar = model.grammar(&options);
+    let calls = template_calls();
+    let why = "Weather first, then news.";
+    // The turn up to its stop token: `<|tool_response>` after calls,
+    // `<turn|>` after text.
+    let rendered = |template: &ChatTemplate, messages: &[Value]| -> String {
+        let prompt = template.render(&messages[..messages.len() - 1], true);
+        // Thinking off, the prompt ends with an empty thought channel the
+        // rendered history does not have.
+        let prompt = prompt
+            .strip_suffix("<|channel>thought\n<channel|>")
+            .unwrap_or(&prompt);
+        let whole = template.render(messages, false);
+        let turn = whole
+            .strip_prefix(prompt)
+            .unwrap_or_else(|| panic!("{whole:?}"));
+        let end = turn
+            .find("<|tool_response>")
+            .or_else(|| turn.rfind("<turn|>"))
+            .unwrap();
+        turn[..end].to_string()
+    };
+    let thinking = |content: Option<&str>, calls: &[(&str, Value)]| {
+        rendered(&template, &reasoned(why, content, calls))
+    };
+    let turns = standard_turns(thinking, &calls);
+    let runs = accepts(&model, &grammar, &turns);
+    for run in &runs[..2] {
+        assert_eq!(run.streamed.reasoning.trim(), why);
+    }
+    assert_eq!(runs[1].streamed.text, "Let me look these up.");
+    model.refuses_at(
+        &grammar,
+        &thinking(None, &[("get_time", json!({}))]),
+        "time",
+    );
+    let wrong = thinking(None, &[("get_weather", json!({"city": 42}))]);
+    model.refuses_at(&grammar, &wrong, "42");
+    let nested = thinking(
+        None,
+        &[(
+            "search",
+            json!({"query": "x", "filters": {"max_results": "five"}}),
+        )],
+    );
+    model.refuses_at(&grammar, &nested, "<|\"|>five");
+    let outside = thinking(
+        None,
+        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+    );
+    model.refuses_at(&grammar, &outside, "kelvin");
+    let missing = thinking(None, &[("search", json!({"filters": {}}))]);
+    model.refuses_at(&grammar, &missing, "}<tool_call|>");
+    let unsorted =
+        "<|tool_call>call:get_weather{unit:<|\"|>celsius<|\"|>,city:<|\"|>Oslo<|\"|>}<tool_call|>";
+    model.refuses_at(&grammar, unsorted, "unit");
+    let library = model.library_grammar("std/gemma4.xg");
+    for (text, _) in &turns {
+        model.run(&library, text, 0).unwrap();
+    }
+    template.thinking = Some(false);
+    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
+        rendered(&template, &conversation(content, calls, Value::clone))
+    };
+    for run in accepts(&model, &grammar, &standard_turns(answer, &calls)) {
+        assert_eq!(run.streamed.reasoning, "");
+    }
+}
+
+/// Gemma 4's notation beyond the template test's schemas: a `$ref` into
+/// the definitions (recursive), `anyOf`, a list of types with null, a
+/// `const`, an array of objects, a property without a schema; what each
+/// allows and refuses.
+#[test]
+fn gemma_4_arguments_by_their_schema() {
+    let model = Model::bytes(GEMMA_4_TOKENS, "<turn|>");
+    let parameters = json!({"type": "object", "properties": {
+        "tree": {"$ref": "#/$defs/node"},
+        "id": {"anyOf": [{"type": "integer"}, {"type": "string"}]},
+        "limit": {"type": ["integer", "null"]},
+        "mode": {"const": "fast"},
+        "any": {}},
+        "required": ["tree"],
+        "$defs": {"node": {"type": "object", "properties": {
+            "name": {"type": "string"},
+            "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
+            "required": ["name"]}}});
+    let tools = json!([{"name": "plant", "parameters": parameters}]);
+    let mut sources = Sources::new();
+    sources.set_vocabulary(Arc::clone(&model.vocabulary));
+    let file = sources.add("tools.json", tools.to_string(), None);
+    let mut diagnostics = Diagnostics::new();
+    let grammar = pipeline::tools(
+        &tools,
+        &Options::new(Format::Gemma4),
+        &Limits::default(),
+        &CompileCache::default(),
+        &mut sources,
+        file,
+        &mut diagnostics,
+    );
+    let grammar = Arc::new(grammar.expect("compiles"));
+    let q = "<|\"|>";
+    let call = |arguments: &str| format!("<|tool_call>call:plant{{{arguments}}}<tool_call|>");
+    for arguments in [
+        format!("tree:{{name:{q}a{q}}}"),
+        format!(
+            "any:[1,{q}x{q},{{k:None}}],id:7,limit:None,mode:{q}fast{q},tree:{{children:[{{name:{q}b{q}}}],name:{q}a{q}}}"
+        ),
+        format!("id:{q}x-1{q},limit:3,tree:{{name:{q}a{q}}}"),
+    ] {
+        let text = call(&arguments);
+        model
+            .run(&grammar, &text, 1)
+            .unwrap_or_else(|at| panic!("refused at {at}: {text}"));
+    }
+    for (arguments, at) in [
+        (format!("tree:{{children:[{{}}],name:{q}a{q}}}"), "}],"),
+        (format!("id:true,tree:{{name:{q}a{q}}}"), "true"),
+        (format!("mode:{q}slow{q},tree:{{name:{q}a{q}}}"), "slow"),
+        (format!("limit:{q}3{q},tree:{{name:{q}a{q}}}"), "<|\"|>3"),
+    ] {
+        model.refuses_at(&grammar, &call(&arguments), at);
+    }
 }
 
 /// Calls in a `tool_code` block (Gemma 3 as Google's cookbook prompts

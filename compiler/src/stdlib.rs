@@ -68,6 +68,10 @@ const LIBRARY: &[(&str, &str)] = &[
         include_str!("../../grammars/std/pythonic.xg"),
     ),
     (
+        "std/gemma4.xg",
+        include_str!("../../grammars/std/gemma4.xg"),
+    ),
+    (
         "std/tool_code.xg",
         include_str!("../../grammars/std/tool_code.xg"),
     ),

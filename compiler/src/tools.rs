@@ -99,11 +99,16 @@ pub enum Format {
     /// Qwen3.5: Qwen3-Coder's calls, and reasoning the prompt opens
     /// (`<think>` ends the prompt unless thinking is off).
     Qwen35,
+    /// Gemma 4: optional reasoning `<|channel>thought…<channel|>`, text,
+    /// then calls `<|tool_call>call:NAME{KEY:VALUE,…}<tool_call|>` in
+    /// Gemma's notation (keys bare and sorted, strings between `<|"|>`
+    /// tokens), then more text.
+    Gemma4,
 }
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 19] = [
+    pub const ALL: [Format; 20] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Qwen35,
@@ -111,6 +116,7 @@ impl Format {
         Format::Llama3Function,
         Format::Pythonic,
         Format::ToolCode,
+        Format::Gemma4,
         Format::Mistral,
         Format::MistralV11,
         Format::DeepSeek,
@@ -136,6 +142,7 @@ impl Format {
             Format::Harmony => "harmony",
             Format::Qwen3Coder => "qwen3-coder",
             Format::Qwen35 => "qwen3.5",
+            Format::Gemma4 => "gemma-4",
             Format::DeepSeekV31 => "deepseek-v3.1",
             Format::DeepSeekV32 => "deepseek-v3.2",
             Format::Kimi => "kimi-k2",
@@ -564,7 +571,7 @@ impl Writer<'_> {
         let format = options.format;
         if format == Format::Harmony {
             out.push_str("import \"std/harmony.xg\" as harmony;\n");
-        } else if matches!(format, Format::Command | Format::KimiK3) {
+        } else if matches!(format, Format::Command | Format::KimiK3 | Format::Gemma4) {
             // Their own reasoning markers.
         } else if options.reasoning != Reasoning::Forbidden {
             out.push_str("import \"std/reasoning.xg\" as reasoning;\n");
@@ -591,6 +598,7 @@ impl Writer<'_> {
             Format::Command => self.command(),
             Format::KimiK3 => self.kimi_k3(),
             Format::ToolCode => self.tool_code(),
+            Format::Gemma4 => self.gemma4(),
         };
         for (name, body) in &rules {
             let _ = writeln!(out, "{name} ::= {body}\n");
@@ -600,15 +608,28 @@ impl Writer<'_> {
                 let _ = writeln!(out, "{name} ::= {body}\n");
             }
         }
+        self.argument_rules(&mut out);
+        out.pop();
+        out
+    }
+
+    /// The rules of each callable tool's arguments (captured under the
+    /// tool's name) in the format's notation, and the rules they share.
+    fn argument_rules(&self, out: &mut String) {
         for (tool, rule) in &self.tools {
             // Each call's arguments are captured under the tool's name.
             let captured = format!("{rule} [capture={}]", literal(&capture_name(tool)));
-            if matches!(format, Format::Pythonic | Format::ToolCode) {
+            if self.options.format == Format::Gemma4 {
+                for (name, body) in gemma_arguments(rule, &tool.parameters, self.vocabulary) {
+                    let head = if name == *rule { &captured } else { &name };
+                    let _ = writeln!(out, "{head} ::= {body}\n");
+                }
+            } else if matches!(self.options.format, Format::Pythonic | Format::ToolCode) {
                 for (name, body) in keyword_arguments(rule, &tool.parameters) {
                     let head = if name == *rule { &captured } else { &name };
                     let _ = writeln!(out, "{head} ::= {body}\n");
                 }
-            } else if let Some(style) = format.xml_style() {
+            } else if let Some(style) = self.options.format.xml_style() {
                 for (name, body) in style.arguments(rule, &tool.parameters, self.vocabulary) {
                     if name != *rule {
                         let _ = writeln!(out, "{name} ::= {body}\n");
@@ -625,11 +646,21 @@ impl Writer<'_> {
                 let _ = writeln!(out, "{captured} ::= %json {}\n", tool.parameters);
             }
         }
-        if let Some(style) = format.xml_style().filter(|_| !self.tools.is_empty()) {
+        if let Some(style) = self
+            .options
+            .format
+            .xml_style()
+            .filter(|_| !self.tools.is_empty())
+        {
             let _ = writeln!(out, "{}", style.text_rule(self.vocabulary));
         }
-        out.pop();
-        out
+        if self.options.format == Format::Gemma4 {
+            for (name, body) in gemma_values(self.vocabulary) {
+                if out.contains(name) {
+                    let _ = writeln!(out, "{name} ::= {body}\n");
+                }
+            }
+        }
     }
 
     /// `<think>` reasoning before the answer, as the options say; forced
@@ -1079,6 +1110,53 @@ impl Writer<'_> {
         rules
     }
 
+    fn gemma4(&self) -> Vec<(&'static str, String)> {
+        let think = match self.options.reasoning {
+            Reasoning::Allowed => "thinking? ",
+            Reasoning::Forced => "thinking ",
+            Reasoning::Forbidden => "",
+        };
+        let calls = self.repeated("call", "");
+        let root = if self.tools.is_empty() {
+            format!("{think}text")
+        } else if self.must_call {
+            format!("{think}{calls}")
+        } else {
+            // The template writes the text after the calls; parsers also
+            // take text before them.
+            format!("{think}text ({calls} after_calls)?")
+        };
+        let (open, close) = (self.marker("<|tool_call>"), self.marker("<tool_call|>"));
+        let mut rules = self.with_calls(vec![("root", root)], |tool, args| {
+            format!(
+                "{open} {} {args} {close}",
+                literal(&format!("call:{}", tool.name))
+            )
+        });
+        let text = text_until(self.vocabulary, "<|tool_call>");
+        if !self.tools.is_empty() && !self.must_call {
+            rules.push(("after_calls [capture=\"text\"]", text.clone()));
+        }
+        if !self.must_call {
+            rules.push((TEXT, text));
+        }
+        if self.options.reasoning != Reasoning::Forbidden {
+            rules.push((
+                "thinking",
+                format!(
+                    "{} \"thought\" thought {}",
+                    self.marker("<|channel>"),
+                    self.marker("<channel|>")
+                ),
+            ));
+            rules.push((
+                "thought [capture=\"reasoning\"]",
+                text_until(self.vocabulary, "<channel|>"),
+            ));
+        }
+        rules
+    }
+
     fn command(&self) -> Vec<(&'static str, String)> {
         let think = match self.options.reasoning {
             Reasoning::Allowed => "thinking? ",
@@ -1183,7 +1261,7 @@ impl Writer<'_> {
                 close("call")
             )
         });
-        let text = xtml_text(self.vocabulary);
+        let text = text_until(self.vocabulary, XTML_CLOSE);
         if !self.tools.is_empty() {
             // The encoder numbers the calls of a turn from 1.
             rules.push(("call_index", "[1-9] [0-9]*".to_string()));
@@ -1259,13 +1337,13 @@ fn xtml_attribute(value: &str) -> String {
     value.replace('&', "&amp;").replace('"', "&quot;")
 }
 
-/// XTML text (a channel's, a raw string value's): anything up to the next
-/// `<|close|>`, which is not text where it is a special token.
-fn xtml_text(vocabulary: Option<&Vocabulary>) -> String {
-    if vocabulary.is_some_and(|vocabulary| vocabulary.special_token(XTML_CLOSE).is_some()) {
+/// Text up to the marker `close`: any text where `vocabulary` has it as a
+/// special token (never text), else text without it.
+fn text_until(vocabulary: Option<&Vocabulary>, close: &str) -> String {
+    if vocabulary.is_some_and(|vocabulary| vocabulary.special_token(close).is_some()) {
         "dispatch {}".to_string()
     } else {
-        format!("dispatch(exclude=({})) {{}}", literal(XTML_CLOSE))
+        format!("dispatch(exclude=({})) {{}}", literal(close))
     }
 }
 
@@ -1375,9 +1453,7 @@ impl XmlStyle {
             };
             return vec![(rule.to_string(), format!("({element} {text})*"))];
         };
-        let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
-            .map(|names| names.iter().filter_map(Value::as_str).collect())
-            .unwrap_or_default();
+        let required = required(parameters);
         let mut rules = Vec::new();
         let mut sequence = Vec::new();
         for (i, (key, schema)) in properties.iter().enumerate() {
@@ -1442,7 +1518,7 @@ impl XmlStyle {
     /// token of `vocabulary`).
     pub fn text_rule(self, vocabulary: Option<&Vocabulary>) -> String {
         let body = if self == XmlStyle::KimiK3 {
-            xtml_text(vocabulary)
+            text_until(vocabulary, XTML_CLOSE)
         } else {
             format!("dispatch(stop={}) {{}}", literal(self.close()))
         };
@@ -1461,17 +1537,44 @@ fn keyword_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
         let one = "[A-Za-z_] [A-Za-z0-9_]* \"=\" %python {}";
         return vec![(rule.to_string(), format!("({one} ({SEPARATOR} {one})*)?"))];
     };
-    let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
+    let required = required(parameters);
+    let members: Vec<(String, bool)> = properties
+        .iter()
+        .map(|(key, schema)| {
+            let argument = format!(
+                "{} %python {}",
+                literal(&format!("{key}=")),
+                with_definitions(schema, parameters)
+            );
+            (argument, required.contains(&key.as_str()))
+        })
+        .collect();
+    members_in_order(rule, "kw", &members, SEPARATOR)
+}
+
+/// The names `parameters` (a JSON Schema of an object) requires.
+fn required(parameters: &Value) -> Vec<&str> {
+    (parameters.get("required").and_then(Value::as_array))
         .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
-    let keys: Vec<(&String, &Value)> = properties.iter().collect();
-    let n = keys.len();
-    // `first{i}`: the arguments from the i-th on, none written before;
-    // `rest{i}`: the same after one, each then after a separator. Only
-    // the rules the sequence reaches are written.
+        .unwrap_or_default()
+}
+
+/// The `.xg` rules of `members` in their order, each `(text, required)`,
+/// an optional one present or not, those present apart by `separator`:
+/// `rule` is the sequence. `kind` names the helper rules: `{kind}{i}_first_`
+/// (the members from the i-th on, none written before) and `{kind}{i}_rest_`
+/// (the same after one), then `rule`; only those the sequence reaches are
+/// written.
+fn members_in_order(
+    rule: &str,
+    kind: &str,
+    members: &[(String, bool)],
+    separator: &str,
+) -> Vec<(String, String)> {
+    let n = members.len();
     let name = |i: usize, after_one: bool| {
-        let kind = if after_one { "rest" } else { "first" };
-        format!("kw{i}_{kind}_{rule}")
+        let state = if after_one { "rest" } else { "first" };
+        format!("{kind}{i}_{state}_{rule}")
     };
     let then = |i: usize, after_one: bool| (i < n).then(|| name(i, after_one));
     let mut rules = vec![(
@@ -1485,16 +1588,11 @@ fn keyword_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
             continue;
         }
         written.push((i, after_one));
-        let (key, schema) = keys[i];
-        let argument = format!(
-            "{} %python {}",
-            literal(&format!("{key}=")),
-            with_definitions(schema, parameters)
-        );
+        let (member, required) = &members[i];
         let head = if after_one {
-            format!("{SEPARATOR} {argument}")
+            format!("{separator} {member}")
         } else {
-            argument
+            member.clone()
         };
         let sequence = |parts: &[Option<String>]| -> String {
             let parts: Vec<&str> = parts.iter().flatten().map(String::as_str).collect();
@@ -1504,7 +1602,7 @@ fn keyword_arguments(rule: &str, parameters: &Value) -> Vec<(String, String)> {
                 parts.join(" ")
             }
         };
-        let body = if required.contains(&key.as_str()) {
+        let body = if *required {
             sequence(&[Some(head), then(i + 1, true)])
         } else if after_one {
             sequence(&[Some(format!("({head})?")), then(i + 1, true)])
@@ -1549,9 +1647,7 @@ fn xtml_arguments(
         let any = element(head, &xtml_values(&Value::Bool(true), parameters));
         return vec![(rule.to_string(), format!("({any})*"))];
     };
-    let required: Vec<&str> = (parameters.get("required").and_then(Value::as_array))
-        .map(|names| names.iter().filter_map(Value::as_str).collect())
-        .unwrap_or_default();
+    let required = required(parameters);
     let mut rules = vec![(rule.to_string(), String::new())];
     let mut sequence = Vec::new();
     for (i, (key, schema)) in properties.iter().enumerate() {
@@ -1678,6 +1774,216 @@ fn narrowed_schema(schema: &Value, parameters: &Value, types: Value) -> Value {
         object.insert("type".to_string(), types);
     }
     narrowed
+}
+
+/// Gemma 4's string delimiter (a special token of its tokenizer).
+const GEMMA_QUOTE: &str = "<|\"|>";
+
+/// The `.xg` rules of `parameters` (a tool's JSON Schema) as Gemma 4's
+/// template writes arguments: `{KEY:VALUE,…}`, keys bare and in sorted
+/// order (its `dictsort`), each optional unless required, no others; a
+/// string between `<|"|>` tokens, raw; a number as JSON; `true`, `false`;
+/// null as `None` (Python's Jinja) or `null`; objects and arrays alike,
+/// nested. Listed values (`enum`, `const`) as written; `$ref`s into the
+/// schema's definitions, `anyOf`, `oneOf` and lists of types as choices.
+/// A schema without a type, and what the notation cannot narrow (string
+/// and array constraints, `allOf`), takes any value of its kind. The rules
+/// use [`gemma_values`]' rules, which the grammar must define.
+fn gemma_arguments(
+    rule: &str,
+    parameters: &Value,
+    vocabulary: Option<&Vocabulary>,
+) -> Vec<(String, String)> {
+    let mut writer = GemmaArguments {
+        rule,
+        parameters,
+        quote: marker(vocabulary, GEMMA_QUOTE),
+        rules: Vec::new(),
+        definitions: Vec::new(),
+    };
+    let body = writer.object(rule, parameters);
+    let mut rules = vec![(rule.to_string(), body)];
+    rules.append(&mut writer.rules);
+    rules
+}
+
+/// The rules of any Gemma value (`gemma_any`), a string's text
+/// (`gemma_text`), a bare key (`gemma_key`) and a number (`gemma_number`).
+fn gemma_values(vocabulary: Option<&Vocabulary>) -> [(&'static str, String); 4] {
+    let quote = marker(vocabulary, GEMMA_QUOTE);
+    let text = text_until(vocabulary, GEMMA_QUOTE);
+    [
+        (
+            "gemma_any",
+            format!(
+                "{quote} gemma_text {quote} | gemma_number | \"true\" | \"false\" | \"None\" | \"null\" \
+                 | \"{{\" (gemma_key \":\" gemma_any (\",\" gemma_key \":\" gemma_any)*)? \"}}\" \
+                 | \"[\" (gemma_any (\",\" gemma_any)*)? \"]\""
+            ),
+        ),
+        ("gemma_text", text),
+        ("gemma_key", "[^:,{}\\[\\]<\"]+".to_string()),
+        ("gemma_number", "%json {\"type\": \"number\"}".to_string()),
+    ]
+}
+
+/// Writes one tool's arguments in Gemma 4's notation ([`gemma_arguments`]).
+struct GemmaArguments<'a> {
+    /// The arguments' rule: the helper rules' names end with it.
+    rule: &'a str,
+    /// The tool's schema, whose definitions `$ref`s name.
+    parameters: &'a Value,
+    /// `<|"|>` as `.xg`.
+    quote: String,
+    rules: Vec<(String, String)>,
+    /// The definitions with a rule, in order (`gdef{i}_…`).
+    definitions: Vec<String>,
+}
+
+impl GemmaArguments<'_> {
+    /// A new helper rule's name.
+    fn name(&self, kind: &str) -> String {
+        format!("g{kind}{}_{}", self.rules.len(), self.rule)
+    }
+
+    /// The `.xg` of a value of `schema`.
+    fn value(&mut self, schema: &Value) -> String {
+        let Some(object) = schema.as_object() else {
+            return "gemma_any".to_string();
+        };
+        if let Some(values) = object.get("enum").and_then(Value::as_array) {
+            let written: Vec<String> = values.iter().map(|v| self.literal(v)).collect();
+            return format!("({})", written.join(" | "));
+        }
+        if let Some(value) = object.get("const") {
+            return self.literal(value);
+        }
+        if let Some(reference) = object.get("$ref").and_then(Value::as_str) {
+            return self.reference(reference);
+        }
+        for key in ["anyOf", "oneOf"] {
+            if let Some(branches) = object.get(key).and_then(Value::as_array) {
+                let written: Vec<String> = branches.iter().map(|b| self.value(b)).collect();
+                return format!("({})", written.join(" | "));
+            }
+        }
+        let types: Vec<&str> = match object.get("type") {
+            Some(Value::String(kind)) => vec![kind.as_str()],
+            Some(Value::Array(kinds)) => kinds.iter().filter_map(Value::as_str).collect(),
+            _ if object.contains_key("properties") => vec!["object"],
+            _ if object.contains_key("items") => vec!["array"],
+            _ => return "gemma_any".to_string(),
+        };
+        let written: Vec<String> = types.iter().map(|kind| self.typed(kind, schema)).collect();
+        format!("({})", written.join(" | "))
+    }
+
+    /// A value of `schema` of JSON type `kind`.
+    fn typed(&mut self, kind: &str, schema: &Value) -> String {
+        match kind {
+            "string" => format!("{} gemma_text {}", self.quote, self.quote),
+            "integer" | "number" => {
+                format!(
+                    "%json {}",
+                    narrowed_schema(schema, self.parameters, serde_json::json!(kind))
+                )
+            }
+            "boolean" => "(\"true\" | \"false\")".to_string(),
+            "null" => "(\"None\" | \"null\")".to_string(),
+            "object" => {
+                let name = self.name("o");
+                self.rules.push((name.clone(), String::new()));
+                let at = self.rules.len() - 1;
+                let body = self.object(&name, schema);
+                self.rules[at].1 = body;
+                name
+            }
+            "array" => {
+                let item = match schema.get("items") {
+                    Some(items) => self.value(items),
+                    None => "gemma_any".to_string(),
+                };
+                format!("\"[\" ({item} (\",\" {item})*)? \"]\"")
+            }
+            _ => "gemma_any".to_string(),
+        }
+    }
+
+    /// The body of an object of `schema`: its properties sorted by key
+    /// (the sequence's helper rules named after `rule`), or any members.
+    fn object(&mut self, rule: &str, schema: &Value) -> String {
+        let Some(properties) = schema.get("properties").and_then(Value::as_object) else {
+            return "\"{\" (gemma_key \":\" gemma_any (\",\" gemma_key \":\" gemma_any)*)? \"}\""
+                .to_string();
+        };
+        let required = required(schema);
+        let mut sorted: Vec<(&String, &Value)> = properties.iter().collect();
+        sorted.sort_by(|a, b| a.0.cmp(b.0));
+        let members: Vec<(String, bool)> = sorted
+            .into_iter()
+            .map(|(key, property)| {
+                let value = self.value(property);
+                (
+                    format!("{} {value}", literal(&format!("{key}:"))),
+                    required.contains(&key.as_str()),
+                )
+            })
+            .collect();
+        let sequence = format!("gm_{rule}");
+        let mut rules = members_in_order(&sequence, "gm", &members, "\",\"");
+        let body = std::mem::take(&mut rules[0].1);
+        self.rules.extend(rules.into_iter().skip(1));
+        format!("\"{{\" {body} \"}}\"")
+    }
+
+    /// The rule of the definition `reference` names (`#/$defs/NAME`,
+    /// `#/definitions/NAME`), written once; any value for another.
+    fn reference(&mut self, reference: &str) -> String {
+        let target = ["#/$defs/", "#/definitions/"].iter().find_map(|prefix| {
+            let name = reference.strip_prefix(prefix)?;
+            let key = &prefix[2..prefix.len() - 1];
+            self.parameters.get(key)?.get(name)
+        });
+        let Some(schema) = target else {
+            return "gemma_any".to_string();
+        };
+        let rule = |i: usize| format!("gdef{i}_{}", self.rule);
+        if let Some(i) = self.definitions.iter().position(|known| known == reference) {
+            return rule(i);
+        }
+        self.definitions.push(reference.to_string());
+        let own = rule(self.definitions.len() - 1);
+        self.rules.push((own.clone(), String::new()));
+        let at = self.rules.len() - 1;
+        let body = self.value(&schema.clone());
+        self.rules[at].1 = body;
+        own
+    }
+
+    /// `value` as the template writes it.
+    fn literal(&self, value: &Value) -> String {
+        match value {
+            Value::String(text) => format!("{} {} {}", self.quote, literal(text), self.quote),
+            Value::Bool(yes) => literal(&yes.to_string()),
+            Value::Null => "(\"None\" | \"null\")".to_string(),
+            Value::Number(number) => literal(&number.to_string()),
+            Value::Array(items) => {
+                let items: Vec<String> = items.iter().map(|item| self.literal(item)).collect();
+                format!("\"[\" {} \"]\"", items.join(" \",\" "))
+            }
+            Value::Object(members) => {
+                let mut sorted: Vec<(&String, &Value)> = members.iter().collect();
+                sorted.sort_by(|a, b| a.0.cmp(b.0));
+                let members: Vec<String> = sorted
+                    .into_iter()
+                    .map(|(key, value)| {
+                        format!("{} {}", literal(&format!("{key}:")), self.literal(value))
+                    })
+                    .collect();
+                format!("\"{{\" {} \"}}\"", members.join(" \",\" "))
+            }
+        }
+    }
 }
 
 /// `schema` (a property's, of the tool's `parameters`) with the

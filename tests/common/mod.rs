@@ -448,6 +448,18 @@ pub const MODEL_GRAMMARS: &[(&str, ModelVocabulary)] = &[
         ModelVocabulary::Markers(&["<|end_of_msg|>", "<|open|>", "<|close|>", "<|sep|>"]),
     ),
     (
+        "std/gemma4.xg",
+        ModelVocabulary::Markers(&[
+            "<turn|>",
+            "<|tool_response>",
+            "<|tool_call>",
+            "<tool_call|>",
+            "<|\"|>",
+            "<|channel>",
+            "<channel|>",
+        ]),
+    ),
+    (
         "std/command.xg",
         ModelVocabulary::Markers(&[
             "<|END_OF_TURN_TOKEN|>",

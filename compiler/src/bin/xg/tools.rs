@@ -94,6 +94,9 @@ enum FormatArg {
     Pythonic,
     /// Gemma 3's cookbook form: calls in a ```` ```tool_code ```` block, a line each.
     ToolCode,
+    /// Gemma 4: `<|tool_call>call:NAME{KEY:VALUE,…}<tool_call|>`.
+    #[value(name = "gemma-4")]
+    Gemma4,
     /// Command A / R7B: `<|START_ACTION|>` a JSON list of calls `<|END_ACTION|>`.
     #[value(name = "command-a")]
     CommandA,
@@ -123,6 +126,7 @@ impl FormatArg {
             FormatArg::MistralV11 => Format::MistralV11,
             FormatArg::Pythonic => Format::Pythonic,
             FormatArg::ToolCode => Format::ToolCode,
+            FormatArg::Gemma4 => Format::Gemma4,
             FormatArg::CommandA => Format::Command,
         }
     }

@@ -433,6 +433,10 @@ fn call_turn(format: Format, tool: &Tool) -> String {
             "{text}<|close|>response<|sep|><|open|>tools<|sep|><|open|>call tool=\"{name}\" index=\"1\"<|sep|>{}<|close|>call<|sep|><|close|>tools<|sep|><|close|>message<|sep|>",
             xtml_arguments(tool)
         ),
+        Format::Gemma4 => format!(
+            "{text}<|tool_call>call:{name}{}<tool_call|>",
+            gemma_value(&tool.call)
+        ),
         Format::Command => format!(
             "<|START_THINKING|>{text}<|END_THINKING|><|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{name}\", \"parameters\": {arguments}}}\n]<|END_ACTION|>"
         ),
@@ -472,6 +476,29 @@ fn xtml_arguments(tool: &Tool) -> String {
         );
     }
     arguments
+}
+
+/// `value` as Gemma 4's template writes it: strings between `<|"|>`,
+/// object keys bare and sorted, `None` for null.
+fn gemma_value(value: &serde_json::Value) -> String {
+    use serde_json::Value;
+    match value {
+        Value::String(text) => format!("<|\"|>{text}<|\"|>"),
+        Value::Null => "None".to_string(),
+        Value::Array(items) => {
+            let items: Vec<String> = items.iter().map(gemma_value).collect();
+            format!("[{}]", items.join(","))
+        }
+        Value::Object(members) => {
+            let mut members: Vec<(&String, &Value)> = members.iter().collect();
+            members.sort_by(|a, b| a.0.cmp(b.0));
+            let members: Vec<String> = (members.into_iter())
+                .map(|(key, value)| format!("{key}:{}", gemma_value(value)))
+                .collect();
+            format!("{{{}}}", members.join(","))
+        }
+        other => other.to_string(),
+    }
 }
 
 /// `value` as a Python literal: JSON with `True`, `False` and `None`.
