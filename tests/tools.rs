@@ -2349,9 +2349,11 @@ fn tool_code_blocks_with_python_calls() {
 /// vocabulary of bytes and Cohere's special tokens, with thinking on (the
 /// model opens its plan): one call and three calls after a plan, a text
 /// answer (the standard library's file takes them too). Refused: an
-/// unknown tool, a wrong type, a second call with parallel calls off.
+/// unknown tool, a wrong type, a second call with parallel calls off. Then
+/// Command A Reasoning's template (its prompt opens the reasoning): the
+/// same turns after reasoning; an unknown tool refused.
 #[test]
-fn command_turns_rendered_by_the_command_r7b_chat_template() {
+fn command_turns_rendered_by_their_chat_templates() {
     let model = Model::bytes(
         &[
             ("<|END_OF_TURN_TOKEN|>", true),
@@ -2378,11 +2380,7 @@ fn command_turns_rendered_by_the_command_r7b_chat_template() {
     let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
         template.turn(&reasoned(why, content, calls), end)
     };
-    let turns = [
-        (turn(None, &calls[..1]), &calls[..1]),
-        (turn(None, &calls), &calls[..]),
-        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[][..]),
-    ];
+    let turns = turns_of(turn, &calls);
     let runs = accepts(&model, &grammar, &turns);
     for run in &runs[..2] {
         assert_eq!(run.streamed.reasoning, why);
@@ -2406,4 +2404,47 @@ fn command_turns_rendered_by_the_command_r7b_chat_template() {
     // Refused at the comma after the first call.
     let comma = two.find("}},").unwrap() + 2;
     model.refuses_at(&single, &two, &two[comma..]);
+
+    // Command A Reasoning: the prompt opens the reasoning, the answer is
+    // between <|START_TEXT|> and <|END_TEXT|>.
+    let model = Model::bytes(
+        &[
+            ("<|END_OF_TURN_TOKEN|>", true),
+            ("<|START_THINKING|>", true),
+            ("<|END_THINKING|>", true),
+            ("<|START_ACTION|>", true),
+            ("<|END_ACTION|>", true),
+            ("<|START_TEXT|>", true),
+            ("<|END_TEXT|>", true),
+        ],
+        "<|END_OF_TURN_TOKEN|>",
+    );
+    let reasoning = ChatTemplate::new(
+        chat_template("Cohere2MoE"),
+        "<BOS_TOKEN>".into(),
+        end.into(),
+    );
+    let grammar = model.grammar(&Options::new(Format::CommandReasoning));
+    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
+        reasoning.turn(&reasoned(why, content, calls), end)
+    };
+    let runs = accepts(&model, &grammar, &turns_of(turn, &calls));
+    for run in &runs {
+        assert_eq!(run.streamed.reasoning, why);
+    }
+    assert_eq!(runs[2].streamed.text, "Zürich: 21 °C, sunny.");
+    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
+}
+
+/// The turns the Command templates render with `turn`: one call, three
+/// calls, a text answer.
+fn turns_of<'a>(
+    turn: impl Fn(Option<&str>, &[(&str, Value)]) -> String,
+    calls: &'a [(&'a str, Value)],
+) -> [(String, &'a [(&'a str, Value)]); 3] {
+    [
+        (turn(None, &calls[..1]), &calls[..1]),
+        (turn(None, calls), calls),
+        (turn(Some("Zürich: 21 °C, sunny."), &[]), &[]),
+    ]
 }

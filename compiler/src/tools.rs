@@ -99,6 +99,11 @@ pub enum Format {
     /// Qwen3.5: Qwen3-Coder's calls, and reasoning the prompt opens
     /// (`<think>` ends the prompt unless thinking is off).
     Qwen35,
+    /// Command A Reasoning: the prompt opens `<|START_THINKING|>` (thinking
+    /// off: writes `<|START_THINKING|><|END_THINKING|>`); the turn ends the
+    /// reasoning, then calls as Command A's or the answer between
+    /// `<|START_TEXT|>` and `<|END_TEXT|>`.
+    CommandReasoning,
     /// Gemma 4: optional reasoning `<|channel>thought…<channel|>`, text,
     /// then calls `<|tool_call>call:NAME{KEY:VALUE,…}<tool_call|>` in
     /// Gemma's notation (keys bare and sorted, strings between `<|"|>`
@@ -108,7 +113,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 20] = [
+    pub const ALL: [Format; 21] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Qwen35,
@@ -128,6 +133,7 @@ impl Format {
         Format::Glm47,
         Format::MiniMax,
         Format::Command,
+        Format::CommandReasoning,
         Format::Harmony,
     ];
 
@@ -143,6 +149,7 @@ impl Format {
             Format::Qwen3Coder => "qwen3-coder",
             Format::Qwen35 => "qwen3.5",
             Format::Gemma4 => "gemma-4",
+            Format::CommandReasoning => "command-a-reasoning",
             Format::DeepSeekV31 => "deepseek-v3.1",
             Format::DeepSeekV32 => "deepseek-v3.2",
             Format::Kimi => "kimi-k2",
@@ -170,6 +177,7 @@ impl Format {
                 | Format::MiniMax
                 | Format::KimiK3
                 | Format::Qwen35
+                | Format::CommandReasoning
         )
     }
 
@@ -179,7 +187,11 @@ impl Format {
     /// [`Reasoning::Allowed`].
     pub fn default_reasoning(self) -> Reasoning {
         match self {
-            Format::Glm47 | Format::MiniMax | Format::KimiK3 | Format::Qwen35 => Reasoning::Forced,
+            Format::Glm47
+            | Format::MiniMax
+            | Format::KimiK3
+            | Format::Qwen35
+            | Format::CommandReasoning => Reasoning::Forced,
             _ => Reasoning::Allowed,
         }
     }
@@ -571,7 +583,10 @@ impl Writer<'_> {
         let format = options.format;
         if format == Format::Harmony {
             out.push_str("import \"std/harmony.xg\" as harmony;\n");
-        } else if matches!(format, Format::Command | Format::KimiK3 | Format::Gemma4) {
+        } else if matches!(
+            format,
+            Format::Command | Format::CommandReasoning | Format::KimiK3 | Format::Gemma4
+        ) {
             // Their own reasoning markers.
         } else if options.reasoning != Reasoning::Forbidden {
             out.push_str("import \"std/reasoning.xg\" as reasoning;\n");
@@ -595,7 +610,7 @@ impl Writer<'_> {
             Format::MiniMax => self.minimax(),
             Format::MistralV11 => self.mistral_v11(),
             Format::Pythonic => self.pythonic(),
-            Format::Command => self.command(),
+            Format::Command | Format::CommandReasoning => self.command(),
             Format::KimiK3 => self.kimi_k3(),
             Format::ToolCode => self.tool_code(),
             Format::Gemma4 => self.gemma4(),
@@ -1158,10 +1173,20 @@ impl Writer<'_> {
     }
 
     fn command(&self) -> Vec<(&'static str, String)> {
+        let opened = self.options.format == Format::CommandReasoning;
         let think = match self.options.reasoning {
-            Reasoning::Allowed => "thinking? ",
-            Reasoning::Forced => "thinking ",
-            Reasoning::Forbidden => "",
+            // The prompt opened the reasoning: the rest of it.
+            Reasoning::Allowed | Reasoning::Forced if opened => {
+                format!("thought {} ", self.marker("<|END_THINKING|>"))
+            }
+            Reasoning::Allowed => "thinking? ".to_string(),
+            Reasoning::Forced => "thinking ".to_string(),
+            Reasoning::Forbidden => String::new(),
+        };
+        let (open, close) = if opened {
+            ("<|START_TEXT|>", "<|END_TEXT|>")
+        } else {
+            ("<|START_RESPONSE|>", "<|END_RESPONSE|>")
         };
         let action = format!(
             "{} \"[\" list_ws {} list_ws \"]\" {}",
@@ -1169,11 +1194,7 @@ impl Writer<'_> {
             self.repeated("call", "\",\" list_ws "),
             self.marker("<|END_ACTION|>")
         );
-        let response = format!(
-            "{} text {}",
-            self.marker("<|START_RESPONSE|>"),
-            self.marker("<|END_RESPONSE|>")
-        );
+        let response = format!("{} text {}", self.marker(open), self.marker(close));
         let root = if self.tools.is_empty() {
             format!("{think}{response}")
         } else if self.must_call {
@@ -1195,9 +1216,9 @@ impl Writer<'_> {
             rules.push(("list_ws", "[ \\t\\n\\r]{0,32}".to_string()));
         }
         if !self.must_call {
-            rules.push((TEXT, self.until("<|END_RESPONSE|>")));
+            rules.push((TEXT, self.until(close)));
         }
-        if self.options.reasoning != Reasoning::Forbidden {
+        if self.options.reasoning != Reasoning::Forbidden && !opened {
             rules.push((
                 "thinking",
                 format!(
@@ -1206,6 +1227,8 @@ impl Writer<'_> {
                     self.marker("<|END_THINKING|>")
                 ),
             ));
+        }
+        if self.options.reasoning != Reasoning::Forbidden {
             rules.push((
                 "thought [capture=\"reasoning\"]",
                 self.until("<|END_THINKING|>"),

@@ -100,6 +100,9 @@ enum FormatArg {
     /// Command A / R7B: `<|START_ACTION|>` a JSON list of calls `<|END_ACTION|>`.
     #[value(name = "command-a")]
     CommandA,
+    /// Command A Reasoning: the prompt opens `<|START_THINKING|>`; answers in `<|START_TEXT|>`.
+    #[value(name = "command-a-reasoning")]
+    CommandAReasoning,
     /// Mistral tokenizer v11+: `[TOOL_CALLS]NAME[ARGS]{…}` per call.
     #[value(name = "mistral-v11")]
     MistralV11,
@@ -128,6 +131,7 @@ impl FormatArg {
             FormatArg::ToolCode => Format::ToolCode,
             FormatArg::Gemma4 => Format::Gemma4,
             FormatArg::CommandA => Format::Command,
+            FormatArg::CommandAReasoning => Format::CommandReasoning,
         }
     }
 }

@@ -354,7 +354,9 @@ fn bench_request(
 /// reasoning where the format's prompt opens it by default.
 fn output(format: Format, tool: &Tool) -> String {
     let turn = call_turn(format, tool);
-    if format == Format::KimiK3 {
+    if format == Format::CommandReasoning {
+        format!("The user wants a lookup.<|END_THINKING|>{turn}")
+    } else if format == Format::KimiK3 {
         format!("The user wants a lookup.<|close|>think<|sep|><|open|>response<|sep|>{turn}")
     } else if format.prompt_opens_reasoning() && format.default_reasoning() == Reasoning::Forced {
         format!("The user wants a lookup.\n</think>\n\n{turn}")
@@ -436,6 +438,9 @@ fn call_turn(format: Format, tool: &Tool) -> String {
         Format::Gemma4 => format!(
             "{text}<|tool_call>call:{name}{}<tool_call|>",
             gemma_value(&tool.call)
+        ),
+        Format::CommandReasoning => format!(
+            "<|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{name}\", \"parameters\": {arguments}}}\n]<|END_ACTION|>"
         ),
         Format::Command => format!(
             "<|START_THINKING|>{text}<|END_THINKING|><|START_ACTION|>[\n    {{\"tool_call_id\": \"0\", \"tool_name\": \"{name}\", \"parameters\": {arguments}}}\n]<|END_ACTION|>"
