@@ -1587,6 +1587,63 @@ fn accepts(
         .collect()
 }
 
+/// Where a family's rendered turns go wrong, for [`refuses_wrong_calls`]:
+/// the text each refused turn is refused at.
+struct WrongAt<'a> {
+    /// `get_weather` with `city` 42.
+    wrong_type: &'a str,
+    /// `search` without its required `query`.
+    missing: &'a str,
+    /// `search` with `filters.max_results` a string.
+    nested: &'a str,
+}
+
+/// The refusals of most template tests, on turns `turn` renders from
+/// calls: an unknown tool, a wrong type, a missing required argument, a
+/// wrong type inside a nested object, a value outside an enum.
+fn refuses_wrong_calls(
+    model: &Model,
+    grammar: &Arc<Grammar>,
+    turn: impl Fn(&[(&str, Value)]) -> String,
+    at: &WrongAt<'_>,
+) {
+    model.refuses_at(grammar, &turn(&[("get_time", json!({}))]), "time");
+    let wrong = turn(&[("get_weather", json!({"city": 42}))]);
+    model.refuses_at(grammar, &wrong, at.wrong_type);
+    let missing = turn(&[("search", json!({"filters": {}}))]);
+    model.refuses_at(grammar, &missing, at.missing);
+    let nested = turn(&[(
+        "search",
+        json!({"query": "x", "filters": {"max_results": "five"}}),
+    )]);
+    model.refuses_at(grammar, &nested, at.nested);
+    let outside = turn(&[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))]);
+    model.refuses_at(grammar, &outside, "kelvin");
+}
+
+/// The refusals of the tool options, on turns `turn` renders from calls
+/// with `options` otherwise: a second call when parallel calls are off
+/// (refused at `second`), a call under tool choice `none` (at `call`).
+fn refuses_by_options(
+    model: &Model,
+    options: &Options,
+    turn: impl Fn(&[(&str, Value)]) -> String,
+    second: &str,
+    call: &str,
+) {
+    let calls = template_calls();
+    let single = model.grammar(&Options {
+        parallel_calls: false,
+        ..options.clone()
+    });
+    model.refuses_at(&single, &turn(&calls[..2]), second);
+    let none = model.grammar(&Options {
+        tool_choice: ToolChoice::None,
+        ..options.clone()
+    });
+    model.refuses_at(&none, &turn(&calls[..1]), call);
+}
+
 /// DeepSeek V3.1's own template on the DeepSeek V3 tokenizer (the same
 /// vocabulary): with thinking off (its default) one call, three calls
 /// after text and a text answer; in thinking mode (the prompt opens the
@@ -1698,8 +1755,9 @@ const KIMI_TOKENS: &[(&str, bool)] = &[
 /// written as tokens; one call, three calls after text, a text answer,
 /// reasoning before calls (as K2 Thinking writes it: `<think>…</think>`,
 /// then the content); the standard library's file takes them too.
-/// Refused: an unknown tool, a missing required argument, a wrong type, a second call when
-/// parallel calls are off, a call under tool choice `none`.
+/// Refused: an unknown tool, a missing required argument, a wrong type
+/// (also inside a nested object), a value outside an enum, a second call
+/// when parallel calls are off, a call under tool choice `none`.
 #[test]
 fn kimi_k2_turns_rendered_by_its_chat_templates() {
     let model = Model::bytes(KIMI_TOKENS, "<|im_end|>");
@@ -1732,27 +1790,17 @@ fn kimi_k2_turns_rendered_by_its_chat_templates() {
     for (text, _) in &turns {
         model.run(&library, text, 0).unwrap();
     }
-    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
-    let missing = turn(None, &[("search", json!({"filters": {}}))]);
-    model.refuses_at(&grammar, &missing, "filters");
-    model.refuses_at(
-        &grammar,
-        &turn(None, &[("get_weather", json!({"city": 42}))]),
-        "42",
-    );
-    let single = model.grammar(&Options {
-        parallel_calls: false,
-        ..options.clone()
-    });
-    let two = turn(None, &calls[..2]);
-    model.refuses_at(&single, &two, "<|tool_call_begin|>functions.search");
-    let none = model.grammar(&Options {
-        tool_choice: ToolChoice::None,
-        ..options
-    });
-    model.refuses_at(
-        &none,
-        &turn(None, &calls[..1]),
+    let at = WrongAt {
+        wrong_type: "42",
+        missing: "filters",
+        nested: "\"five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| turn(None, calls), &at);
+    refuses_by_options(
+        &model,
+        &options,
+        |calls| turn(None, calls),
+        "<|tool_call_begin|>functions.search",
         "<|tool_calls_section_begin|>",
     );
 }
@@ -1807,42 +1855,19 @@ fn kimi_k3_turns_rendered_by_its_chat_template() {
     for (text, _) in &turns {
         model.run(&library, text, 0).unwrap();
     }
-    model.refuses_at(
-        &grammar,
-        &thinking(None, &[("get_time", json!({}))]),
-        "time",
-    );
-    let missing = thinking(None, &[("search", json!({"filters": {}}))]);
-    model.refuses_at(&grammar, &missing, "filters");
-    let wrong = thinking(None, &[("get_weather", json!({"city": 42}))]);
-    model.refuses_at(&grammar, &wrong, "number");
-    let nested = thinking(
-        None,
-        &[(
-            "search",
-            json!({"query": "x", "filters": {"max_results": "five"}}),
-        )],
-    );
-    model.refuses_at(&grammar, &nested, "\"five");
-    let outside = thinking(
-        None,
-        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
-    );
-    model.refuses_at(&grammar, &outside, "kelvin");
-    let single = model.grammar(&Options {
-        parallel_calls: false,
-        ..options.clone()
-    });
-    model.refuses_at(
-        &single,
-        &thinking(None, &calls[..2]),
+    let at = WrongAt {
+        wrong_type: "number",
+        missing: "filters",
+        nested: "\"five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| thinking(None, calls), &at);
+    refuses_by_options(
+        &model,
+        &options,
+        |calls| thinking(None, calls),
         "<|open|>call tool=\"search\"",
+        "<|open|>tools",
     );
-    let none = model.grammar(&Options {
-        tool_choice: ToolChoice::None,
-        ..options.clone()
-    });
-    model.refuses_at(&none, &thinking(None, &calls[..1]), "<|open|>tools");
     // Thinking off: the prompt opened `response`.
     template.thinking = Some(false);
     let off = model.grammar(&Options {
@@ -2187,28 +2212,12 @@ fn gemma_4_turns_rendered_by_its_chat_template() {
         assert_eq!(run.streamed.reasoning.trim(), why);
     }
     assert_eq!(runs[1].streamed.text, "Let me look these up.");
-    model.refuses_at(
-        &grammar,
-        &thinking(None, &[("get_time", json!({}))]),
-        "time",
-    );
-    let wrong = thinking(None, &[("get_weather", json!({"city": 42}))]);
-    model.refuses_at(&grammar, &wrong, "42");
-    let nested = thinking(
-        None,
-        &[(
-            "search",
-            json!({"query": "x", "filters": {"max_results": "five"}}),
-        )],
-    );
-    model.refuses_at(&grammar, &nested, "<|\"|>five");
-    let outside = thinking(
-        None,
-        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
-    );
-    model.refuses_at(&grammar, &outside, "kelvin");
-    let missing = thinking(None, &[("search", json!({"filters": {}}))]);
-    model.refuses_at(&grammar, &missing, "}<tool_call|>");
+    let at = WrongAt {
+        wrong_type: "42",
+        missing: "}<tool_call|>",
+        nested: "<|\"|>five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| thinking(None, calls), &at);
     let unsorted =
         "<|tool_call>call:get_weather{unit:<|\"|>celsius<|\"|>,city:<|\"|>Oslo<|\"|>}<tool_call|>";
     model.refuses_at(&grammar, unsorted, "unit");
