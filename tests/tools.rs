@@ -1740,6 +1740,80 @@ fn deepseek_v3_2_turns_rendered_by_its_chat_template() {
     model.refuses_at(&grammar, &outside, "kelvin");
 }
 
+/// DeepSeek V4's own template (llama.cpp's copy) on the DeepSeek V3
+/// tokenizer: V3.2's DSML calls in a `tool_calls` block; in thinking mode
+/// (the prompt opens `<think>`: `Reasoning::Forced`) one call, three calls
+/// after text and a text answer after reasoning, streamed as reasoning;
+/// thinking off (the prompt closes it) the same without. Refused: an
+/// unknown tool, a value outside an enum, a wrong type in a nested object,
+/// V3.2's block name where a call is required.
+#[test]
+fn deepseek_v4_turns_rendered_by_its_chat_template() {
+    let model = Model::load(&DEEPSEEK_V3, &[]);
+    let end = "<｜end▁of▁sentence｜>";
+    let mut template = ChatTemplate::new(
+        chat_template("deepseek-ai-DeepSeek-V4"),
+        "<｜begin▁of▁sentence｜>".into(),
+        end.into(),
+    );
+    template.thinking = Some(true);
+    let options = Options {
+        reasoning: Reasoning::Forced,
+        ..Options::new(Format::DeepSeekV4)
+    };
+    let grammar = model.grammar(&options);
+    let calls = template_calls();
+    let why = "Weather first, then news.";
+    let thinking = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&reasoned(why, content, calls), end)
+    };
+    let turns = standard_turns(thinking, &calls);
+    assert!(
+        turns[0].0.contains("<｜DSML｜tool_calls>"),
+        "{:?}",
+        turns[0].0
+    );
+    for run in accepts(&model, &grammar, &turns) {
+        assert_eq!(run.streamed.reasoning, why);
+    }
+    let library = model.library_grammar("std/deepseek_v4.xg");
+    for (text, _) in &turns {
+        model.run(&library, &format!("<think>{text}"), 0).unwrap();
+    }
+    model.refuses_at(
+        &grammar,
+        &thinking(None, &[("get_time", json!({}))]),
+        "time",
+    );
+    let outside = thinking(
+        None,
+        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+    );
+    model.refuses_at(&grammar, &outside, "kelvin");
+    let nested = thinking(
+        None,
+        &[(
+            "search",
+            json!({"query": "x", "filters": {"max_results": "five"}}),
+        )],
+    );
+    model.refuses_at(&grammar, &nested, "\"five");
+    // V3.2's block is only text to V4: a call being required, it is refused.
+    let required = model.grammar(&Options {
+        tool_choice: ToolChoice::Required,
+        ..options.clone()
+    });
+    model.run(&required, &turns[0].0, 0).unwrap();
+    let older = turns[0].0.replace("tool_calls>", "function_calls>");
+    model.refuses_at(&required, &older, "function_calls");
+    template.thinking = Some(false);
+    let off = model.grammar(&Options::new(Format::DeepSeekV4));
+    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, Value::clone), end)
+    };
+    accepts(&model, &off, &standard_turns(answer, &calls));
+}
+
 /// Kimi K2's markers, special tokens of its tokenizer, and its stop token.
 const KIMI_TOKENS: &[(&str, bool)] = &[
     ("<|im_end|>", true),

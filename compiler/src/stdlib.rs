@@ -45,6 +45,10 @@ const LIBRARY: &[(&str, &str)] = &[
         "std/deepseek_v3_2.xg",
         include_str!("../../grammars/std/deepseek_v3_2.xg"),
     ),
+    (
+        "std/deepseek_v4.xg",
+        include_str!("../../grammars/std/deepseek_v4.xg"),
+    ),
     ("std/glm.xg", include_str!("../../grammars/std/glm.xg")),
     ("std/kimi.xg", include_str!("../../grammars/std/kimi.xg")),
     (

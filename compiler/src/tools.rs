@@ -53,6 +53,9 @@ pub enum Format {
     /// `<｜DSML｜parameter name="KEY" string="true|false">VALUE</｜DSML｜parameter>`,
     /// then `</｜DSML｜function_calls>`; reasoning as V3.1's.
     DeepSeekV32,
+    /// DeepSeek V4: V3.2's calls in a `<｜DSML｜tool_calls>` block; the
+    /// prompt opens the reasoning in thinking mode (else closes it).
+    DeepSeekV4,
     /// Kimi K2 (Instruct, Thinking, K2.5): a section between
     /// `<|tool_calls_section_begin|>` and `<|tool_calls_section_end|>`, each
     /// call `<|tool_call_begin|>functions.NAME:INDEX<|tool_call_argument_begin|>{…}<|tool_call_end|>`.
@@ -113,7 +116,7 @@ pub enum Format {
 
 impl Format {
     /// Every format, in the order the documentation lists them.
-    pub const ALL: [Format; 21] = [
+    pub const ALL: [Format; 22] = [
         Format::Qwen,
         Format::Qwen3Coder,
         Format::Qwen35,
@@ -127,6 +130,7 @@ impl Format {
         Format::DeepSeek,
         Format::DeepSeekV31,
         Format::DeepSeekV32,
+        Format::DeepSeekV4,
         Format::Kimi,
         Format::KimiK3,
         Format::Glm45,
@@ -152,6 +156,7 @@ impl Format {
             Format::CommandReasoning => "command-a-reasoning",
             Format::DeepSeekV31 => "deepseek-v3.1",
             Format::DeepSeekV32 => "deepseek-v3.2",
+            Format::DeepSeekV4 => "deepseek-v4",
             Format::Kimi => "kimi-k2",
             Format::KimiK3 => "kimi-k3",
             Format::ToolCode => "tool-code",
@@ -173,6 +178,7 @@ impl Format {
             self,
             Format::DeepSeekV31
                 | Format::DeepSeekV32
+                | Format::DeepSeekV4
                 | Format::Glm47
                 | Format::MiniMax
                 | Format::KimiK3
@@ -209,7 +215,7 @@ impl Format {
             Format::Qwen3Coder | Format::Qwen35 => Some(XmlStyle::Qwen),
             Format::Glm45 | Format::Glm47 => Some(XmlStyle::Glm),
             Format::MiniMax => Some(XmlStyle::MiniMax),
-            Format::DeepSeekV32 => Some(XmlStyle::DeepSeek),
+            Format::DeepSeekV32 | Format::DeepSeekV4 => Some(XmlStyle::DeepSeek),
             Format::KimiK3 => Some(XmlStyle::KimiK3),
             _ => None,
         }
@@ -604,7 +610,8 @@ impl Writer<'_> {
             Format::Harmony => self.harmony(),
             Format::Qwen3Coder | Format::Qwen35 => self.qwen3_coder(),
             Format::DeepSeekV31 => self.deepseek_v31(),
-            Format::DeepSeekV32 => self.deepseek_v32(),
+            Format::DeepSeekV32 => self.dsml("function_calls"),
+            Format::DeepSeekV4 => self.dsml("tool_calls"),
             Format::Kimi => self.kimi(),
             Format::Glm45 | Format::Glm47 => self.glm(),
             Format::MiniMax => self.minimax(),
@@ -1008,11 +1015,13 @@ impl Writer<'_> {
         })
     }
 
-    fn deepseek_v32(&self) -> Vec<(&'static str, String)> {
+    /// DeepSeek's DSML calls in the block `<｜DSML｜{block}>` (V3.2's
+    /// `function_calls`, V4's `tool_calls`).
+    fn dsml(&self, block: &str) -> Vec<(&'static str, String)> {
         let root = self.section(
-            "<｜DSML｜function_calls>",
+            &format!("<｜DSML｜{block}>"),
             LINE_BREAK,
-            "</｜DSML｜function_calls>",
+            &format!("</｜DSML｜{block}>"),
         );
         self.with_calls(root, |tool, args| {
             format!(

@@ -391,7 +391,7 @@ impl GrammarCompiler {
     /// A tool-calling turn: an OpenAI-style tool list (JSON text or a
     /// list) in a model family's `format` (`qwen`, `qwen3-coder`, `qwen3.5`, `llama3`,
     /// `llama3-function`, `pythonic`, `tool-code`, `gemma-4`, `mistral`, `mistral-v11`, `deepseek`,
-    /// `deepseek-v3.1`, `deepseek-v3.2`, `kimi-k2`, `kimi-k3`, `glm-4.5`,
+    /// `deepseek-v3.1`, `deepseek-v3.2`, `deepseek-v4`, `kimi-k2`, `kimi-k3`, `glm-4.5`,
     /// `glm-4.7`, `minimax-m2`, `command-a`, `command-a-reasoning`, `harmony`); `reasoning` `allowed`, `forced` or `forbidden` (default:
     /// what the family's template does); `tool_choice` `auto`,
     /// `required`, `none`, a function name, or OpenAI's

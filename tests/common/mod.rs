@@ -374,6 +374,7 @@ pub const LIBRARY: &[&str] = &[
     "std/deepseek.xg",
     "std/deepseek_v3_1.xg",
     "std/deepseek_v3_2.xg",
+    "std/deepseek_v4.xg",
     "std/glm.xg",
     "std/minimax.xg",
     "std/pythonic.xg",

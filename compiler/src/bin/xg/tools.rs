@@ -75,6 +75,9 @@ enum FormatArg {
     /// DeepSeek V3.2: the DSML block, `<｜DSML｜invoke name=…>` and parameters.
     #[value(name = "deepseek-v3.2")]
     DeepseekV32,
+    /// DeepSeek V4: V3.2's calls in a `<｜DSML｜tool_calls>` block.
+    #[value(name = "deepseek-v4")]
+    DeepseekV4,
     /// Kimi K2: `<|tool_call_begin|>functions.NAME:0<|tool_call_argument_begin|>{…}`.
     #[value(name = "kimi-k2")]
     KimiK2,
@@ -121,6 +124,7 @@ impl FormatArg {
             FormatArg::Qwen35 => Format::Qwen35,
             FormatArg::DeepseekV31 => Format::DeepSeekV31,
             FormatArg::DeepseekV32 => Format::DeepSeekV32,
+            FormatArg::DeepseekV4 => Format::DeepSeekV4,
             FormatArg::KimiK2 => Format::Kimi,
             FormatArg::KimiK3 => Format::KimiK3,
             FormatArg::Glm45 => Format::Glm45,

@@ -395,9 +395,14 @@ fn call_turn(format: Format, tool: &Tool) -> String {
         Format::DeepSeekV31 => format!(
             "{text}<｜tool▁calls▁begin｜><｜tool▁call▁begin｜>{name}<｜tool▁sep｜>{arguments}<｜tool▁call▁end｜><｜tool▁calls▁end｜>"
         ),
-        Format::DeepSeekV32 => {
+        Format::DeepSeekV32 | Format::DeepSeekV4 => {
+            let block = if format == Format::DeepSeekV4 {
+                "tool_calls"
+            } else {
+                "function_calls"
+            };
             let mut call =
-                format!("{text}\n\n<｜DSML｜function_calls>\n<｜DSML｜invoke name=\"{name}\">\n");
+                format!("{text}\n\n<｜DSML｜{block}>\n<｜DSML｜invoke name=\"{name}\">\n");
             for (key, value) in tool.call.as_object().into_iter().flatten() {
                 let (string, value) = match value {
                     serde_json::Value::String(text) => ("true", text.clone()),
@@ -408,7 +413,7 @@ fn call_turn(format: Format, tool: &Tool) -> String {
                     "<｜DSML｜parameter name=\"{key}\" string=\"{string}\">{value}</｜DSML｜parameter>"
                 );
             }
-            call + "</｜DSML｜invoke>\n</｜DSML｜function_calls>"
+            call + &format!("</｜DSML｜invoke>\n</｜DSML｜{block}>")
         }
         Format::Kimi => format!(
             "{text}<|tool_calls_section_begin|><|tool_call_begin|>functions.{name}:0<|tool_call_argument_begin|>{arguments}<|tool_call_end|><|tool_calls_section_end|>"
