@@ -1391,19 +1391,19 @@ fn qwen3_coder_and_qwen3_5_turns_rendered_by_their_chat_templates() {
     for run in accepts(&model, &grammar, &standard_turns(thinking, &calls)) {
         assert_eq!(run.streamed.reasoning.trim(), why);
     }
-    let wrong = thinking(
-        None,
-        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
+    let at = WrongAt {
+        wrong_type: None,
+        missing: "filters",
+        nested: "\"five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| thinking(None, calls), &at);
+    refuses_by_options(
+        &model,
+        &options,
+        |calls| thinking(None, calls),
+        "\n<tool_call>\n<function=search",
+        "<tool_call>",
     );
-    model.refuses_at(&grammar, &wrong, "kelvin");
-    let nested = thinking(
-        None,
-        &[(
-            "search",
-            json!({"query": "x", "filters": {"max_results": "five"}}),
-        )],
-    );
-    model.refuses_at(&grammar, &nested, "\"five");
     qwen35.thinking = Some(false);
     let off = model.grammar(&Options {
         reasoning: Reasoning::Forbidden,
@@ -1590,8 +1590,9 @@ fn accepts(
 /// Where a family's rendered turns go wrong, for [`refuses_wrong_calls`]:
 /// the text each refused turn is refused at.
 struct WrongAt<'a> {
-    /// `get_weather` with `city` 42.
-    wrong_type: &'a str,
+    /// `get_weather` with `city` 42 (`None` where a string is raw text:
+    /// `42` is a city's name there).
+    wrong_type: Option<&'a str>,
     /// `search` without its required `query`.
     missing: &'a str,
     /// `search` with `filters.max_results` a string.
@@ -1608,8 +1609,10 @@ fn refuses_wrong_calls(
     at: &WrongAt<'_>,
 ) {
     model.refuses_at(grammar, &turn(&[("get_time", json!({}))]), "time");
-    let wrong = turn(&[("get_weather", json!({"city": 42}))]);
-    model.refuses_at(grammar, &wrong, at.wrong_type);
+    if let Some(wrong_type) = at.wrong_type {
+        let wrong = turn(&[("get_weather", json!({"city": 42}))]);
+        model.refuses_at(grammar, &wrong, wrong_type);
+    }
     let missing = turn(&[("search", json!({"filters": {}}))]);
     model.refuses_at(grammar, &missing, at.missing);
     let nested = turn(&[(
@@ -1686,132 +1689,109 @@ fn deepseek_v3_1_turns_rendered_by_its_chat_template() {
     for run in accepts(&model, &thinking, &after_reasoning) {
         assert_eq!(run.streamed.reasoning, "Two lookups: weather, then news.");
     }
-    let unknown = turn(None, &[("get_time", json!({}))]);
-    model.refuses_at(&grammar, &unknown, "time");
-    let wrong_type = turn(None, &[("get_weather", json!({"city": 42}))]);
-    model.refuses_at(&grammar, &wrong_type, "42");
+    let at = WrongAt {
+        wrong_type: Some("42"),
+        missing: "filters",
+        nested: "\"five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| turn(None, calls), &at);
+    refuses_by_options(
+        &model,
+        &Options::new(Format::DeepSeekV31),
+        |calls| turn(None, calls),
+        "<｜tool▁call▁begin｜>search",
+        "<｜tool▁calls▁begin｜>",
+    );
 }
 
-/// DeepSeek V3.2's DSML calls, as llama.cpp's template for it writes them
-/// (in thinking mode: its history closes reasoning the generation prompt
-/// of the other mode never opens), on the DeepSeek V3 tokenizer (the same
-/// vocabulary): one call, three calls after text, a text answer, each after
-/// reasoning; string values raw (`string="true"`), others JSON. Refused: an
-/// unknown tool, a wrong type, a value outside its enum.
+/// DeepSeek V3.2's and V4's DSML calls as their templates write them
+/// (llama.cpp's copies; V3.2's in thinking mode: its history closes
+/// reasoning the generation prompt of the other mode never opens), on the
+/// DeepSeek V3 tokenizer (the same vocabulary): in thinking mode (the
+/// prompt opens `<think>`: `Reasoning::Forced`) one call, three calls
+/// after text and a text answer, each after reasoning, streamed as
+/// reasoning; string values raw (`string="true"`), others JSON. V3.2's
+/// block is `function_calls`, V4's `tool_calls`; V4 with thinking off too.
+/// Refused: all six (a wrong type inside a nested object: strings are raw
+/// text), and V3.2's block name where V4 requires a call.
 #[test]
-fn deepseek_v3_2_turns_rendered_by_its_chat_template() {
+fn deepseek_dsml_turns_rendered_by_their_chat_templates() {
     let model = Model::load(&DEEPSEEK_V3, &[]);
     let end = "<｜end▁of▁sentence｜>";
-    let mut template = ChatTemplate::new(
-        chat_template("deepseek-ai-DeepSeek-V3.2"),
-        "<｜begin▁of▁sentence｜>".into(),
-        end.into(),
-    );
-    template.thinking = Some(true);
-    let grammar = model.grammar(&Options {
-        reasoning: Reasoning::Forced,
-        ..Options::new(Format::DeepSeekV32)
-    });
     let calls = template_calls();
     let why = "Weather first, then news.";
-    let turn = |content: Option<&str>, calls: &[(&str, Value)]| {
-        template.turn(&reasoned(why, content, calls), end)
-    };
-    let runs = accepts(&model, &grammar, &standard_turns(turn, &calls));
-    for run in runs {
-        assert_eq!(run.streamed.reasoning, why);
+    for (format, name, block, library) in [
+        (
+            Format::DeepSeekV32,
+            "deepseek-ai-DeepSeek-V3.2",
+            "function_calls",
+            "std/deepseek_v3_2.xg",
+        ),
+        (
+            Format::DeepSeekV4,
+            "deepseek-ai-DeepSeek-V4",
+            "tool_calls",
+            "std/deepseek_v4.xg",
+        ),
+    ] {
+        let mut template = ChatTemplate::new(
+            chat_template(name),
+            "<｜begin▁of▁sentence｜>".into(),
+            end.into(),
+        );
+        template.thinking = Some(true);
+        let options = Options {
+            reasoning: Reasoning::Forced,
+            ..Options::new(format)
+        };
+        let grammar = model.grammar(&options);
+        let thinking = |content: Option<&str>, calls: &[(&str, Value)]| {
+            template.turn(&reasoned(why, content, calls), end)
+        };
+        let turns = standard_turns(thinking, &calls);
+        assert!(
+            turns[0].0.contains(&format!("<｜DSML｜{block}>")),
+            "{:?}",
+            turns[0].0
+        );
+        for run in accepts(&model, &grammar, &turns) {
+            assert_eq!(run.streamed.reasoning, why);
+        }
+        let library = model.library_grammar(library);
+        for (text, _) in &turns {
+            model.run(&library, &format!("<think>{text}"), 0).unwrap();
+        }
+        let at = WrongAt {
+            wrong_type: None,
+            missing: "filters",
+            nested: "\"five",
+        };
+        refuses_wrong_calls(&model, &grammar, |calls| thinking(None, calls), &at);
+        refuses_by_options(
+            &model,
+            &options,
+            |calls| thinking(None, calls),
+            "｜DSML｜invoke name=\"search",
+            ">\n<｜DSML｜invoke",
+        );
+        if format != Format::DeepSeekV4 {
+            continue;
+        }
+        // V3.2's block is only text to V4: a call being required, it is refused.
+        let required = model.grammar(&Options {
+            tool_choice: ToolChoice::Required,
+            ..options.clone()
+        });
+        model.run(&required, &turns[0].0, 0).unwrap();
+        let older = turns[0].0.replace("tool_calls>", "function_calls>");
+        model.refuses_at(&required, &older, "function_calls");
+        template.thinking = Some(false);
+        let off = model.grammar(&Options::new(Format::DeepSeekV4));
+        let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
+            template.turn(&conversation(content, calls, Value::clone), end)
+        };
+        accepts(&model, &off, &standard_turns(answer, &calls));
     }
-    let library = model.library_grammar("std/deepseek_v3_2.xg");
-    let thought = format!("<think>{}", turn(Some("On it."), &calls));
-    model.run(&library, &thought, 0).unwrap();
-    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
-    let wrong = turn(
-        None,
-        &[(
-            "search",
-            json!({"query": "x", "filters": {"max_results": "five"}}),
-        )],
-    );
-    model.refuses_at(&grammar, &wrong, "\"five");
-    let outside = turn(
-        None,
-        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
-    );
-    model.refuses_at(&grammar, &outside, "kelvin");
-}
-
-/// DeepSeek V4's own template (llama.cpp's copy) on the DeepSeek V3
-/// tokenizer: V3.2's DSML calls in a `tool_calls` block; in thinking mode
-/// (the prompt opens `<think>`: `Reasoning::Forced`) one call, three calls
-/// after text and a text answer after reasoning, streamed as reasoning;
-/// thinking off (the prompt closes it) the same without. Refused: an
-/// unknown tool, a value outside an enum, a wrong type in a nested object,
-/// V3.2's block name where a call is required.
-#[test]
-fn deepseek_v4_turns_rendered_by_its_chat_template() {
-    let model = Model::load(&DEEPSEEK_V3, &[]);
-    let end = "<｜end▁of▁sentence｜>";
-    let mut template = ChatTemplate::new(
-        chat_template("deepseek-ai-DeepSeek-V4"),
-        "<｜begin▁of▁sentence｜>".into(),
-        end.into(),
-    );
-    template.thinking = Some(true);
-    let options = Options {
-        reasoning: Reasoning::Forced,
-        ..Options::new(Format::DeepSeekV4)
-    };
-    let grammar = model.grammar(&options);
-    let calls = template_calls();
-    let why = "Weather first, then news.";
-    let thinking = |content: Option<&str>, calls: &[(&str, Value)]| {
-        template.turn(&reasoned(why, content, calls), end)
-    };
-    let turns = standard_turns(thinking, &calls);
-    assert!(
-        turns[0].0.contains("<｜DSML｜tool_calls>"),
-        "{:?}",
-        turns[0].0
-    );
-    for run in accepts(&model, &grammar, &turns) {
-        assert_eq!(run.streamed.reasoning, why);
-    }
-    let library = model.library_grammar("std/deepseek_v4.xg");
-    for (text, _) in &turns {
-        model.run(&library, &format!("<think>{text}"), 0).unwrap();
-    }
-    model.refuses_at(
-        &grammar,
-        &thinking(None, &[("get_time", json!({}))]),
-        "time",
-    );
-    let outside = thinking(
-        None,
-        &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
-    );
-    model.refuses_at(&grammar, &outside, "kelvin");
-    let nested = thinking(
-        None,
-        &[(
-            "search",
-            json!({"query": "x", "filters": {"max_results": "five"}}),
-        )],
-    );
-    model.refuses_at(&grammar, &nested, "\"five");
-    // V3.2's block is only text to V4: a call being required, it is refused.
-    let required = model.grammar(&Options {
-        tool_choice: ToolChoice::Required,
-        ..options.clone()
-    });
-    model.run(&required, &turns[0].0, 0).unwrap();
-    let older = turns[0].0.replace("tool_calls>", "function_calls>");
-    model.refuses_at(&required, &older, "function_calls");
-    template.thinking = Some(false);
-    let off = model.grammar(&Options::new(Format::DeepSeekV4));
-    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
-        template.turn(&conversation(content, calls, Value::clone), end)
-    };
-    accepts(&model, &off, &standard_turns(answer, &calls));
 }
 
 /// Kimi K2's markers, special tokens of its tokenizer, and its stop token.
@@ -1865,7 +1845,7 @@ fn kimi_k2_turns_rendered_by_its_chat_templates() {
         model.run(&library, text, 0).unwrap();
     }
     let at = WrongAt {
-        wrong_type: "42",
+        wrong_type: Some("42"),
         missing: "filters",
         nested: "\"five",
     };
@@ -1930,7 +1910,7 @@ fn kimi_k3_turns_rendered_by_its_chat_template() {
         model.run(&library, text, 0).unwrap();
     }
     let at = WrongAt {
-        wrong_type: "number",
+        wrong_type: Some("number"),
         missing: "filters",
         nested: "\"five",
     };
@@ -2012,33 +1992,32 @@ fn glm_turns_rendered_by_its_chat_templates() {
             };
             model.run(&library, &text, 0).unwrap();
         }
-        model.refuses_at(
-            &grammar,
-            &turn(why, None, &[("get_time", json!({}))]),
-            "time",
+        let at = WrongAt {
+            wrong_type: None,
+            missing: "filters",
+            nested: "\"five",
+        };
+        refuses_wrong_calls(&model, &grammar, |calls| turn(why, None, calls), &at);
+        refuses_by_options(
+            &model,
+            &Options::new(format),
+            |calls| turn(why, None, calls),
+            if format == Format::Glm45 {
+                "\n<tool_call>search"
+            } else {
+                "<tool_call>search"
+            },
+            "tool_call>get_weather",
         );
-        let wrong = turn(
-            why,
-            None,
-            &[(
-                "search",
-                json!({"query": "x", "filters": {"max_results": "five"}}),
-            )],
-        );
-        model.refuses_at(&grammar, &wrong, "\"five");
-        let outside = turn(
-            why,
-            None,
-            &[("get_weather", json!({"city": "Oslo", "unit": "kelvin"}))],
-        );
-        model.refuses_at(&grammar, &outside, "kelvin");
     }
 }
 
 /// MiniMax M2's own template, on a vocabulary of bytes and its stop token
 /// (the prompt opens the reasoning: `Reasoning::Forced` by default): one
 /// call, three calls after text, a text answer, each after reasoning.
-/// Refused: an unknown tool, a wrong type.
+/// Refused: an unknown tool, a missing required argument, a wrong type
+/// in a nested object, a value outside an enum, a second call with
+/// parallel calls off, a call under tool choice `none`.
 #[test]
 fn minimax_m2_turns_rendered_by_its_chat_template() {
     let model = Model::bytes(&[("[e~[", true), ("<minimax:tool_call>", false)], "[e~[");
@@ -2054,15 +2033,19 @@ fn minimax_m2_turns_rendered_by_its_chat_template() {
     for run in runs {
         assert_eq!(run.streamed.reasoning.trim(), why);
     }
-    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
-    let wrong = turn(
-        None,
-        &[(
-            "search",
-            json!({"query": "x", "filters": {"max_results": "five"}}),
-        )],
+    let at = WrongAt {
+        wrong_type: None,
+        missing: "filters",
+        nested: "\"five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| turn(None, calls), &at);
+    refuses_by_options(
+        &model,
+        &Options::new(Format::MiniMax),
+        |calls| turn(None, calls),
+        "invoke name=\"search",
+        "<minimax:tool_call>",
     );
-    model.refuses_at(&grammar, &wrong, "\"five");
 }
 
 /// Mistral Small 3.2's own template (tokenizer v11+: a call is
@@ -2105,11 +2088,21 @@ fn mistral_v11_turns_rendered_by_the_mistral_small_3_2_chat_template() {
     for (text, _) in &turns {
         model.run(&library, text, 0).unwrap();
     }
-    model.refuses_at(&grammar, &turn(None, &[("get_time", json!({}))]), "time");
-    model.refuses_at(
-        &grammar,
-        &turn(None, &[("get_weather", json!({"city": 42}))]),
-        "42",
+    let at = WrongAt {
+        wrong_type: Some("42"),
+        missing: "filters",
+        nested: "\"five",
+    };
+    refuses_wrong_calls(&model, &grammar, |calls| turn(None, calls), &at);
+    refuses_by_options(
+        &model,
+        &Options {
+            reasoning: Reasoning::Forbidden,
+            ..Options::new(Format::MistralV11)
+        },
+        |calls| turn(None, calls),
+        "[TOOL_CALLS]search",
+        "[TOOL_CALLS]",
     );
 }
 
@@ -2287,7 +2280,7 @@ fn gemma_4_turns_rendered_by_its_chat_template() {
     }
     assert_eq!(runs[1].streamed.text, "Let me look these up.");
     let at = WrongAt {
-        wrong_type: "42",
+        wrong_type: Some("42"),
         missing: "}<tool_call|>",
         nested: "<|\"|>five",
     };
