@@ -200,6 +200,16 @@ def test_tools_families_and_their_default_reasoning(compiler):
     m = xg.GrammarMatcher(k3)
     assert m.accept_string(turn) and m.is_completed(), m.expected()
     assert not xg.GrammarMatcher(k3).accept_string(turn.replace('type="string"', 'type="number"'))
+    # Gemma 4: arguments in its notation, keys bare, strings between <|"|>.
+    gemma = compiler.compile_tools(tools, format="gemma-4", tool_choice="required")
+    call = '<|tool_call>call:get_weather{city:<|"|>Paris<|"|>}<tool_call|>'
+    m = xg.GrammarMatcher(gemma)
+    assert m.accept_string(call) and m.is_completed(), m.expected()
+    assert not xg.GrammarMatcher(gemma).accept_string(call.replace("city:", '"city":'))
+    # Qwen3.5: the prompt opens the reasoning.
+    qwen35 = compiler.compile_tools(tools, format="qwen3.5")
+    m = xg.GrammarMatcher(qwen35)
+    assert m.accept_string("Paris, then.\n</think>\n\nIt is sunny.") and m.is_completed()
 
 
 def test_tools_allowed_subset(compiler):
