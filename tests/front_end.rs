@@ -225,7 +225,7 @@ fn json_format_locates_every_diagnostic() {
 /// A vocabulary with the special tokens the standard library's formats
 /// name (Harmony's, Mistral's), for checking them.
 fn format_tokens() -> Arc<Vocabulary> {
-    let names = [
+    let mut names = vec![
         "<|channel|>",
         "<|message|>",
         "<|constrain|>",
@@ -233,6 +233,17 @@ fn format_tokens() -> Arc<Vocabulary> {
         "<|start|>",
         "[TOOL_CALLS]",
     ];
+    // The markers of the families no package carries a tokenizer of.
+    for (_, vocabulary) in common::MODEL_GRAMMARS {
+        if let common::ModelVocabulary::Markers(markers) = vocabulary {
+            names.extend(
+                markers
+                    .iter()
+                    .filter(|m| !names.contains(m))
+                    .collect::<Vec<_>>(),
+            );
+        }
+    }
     let special: Vec<TokenId> = (0..names.len()).map(|i| TokenId::new(i).unwrap()).collect();
     Arc::new(Vocabulary::from_byte_strings(&names, &special).unwrap())
 }
