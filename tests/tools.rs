@@ -1405,16 +1405,7 @@ fn qwen3_coder_and_qwen3_5_turns_rendered_by_their_chat_templates() {
         "<tool_call>",
     );
     qwen35.thinking = Some(false);
-    let off = model.grammar(&Options {
-        reasoning: Reasoning::Forbidden,
-        ..options
-    });
-    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
-        qwen35.turn(&conversation(content, calls, Value::clone), end)
-    };
-    for run in accepts(&model, &off, &standard_turns(answer, &calls)) {
-        assert_eq!(run.streamed.reasoning, "");
-    }
+    accepts_without_reasoning(&model, &qwen35, &options, end);
 }
 
 /// Qwen3-Coder's XML calls on the Qwen3 tokenizer (the coder models share
@@ -1566,6 +1557,23 @@ fn standard_turns<'a>(
         (turn(Some("Let me look these up."), calls), calls),
         (turn(Some("Zürich: 21 °C, sunny."), &[]), &[]),
     ]
+}
+
+/// With thinking off (`template`'s set so, `options`' reasoning made
+/// `Forbidden`), the standard turns `template` renders up to `end` are
+/// accepted and stream no reasoning.
+fn accepts_without_reasoning(model: &Model, template: &ChatTemplate, options: &Options, end: &str) {
+    let off = model.grammar(&Options {
+        reasoning: Reasoning::Forbidden,
+        ..options.clone()
+    });
+    let calls = template_calls();
+    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
+        template.turn(&conversation(content, calls, Value::clone), end)
+    };
+    for run in accepts(model, &off, &standard_turns(answer, &calls)) {
+        assert_eq!(run.streamed.reasoning, "");
+    }
 }
 
 /// Runs each turn and checks its calls against the captures and events;
@@ -1924,16 +1932,7 @@ fn kimi_k3_turns_rendered_by_its_chat_template() {
     );
     // Thinking off: the prompt opened `response`.
     template.thinking = Some(false);
-    let off = model.grammar(&Options {
-        reasoning: Reasoning::Forbidden,
-        ..options
-    });
-    let answer = |content: Option<&str>, calls: &[(&str, Value)]| {
-        template.turn(&conversation(content, calls, Value::clone), end)
-    };
-    for run in accepts(&model, &off, &standard_turns(answer, &calls)) {
-        assert_eq!(run.streamed.reasoning, "");
-    }
+    accepts_without_reasoning(&model, &template, &options, end);
 }
 
 /// GLM's added tokens (text tokens here: the XML markers are written as
