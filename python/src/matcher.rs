@@ -60,14 +60,17 @@ impl GrammarMatcher {
     /// `terminate_without_stop_token` the matcher counts as terminated as
     /// soon as the output is complete. `max_rollback_tokens` is accepted
     /// for XGrammar's signature: xg keeps every step (a rollback costs
-    /// what the rolled-back steps added).
+    /// what the rolled-back steps added). With `token_budget`, masks allow
+    /// only tokens after which the output can still end within that many
+    /// tokens in all (see `set_token_budget`).
     #[new]
-    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, terminate_without_stop_token = false, max_rollback_tokens = -1))]
+    #[pyo3(signature = (compiled_grammar, *, override_stop_tokens = None, terminate_without_stop_token = false, max_rollback_tokens = -1, token_budget = None))]
     fn new(
         compiled_grammar: Py<CompiledGrammar>,
         override_stop_tokens: Option<Vec<i64>>,
         terminate_without_stop_token: bool,
         max_rollback_tokens: i64,
+        token_budget: Option<usize>,
     ) -> PyResult<Self> {
         let compiled = compiled_grammar.get();
         let info = compiled.tokenizer_info.get();
@@ -75,8 +78,9 @@ impl GrammarMatcher {
             Some(stop) => info.with_stop_tokens(&stop)?,
             None => Arc::clone(info.vocabulary()),
         };
-        let matcher =
+        let mut matcher =
             Matcher::with_vocabulary(Arc::clone(&compiled.grammar), Arc::clone(&vocabulary));
+        matcher.set_token_budget(token_budget);
         Ok(Self {
             matcher,
             compiled: compiled_grammar,
@@ -308,7 +312,8 @@ impl GrammarMatcher {
     /// `terminate_without_stop_token`, as soon as it may end), and
     /// `("complete", None)` when it is complete and nothing can follow (a
     /// server can end the request without waiting for a stop token).
-    /// `None` while more may follow. Rollback undoes it.
+    /// `("budget", None)` when the token budget is spent and the output
+    /// may end. `None` while more may follow. Rollback undoes it.
     fn stop_reason(&self) -> Option<(&'static str, Option<u32>)> {
         match self.matcher.stop_reason() {
             Some(StopReason::StopToken(token)) => Some(("stop_token", Some(token.as_u32()))),
@@ -316,9 +321,45 @@ impl GrammarMatcher {
             _ if self.terminate_without_stop_token && self.matcher.can_terminate() => {
                 Some(("terminated", None))
             }
+            Some(StopReason::Budget) => Some(("budget", None)),
             Some(StopReason::Complete) => Some(("complete", None)),
             None => None,
         }
+    }
+
+    /// Bounds the output to `tokens` tokens in all, counted from the
+    /// start (`None` lifts the bound): masks then allow only tokens after
+    /// which the output can still end in the tokens left, and
+    /// `accept_token` refuses the others. Stop tokens stay allowed where
+    /// the output may end. Guaranteed for vocabularies with a token per
+    /// byte (byte-level BPE, byte fallback).
+    #[pyo3(signature = (tokens))]
+    fn set_token_budget(&mut self, tokens: Option<usize>) {
+        self.matcher.set_token_budget(tokens);
+    }
+
+    /// The token budget, if one is set.
+    #[getter]
+    fn token_budget(&self) -> Option<usize> {
+        self.matcher.token_budget()
+    }
+
+    /// The tokens left in the budget, if one is set.
+    fn tokens_left(&self) -> Option<usize> {
+        self.matcher.tokens_left()
+    }
+
+    /// The fewest tokens after which the output can end: a lower bound,
+    /// exact where the rest is forced to an end. 0 where it may end now;
+    /// `None` where nothing ends it.
+    fn min_tokens_to_finish(&self) -> Option<usize> {
+        self.matcher.min_tokens_to_finish()
+    }
+
+    /// The fewest bytes (special tokens count one) after which the output
+    /// can end; `None` where nothing ends it.
+    fn min_bytes_to_finish(&self) -> Option<usize> {
+        self.matcher.min_bytes_to_finish()
     }
 
     /// The matches of the grammar's captured rules (`name [capture] ::= …`)

@@ -554,3 +554,36 @@ def test_find_jump_forward_tokens_follows_the_tokenizer(compiler, info):
     m.reset()
     with pytest.raises(KeyError, match="tokenizer down"):
         m.find_jump_forward_tokens(broken)
+
+
+def test_token_budget(compiler, info):
+    """Random walks among the allowed tokens of a schema with a 32-token
+    budget always end in time; the budget's stop reason and the fewest
+    tokens or bytes to an end."""
+    schema = {
+        "type": "object",
+        "properties": {"name": {"type": "string"}, "tags": {"type": "array", "items": {"type": "string"}}},
+        "required": ["name", "tags"],
+    }
+    compiled = compiler.compile_json_schema(schema, any_whitespace=False)
+    start = xg.GrammarMatcher(compiled)
+    # XGrammar's separators without free white space: ", " and ": ".
+    assert start.min_bytes_to_finish() == len('{"name": "", "tags": []}')
+    assert 1 <= start.min_tokens_to_finish() <= start.min_bytes_to_finish()
+    stops = set(start.stop_token_ids)
+    rng = random.Random(3)
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    for _ in range(5):
+        m = xg.GrammarMatcher(compiled, token_budget=32)
+        assert m.token_budget == 32
+        for step in range(32):
+            assert m.tokens_left() == 32 - step
+            m.fill_next_token_bitmask(bitmask)
+            choices = sorted(allowed(bitmask) - stops)
+            if not choices:
+                break
+            assert m.accept_token(rng.choice(choices))
+        assert m.is_completed()
+        assert m.stop_reason() in (("budget", None), ("complete", None))
+    m.set_token_budget(None)
+    assert m.token_budget is None and m.tokens_left() is None

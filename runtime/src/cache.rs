@@ -380,6 +380,25 @@ pub struct MaskCache {
     /// Precomputed entries of the bundles of live grammars, looked up
     /// when an entry is not in the pool.
     sections: Mutex<Vec<Weak<MaskSection>>>,
+    /// What ends each entry's match after its accepted tokens, for token
+    /// budgets: at most [`END_COSTS_KEPT`], all dropped when full (they
+    /// are small, and only matchers with a budget make them).
+    end_costs: Mutex<FxHashMap<Key, Arc<EndCosts>>>,
+}
+
+/// The most [`EndCosts`] a cache keeps.
+const END_COSTS_KEPT: usize = 1 << 14;
+
+/// The fewest symbols that end an entry's match (the topmost it covers)
+/// after each token the entry accepts: the least of them, and the tokens
+/// that need more, with what they need. Equal entries of different
+/// grammars have equal costs, like their tokens.
+#[derive(Debug, Default)]
+pub(crate) struct EndCosts {
+    pub least: u64,
+    /// `(token id, cost)` of every accepted token whose cost is above
+    /// `least`, by id.
+    pub above: Box<[(u32, u64)]>,
 }
 
 impl std::fmt::Debug for MaskCache {
@@ -405,6 +424,7 @@ impl MaskCache {
             evictions: AtomicU64::new(0),
             state_hits: AtomicU64::new(0),
             sections: Mutex::default(),
+            end_costs: Mutex::default(),
         }
     }
 
@@ -542,6 +562,31 @@ impl MaskCache {
     pub(crate) fn cached_entry(&self, key: &Key) -> Option<Arc<Classified>> {
         let pool = self.lock(shard_of(key));
         pool.entries.get(key).map(|slot| Arc::clone(&slot.value))
+    }
+
+    /// The [`EndCosts`] of the entry for `key`, made with `make` unless
+    /// kept.
+    pub(crate) fn end_costs<E>(
+        &self,
+        key: Key,
+        make: impl FnOnce() -> Result<EndCosts, E>,
+    ) -> Result<Arc<EndCosts>, E> {
+        // Every update leaves the map consistent.
+        let kept = || {
+            self.end_costs
+                .lock()
+                .unwrap_or_else(PoisonError::into_inner)
+        };
+        if let Some(costs) = kept().get(&key) {
+            return Ok(Arc::clone(costs));
+        }
+        let costs = Arc::new(make()?);
+        let mut map = kept();
+        if map.len() >= END_COSTS_KEPT {
+            map.clear();
+        }
+        map.insert(key, Arc::clone(&costs));
+        Ok(costs)
     }
 
     /// The entry for `key`: cached, else precomputed in an attached bundle,

@@ -11,6 +11,7 @@ use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
 use crate::byteset::ByteSet;
+use crate::distances::Distances;
 use crate::fnv::Fnv;
 use crate::lazy::{self, Lazy, RuleBuilder};
 use crate::matcher::{ContextVerdicts, StateNames, StepStore};
@@ -65,6 +66,10 @@ pub struct Grammar {
     /// tokens (see [`Matcher::fill_next_token_bitmask`]). Per snapshot
     /// of a lazy grammar: a verdict holds for the callers built so far.
     contexts: Arc<Mutex<ContextVerdicts>>,
+    /// How far each place is from the end of its rule (see
+    /// [`Distances`]): made on first use, with every rule built, and
+    /// shared by every snapshot.
+    distances: Arc<OnceLock<Result<Arc<Distances>, Arc<str>>>>,
     /// For a grammar whose rules are built on first use: the builder and
     /// every rule built so far.
     lazy: Option<Arc<Lazy>>,
@@ -233,6 +238,7 @@ impl Grammar {
             steps: Arc::clone(&self.steps),
             states: Arc::clone(&self.states),
             contexts: Arc::clone(&self.contexts),
+            distances: Arc::clone(&self.distances),
             lazy: self.lazy.clone(),
             newest: None,
             newest_of_first: Weak::clone(&self.newest_of_first),
@@ -318,6 +324,7 @@ impl Grammar {
             steps: Arc::default(),
             states: Arc::default(),
             contexts: Arc::default(),
+            distances: Arc::default(),
             built_rules: lazy::built_count(&tables),
             newest: None,
             newest_of_first: Weak::new(),
@@ -414,6 +421,23 @@ impl Grammar {
     pub(crate) fn context_verdicts(&self) -> MutexGuard<'_, ContextVerdicts> {
         // Every update leaves the verdicts consistent.
         self.contexts.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// How far each place is from the end of its rule. A grammar whose
+    /// rules are built on first use builds them all here, once: the
+    /// fewest symbols of a rule depend on every rule it may call.
+    pub(crate) fn distances(&self) -> Result<Arc<Distances>, Arc<str>> {
+        self.distances
+            .get_or_init(|| {
+                if self.is_complete() {
+                    return Ok(Arc::new(Distances::of(self)));
+                }
+                let complete = self
+                    .completed()
+                    .map_err(|error| Arc::from(error.to_string()))?;
+                Ok(Arc::new(Distances::of(&complete)))
+            })
+            .clone()
     }
 
     /// The entry rule.

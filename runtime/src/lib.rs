@@ -37,9 +37,11 @@
 pub mod bundle;
 mod byteset;
 mod cache;
+mod distances;
 mod embedded;
 mod fnv;
 mod grammar;
+mod graph;
 mod id;
 mod lazy;
 mod matcher;
@@ -53,6 +55,7 @@ pub use self::byteset::ByteSet;
 pub use self::cache::{CacheStats, MaskCache};
 pub use self::embedded::StaticGrammar;
 pub use self::grammar::{CacheFallback, Grammar};
+pub use self::graph::strongly_connected_components;
 pub use self::id::{IdError, RuleId, TokenId};
 pub use self::lazy::{Automaton, BuiltRule, RuleBuilder};
 pub use self::matcher::{

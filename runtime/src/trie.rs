@@ -488,11 +488,12 @@ impl TokenTrie {
         self.ends[node] as usize
     }
 
-    /// Whether some token is longer than `bytes` and starts with them: a
-    /// token the text may still grow into.
-    pub(crate) fn extends(&self, bytes: &[u8]) -> bool {
+    /// The nodes along `bytes` from the root, one per byte, for as long as
+    /// some token goes on with them.
+    fn path(&self, bytes: &[u8]) -> Vec<usize> {
         // The children of a node are the nodes one deeper in its subtree,
         // each subtree skipped whole.
+        let mut path = Vec::new();
         let (mut first, mut past) = (0, self.len());
         for &byte in bytes {
             let mut child = first;
@@ -500,11 +501,55 @@ impl TokenTrie {
                 child = self.end(child);
             }
             if child >= past {
-                return false;
+                break;
             }
+            path.push(child);
             (first, past) = (child + 1, self.end(child));
         }
-        first < past
+        path
+    }
+
+    /// The fewest tokens that spell `bytes` exactly (`None` if none do), and
+    /// the fewest whose text starts with `bytes` (the last token may run
+    /// past them): a shortest path over the places in `bytes`.
+    pub(crate) fn fewest_tokens(&self, bytes: &[u8]) -> (Option<usize>, usize) {
+        let mut fewest = vec![usize::MAX; bytes.len() + 1];
+        fewest[0] = 0;
+        let mut covered = usize::MAX;
+        for start in 0..bytes.len() {
+            if fewest[start] == usize::MAX {
+                continue;
+            }
+            let next = fewest[start] + 1;
+            let path = self.path(&bytes[start..]);
+            for (depth, &node) in path.iter().enumerate() {
+                if !self.tokens(node).is_empty() {
+                    let end = start + depth + 1;
+                    fewest[end] = fewest[end].min(next);
+                }
+            }
+            if let Some(&last) = path.last()
+                && start + path.len() == bytes.len()
+                && last + 1 < self.end(last)
+            {
+                covered = covered.min(next);
+            }
+        }
+        let spelled = fewest[bytes.len()];
+        covered = covered.min(spelled);
+        ((spelled != usize::MAX).then_some(spelled), covered)
+    }
+
+    /// Whether some token is longer than `bytes` and starts with them: a
+    /// token the text may still grow into.
+    pub(crate) fn extends(&self, bytes: &[u8]) -> bool {
+        let path = self.path(bytes);
+        if path.len() < bytes.len() {
+            return false;
+        }
+        // Below the root, or below the node the bytes end at.
+        path.last()
+            .map_or(self.len() > 0, |&node| node + 1 < self.end(node))
     }
 
     /// The tokens whose bytes end at `node`.

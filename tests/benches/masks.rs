@@ -7,7 +7,8 @@
 //! token through `std/json.xg`: the valid instances of the MaskBench files
 //! in `$XG_MASKBENCH` (default `../shared/maskbench`, if present; compact
 //! JSON), or generated documents. Each step fills the mask, then accepts
-//! the document's next token.
+//! the document's next token. Then draft-tree masks, and masks under a
+//! token budget that binds against the same walk without one.
 
 #![allow(
     clippy::cast_precision_loss,
@@ -141,6 +142,51 @@ fn run(name: &str, vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens:
     );
 }
 
+/// The documents again under a token budget that binds: for each, the
+/// least budget that still lets it through (the most, over its tokens, of
+/// the steps taken plus the fewest bytes to an end after them), so that
+/// its masks are restricted all along; and with 64 tokens to spare, where
+/// only the masks near its end may be. Masks with those budgets against
+/// the same walk without one, alternated step by step.
+fn budgets(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u32>]) {
+    let start = || Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
+    let (mut with, mut spare, mut without) = (Vec::new(), Vec::new(), Vec::new());
+    let mut mask = vec![0; vocabulary.mask_words()];
+    let id = |id: u32| TokenId::new(id as usize).expect("token id");
+    for ids in tokens {
+        let mut dry = start();
+        let mut budget = 0;
+        for (k, &token) in ids.iter().enumerate() {
+            dry.accept_token(id(token)).expect("the document's token");
+            budget = budget.max(k + 1 + dry.min_bytes_to_finish().expect("an end"));
+        }
+        let (mut free, mut bounded) = (start(), start().with_token_budget(budget));
+        let mut roomy = start().with_token_budget(budget + 64);
+        for &token in ids {
+            let t = Instant::now();
+            roomy.fill_next_token_bitmask(&mut mask).expect("mask");
+            spare.push(t.elapsed().as_secs_f64() * 1e6);
+            let t = Instant::now();
+            free.fill_next_token_bitmask(&mut mask).expect("mask");
+            without.push(t.elapsed().as_secs_f64() * 1e6);
+            let t = Instant::now();
+            bounded.fill_next_token_bitmask(&mut mask).expect("mask");
+            with.push(t.elapsed().as_secs_f64() * 1e6);
+            let token = id(token);
+            assert!(
+                mask[token.as_usize() / 32] & (1 << (token.as_usize() % 32)) != 0,
+                "the budgeted mask refused the document's token {token}"
+            );
+            free.accept_token(token).expect("the document's token");
+            bounded.accept_token(token).expect("the document's token");
+            roomy.accept_token(token).expect("the document's token");
+        }
+    }
+    report("  mask per step, no budget", &mut without);
+    report("  mask per step, a budget that binds", &mut with);
+    report("  mask per step, 64 tokens to spare", &mut spare);
+}
+
 /// Draft trees along the documents: tree masks in one call against one
 /// replayed mask per node (see the module docs).
 fn draft_trees(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u32>]) {
@@ -225,5 +271,6 @@ fn main() {
             .collect();
         run(tokenizer.name, &vocabulary, &grammar, &tokens);
         draft_trees(&vocabulary, &grammar, &tokens);
+        budgets(&vocabulary, &grammar, &tokens);
     }
 }

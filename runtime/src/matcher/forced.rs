@@ -54,7 +54,7 @@ impl Matcher {
     }
 
     /// The forced bytes, and whether the output must end right after them.
-    fn forced(&self) -> (Vec<u8>, bool) {
+    pub(super) fn forced(&self) -> (Vec<u8>, bool) {
         let mut probe = self.fork();
         let mut forced = Vec::new();
         let mut items = 0;

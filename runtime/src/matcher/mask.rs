@@ -139,7 +139,7 @@ fn set(mask: &mut [u32], id: TokenId) {
     mask[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
 }
 
-fn is_set(mask: &[u32], id: TokenId) -> bool {
+pub(super) fn is_set(mask: &[u32], id: TokenId) -> bool {
     mask[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0
 }
 
@@ -229,9 +229,13 @@ impl Matcher {
         }
         if self.grammar.is_cacheable() {
             self.mask_stats.cached = true;
-            self.fill_cached(mask, &vocabulary, start)
+            self.fill_cached(mask, &vocabulary, start)?;
         } else {
-            self.walk_trie(mask, &vocabulary, start)
+            self.walk_trie(mask, &vocabulary, start)?;
+        }
+        match self.token_budget {
+            Some(budget) => self.keep_within_budget(mask, &vocabulary, budget),
+            None => Ok(()),
         }
     }
 
@@ -426,14 +430,7 @@ impl Matcher {
         let mut whole = Vec::new();
         for seed in seeds {
             let entry = vocabulary.mask_cache().cached_entry(&seed.key)?;
-            let top = seed
-                .parents
-                .iter()
-                .rev()
-                .flatten()
-                .next()
-                .copied()
-                .unwrap_or(seed.item);
+            let top = *seed.top();
             let route = (seed.item.kind == Kind::Node
                 && matches!(top.kind, Kind::Node | Kind::Repeat))
             .then_some(Route {
@@ -653,10 +650,20 @@ pub(super) struct Seed {
 }
 
 impl Seed {
+    /// The topmost item the seed covers (the item itself without parents).
+    pub(super) fn top(&self) -> &Item {
+        self.parents
+            .iter()
+            .rev()
+            .flatten()
+            .next()
+            .unwrap_or(&self.item)
+    }
+
     /// Adds the seeds of `item` of the last row of `history` to `seeds`
     /// (none for items that scan no text). Counts of repetitions are keyed
     /// up to what a token of `longest_token` bytes can tell apart.
-    fn add(
+    pub(super) fn add(
         grammar: &Grammar,
         history: &History,
         item: Item,

@@ -13,6 +13,7 @@ mod draft;
 mod earley;
 mod events;
 mod expected;
+mod finish;
 mod forced;
 mod history;
 mod item;
@@ -67,6 +68,9 @@ pub enum StopReason {
     Terminated,
     /// The output is complete and nothing can follow it.
     Complete,
+    /// The token budget is spent ([`Matcher::set_token_budget`]) and the
+    /// output can end here.
+    Budget,
 }
 
 /// One step of a matcher: where its rows begin, and the text token it
@@ -132,6 +136,9 @@ pub struct Matcher {
     /// The input and the matches of captured rules, if the grammar has
     /// any (see [`Matcher::captures`]).
     captures: Option<CaptureLog>,
+    /// The most steps the output may take (see
+    /// [`Matcher::set_token_budget`]).
+    token_budget: Option<usize>,
 }
 
 impl Clone for Matcher {
@@ -152,6 +159,7 @@ impl Clone for Matcher {
             states: self.states.clone(),
             failure: self.failure.clone(),
             captures: self.captures.clone(),
+            token_budget: self.token_budget,
         }
     }
 }
@@ -186,6 +194,8 @@ pub struct Rejection {
     terminated: bool,
     /// The step budget, when it ran out before the step was decided.
     over_budget: Option<u64>,
+    /// The token budget, when the step would leave no way to end within it.
+    token_budget: Option<usize>,
     /// Why a rule the grammar builds on first use could not be built, when
     /// that decided the step.
     failure: Option<Arc<str>>,
@@ -225,6 +235,13 @@ impl Rejection {
         self.over_budget.is_some()
     }
 
+    /// Whether the step was refused because the output could not end
+    /// within the token budget after it ([`Matcher::set_token_budget`]),
+    /// though the grammar allows it.
+    pub fn is_over_token_budget(&self) -> bool {
+        self.token_budget.is_some()
+    }
+
     /// Why a rule the grammar builds on first use could not be built, if
     /// that refused the step rather than the grammar (see
     /// [`RuleBuilder`](crate::RuleBuilder)).
@@ -258,6 +275,12 @@ impl fmt::Display for Rejection {
                 f,
                 "{found} would cost more than the step budget of {budget} units of work \
                  (an ambiguous grammar); the step is undone"
+            );
+        }
+        if let Some(budget) = self.token_budget {
+            return write!(
+                f,
+                "{found} would leave no way to end the output within its budget of {budget} tokens"
             );
         }
         write!(f, "unexpected {found}; expected {}", self.expected)
@@ -347,6 +370,7 @@ impl Matcher {
             states: RowStates::new(),
             failure: None,
             captures: None,
+            token_budget: None,
         }
     }
 
@@ -511,7 +535,13 @@ impl Matcher {
         }
         let work = self.work;
         let mut budget = self.step_budget;
+        // What a refusal for the token budget names, and what it weighs.
+        let mut first = Found::End;
+        let before = self.before_budgeted_step();
         for symbol in symbols {
+            if first == Found::End {
+                first = found(symbol);
+            }
             if let Some(captures) = &mut self.captures {
                 captures.input(symbol);
             }
@@ -532,6 +562,14 @@ impl Matcher {
                 self.truncate(start);
                 return Err(rejection);
             }
+        }
+        let symbols = (self.history.rows() - start) as u64;
+        if !self.within_token_budget(before, symbols) {
+            self.truncate(start);
+            return Err(Rejection {
+                token_budget: self.token_budget,
+                ..self.rejection(first)
+            });
         }
         if let Some(captures) = &mut self.captures {
             captures.scan(&self.grammar, &self.history, start);
@@ -582,6 +620,9 @@ impl Matcher {
                 self.ended_by
                     .map_or(StopReason::Terminated, StopReason::StopToken),
             );
+        }
+        if self.tokens_left() == Some(0) && self.can_terminate() {
+            return Some(StopReason::Budget);
         }
         self.is_complete().then_some(StopReason::Complete)
     }
@@ -655,6 +696,7 @@ impl Matcher {
             expected: self.expected(),
             terminated: self.terminated,
             over_budget: None,
+            token_budget: None,
             failure: self.failure.clone(),
         }
     }

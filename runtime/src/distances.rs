@@ -1,0 +1,396 @@
+//! How far each place of a grammar is from the end of its rule's match, in
+//! symbols (a byte of text, or a token matched by id): what
+//! [`Matcher::min_bytes_to_finish`](crate::Matcher::min_bytes_to_finish)
+//! and token budgets add up over a parse.
+//!
+//! Three tables, computed once per grammar with every rule built:
+//!
+//! - per rule, the fewest symbols of a match (`shortest`);
+//! - per node, the fewest symbols from it to the end of its rule's match
+//!   (`to_end`), and per scanner state of a tag dispatch's free text the
+//!   same (`free`);
+//! - per rule, the most that any place inside a match may still need
+//!   (`most`): a bound on where a token can leave a parse, used to skip
+//!   budget checks that cannot fail. A rule that nests itself with
+//!   something after the nested match has no bound, but a token opens at
+//!   most one nested match per byte: the value holds for places a token of
+//!   up to [`MOST_NESTING`] bytes reaches.
+//!
+//! Rules are visited callees first, one strongly connected component of the
+//! call graph at a time; a component's rules are iterated to a fixed point.
+//! Lookahead automata are not part of a match and are left out.
+
+use crate::grammar::Grammar;
+use crate::graph::strongly_connected_components;
+use crate::scanner;
+use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+
+/// "No end can be reached" (or, for [`Distances::most`], "no bound").
+pub(crate) const UNREACHABLE: u64 = u64::MAX;
+
+/// How deep [`Distances::most`] follows rules that nest themselves: each
+/// round of a cycle of rules adds a level of nesting, and a cycle that
+/// nests with text after the nested match grows every round, without end.
+/// A token opens at most one level per byte, so values after this many
+/// rounds hold for tokens of up to this many bytes (the longest tokens of
+/// real vocabularies have a few hundred).
+pub(crate) const MOST_NESTING: usize = 1024;
+
+/// The distances of one grammar (see the module documentation).
+#[derive(Debug)]
+pub(crate) struct Distances {
+    shortest: Vec<u64>,
+    to_end: Vec<u64>,
+    /// Per dispatch (by its index), per scanner state; empty for token
+    /// dispatches.
+    free: Vec<Vec<u64>>,
+    most: Vec<u64>,
+    /// Per node: the most any place reachable from it inside its rule's
+    /// match may need to end that match.
+    most_from: Vec<u64>,
+}
+
+impl Distances {
+    /// The distances of `grammar`, which must have every rule built.
+    pub(crate) fn of(grammar: &Grammar) -> Self {
+        let tables = grammar.tables();
+        let mut distances = Self {
+            shortest: vec![UNREACHABLE; tables.rules.len()],
+            to_end: vec![UNREACHABLE; tables.nodes.len()],
+            free: vec![Vec::new(); tables.dispatches.len()],
+            most: vec![0; tables.rules.len()],
+            most_from: vec![UNREACHABLE; tables.nodes.len()],
+        };
+        for component in components(grammar) {
+            loop {
+                let mut changed = false;
+                for &rule in &component {
+                    changed |= distances.settle_shortest(grammar, rule);
+                }
+                if !changed {
+                    break;
+                }
+            }
+            for _ in 0..MOST_NESTING {
+                let mut changed = false;
+                for &rule in &component {
+                    let most = distances.most_of(grammar, rule);
+                    if most != distances.most[rule as usize] {
+                        distances.most[rule as usize] = most;
+                        changed = true;
+                    }
+                }
+                if !changed {
+                    break;
+                }
+            }
+        }
+        for (rule, record) in tables.rules.iter().enumerate() {
+            if record.kind == RuleRecord::AUTOMATON {
+                let rule = u32::try_from(rule).expect("rules fit in u32");
+                distances.settle_most_from(grammar, rule);
+            }
+        }
+        distances
+    }
+
+    /// The most any place reachable from `node` inside its rule's match
+    /// (at most [`MOST_NESTING`] nested matches deep) may need to end that
+    /// match.
+    pub(crate) fn most_from(&self, node: u32) -> u64 {
+        self.most_from[node as usize]
+    }
+
+    /// What a place at `node` may need, itself or inside a rule it calls.
+    fn most_at(&self, grammar: &Grammar, node: u32) -> u64 {
+        let here = self.to_end(node);
+        if here == UNREACHABLE {
+            return UNREACHABLE;
+        }
+        let mut most = here;
+        for edge in grammar.edges(node) {
+            let after = self.to_end(edge.target);
+            let inside = match edge.kind {
+                EdgeRecord::RULE => self.most(edge.a).saturating_add(after),
+                EdgeRecord::REPEAT => {
+                    let left = times(u64::from(edge.b.saturating_sub(1)), self.shortest(edge.a));
+                    self.most(edge.a).saturating_add(left).saturating_add(after)
+                }
+                _ => 0,
+            };
+            most = most.max(inside);
+        }
+        most
+    }
+
+    /// [`Distances::most_from`] for the nodes of `rule`: the largest
+    /// [`Distances::most_at`] over what each node reaches.
+    fn settle_most_from(&mut self, grammar: &Grammar, rule: u32) {
+        let record = *grammar.rule(rule);
+        let nodes = record.body..record.body + record.node_count;
+        for node in nodes.clone() {
+            self.most_from[node as usize] = self.most_at(grammar, node);
+        }
+        loop {
+            let mut changed = false;
+            for node in nodes.clone().rev() {
+                let mut most = self.most_from(node);
+                for edge in grammar.edges(node) {
+                    most = most.max(self.most_from(edge.target));
+                }
+                if most != self.most_from(node) {
+                    self.most_from[node as usize] = most;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+    }
+
+    /// The fewest symbols of a match of `rule`.
+    pub(crate) fn shortest(&self, rule: u32) -> u64 {
+        self.shortest[rule as usize]
+    }
+
+    /// The fewest symbols from `node` to the end of its rule's match.
+    pub(crate) fn to_end(&self, node: u32) -> u64 {
+        self.to_end[node as usize]
+    }
+
+    /// The fewest symbols that end the free text of dispatch rule `rule`
+    /// from scanner state `state`.
+    pub(crate) fn free(&self, grammar: &Grammar, rule: u32, state: u32) -> u64 {
+        let body = grammar.rule(rule).body as usize;
+        self.free[body]
+            .get(state as usize)
+            .copied()
+            .unwrap_or(UNREACHABLE)
+    }
+
+    /// The most symbols any place inside a match of `rule` may still need
+    /// to end it ([`UNREACHABLE`] if unbounded).
+    pub(crate) fn most(&self, rule: u32) -> u64 {
+        self.most[rule as usize]
+    }
+
+    /// What an edge costs to cross, with its rule's shortest match.
+    fn edge_cost(&self, edge: &EdgeRecord) -> u64 {
+        match edge.kind {
+            EdgeRecord::BYTES | EdgeRecord::TOKENS => 1,
+            EdgeRecord::RULE => self.shortest(edge.a),
+            EdgeRecord::REPEAT => times(u64::from(edge.b), self.shortest(edge.a)),
+            _ => UNREACHABLE,
+        }
+    }
+
+    /// Recomputes `rule`'s distances from its callees'; whether its
+    /// shortest match changed.
+    fn settle_shortest(&mut self, grammar: &Grammar, rule: u32) -> bool {
+        let record = *grammar.rule(rule);
+        let shortest = match record.kind {
+            RuleRecord::AUTOMATON => {
+                let nodes = record.body..record.body + record.node_count;
+                // Bellman–Ford over the automaton: few sweeps, as automata
+                // are small and mostly acyclic.
+                loop {
+                    let mut changed = false;
+                    for node in nodes.clone().rev() {
+                        let mut best = if grammar.is_final(node) {
+                            0
+                        } else {
+                            UNREACHABLE
+                        };
+                        for edge in grammar.edges(node) {
+                            let through = self
+                                .edge_cost(edge)
+                                .saturating_add(self.to_end(edge.target));
+                            best = best.min(through);
+                        }
+                        if best != self.to_end[node as usize] {
+                            self.to_end[node as usize] = best;
+                            changed = true;
+                        }
+                    }
+                    if !changed {
+                        break;
+                    }
+                }
+                self.to_end(record.body)
+            }
+            RuleRecord::DISPATCH => {
+                self.settle_free(grammar, &record);
+                self.free[record.body as usize]
+                    .get(scanner::START as usize)
+                    .copied()
+                    .unwrap_or(UNREACHABLE)
+            }
+            // Token dispatch: its free region may end at once.
+            RuleRecord::TOKEN_DISPATCH => 0,
+            _ => UNREACHABLE,
+        };
+        let changed = shortest != self.shortest[rule as usize];
+        self.shortest[rule as usize] = shortest;
+        changed
+    }
+
+    /// The fewest symbols that end a tag dispatch's free text from each
+    /// scanner state: a stop string, the end of the text where it may
+    /// end, or a trigger and its arm (and, for a repeating dispatch, free
+    /// text again).
+    fn settle_free(&mut self, grammar: &Grammar, record: &RuleRecord) {
+        let Some(scanner) = grammar.scanner(record.body) else {
+            return;
+        };
+        let dispatch = *grammar.dispatch(record);
+        let states = scanner.states() as usize;
+        let mut free = std::mem::take(&mut self.free[record.body as usize]);
+        free.resize(states, UNREACHABLE);
+        loop {
+            let mut changed = false;
+            let again = if dispatch.repeat == 1 {
+                free[scanner::START as usize]
+            } else {
+                0
+            };
+            for state in (0..states).rev() {
+                let state32 = u32::try_from(state).expect("scanner states fit in u32");
+                let mut best = if dispatch.stop_at_end == 1 {
+                    0
+                } else {
+                    UNREACHABLE
+                };
+                for byte in 0..=255u8 {
+                    let (next, found) = scanner.step(state32, byte);
+                    let rest = if found == scanner::NONE {
+                        free[next as usize]
+                    } else {
+                        let pattern = grammar.pattern(dispatch.first_pattern + found);
+                        match pattern.kind {
+                            PatternRecord::STOP => 0,
+                            PatternRecord::TRIGGER => {
+                                self.shortest(pattern.arm).saturating_add(again)
+                            }
+                            _ => UNREACHABLE,
+                        }
+                    };
+                    best = best.min(rest.saturating_add(1));
+                }
+                if best < free[state] {
+                    free[state] = best;
+                    changed = true;
+                }
+            }
+            if !changed {
+                break;
+            }
+        }
+        self.free[record.body as usize] = free;
+    }
+
+    /// The most any place inside a match of `rule` may need to end it,
+    /// from its callees' current values.
+    fn most_of(&self, grammar: &Grammar, rule: u32) -> u64 {
+        let record = *grammar.rule(rule);
+        match record.kind {
+            RuleRecord::AUTOMATON => (record.body..record.body + record.node_count)
+                .map(|node| self.most_at(grammar, node))
+                .max()
+                .unwrap_or(0),
+            RuleRecord::DISPATCH => {
+                let free = &self.free[record.body as usize];
+                let mut most = free.iter().copied().max().unwrap_or(UNREACHABLE);
+                let dispatch = *grammar.dispatch(&record);
+                let again = if dispatch.repeat == 1 {
+                    free.get(scanner::START as usize)
+                        .copied()
+                        .unwrap_or(UNREACHABLE)
+                } else {
+                    0
+                };
+                for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
+                    let pattern = grammar.pattern(p);
+                    if pattern.kind == PatternRecord::TRIGGER {
+                        most = most.max(self.most(pattern.arm).saturating_add(again));
+                    }
+                }
+                most
+            }
+            RuleRecord::TOKEN_DISPATCH => {
+                let dispatch = *grammar.dispatch(&record);
+                let mut most = 0;
+                for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
+                    let pattern = grammar.pattern(p);
+                    if pattern.kind == PatternRecord::TRIGGER {
+                        most = most.max(self.most(pattern.arm));
+                    }
+                }
+                most
+            }
+            _ => UNREACHABLE,
+        }
+    }
+}
+
+/// `count` matches of `each` symbols, saturating.
+fn times(count: u64, each: u64) -> u64 {
+    if count == 0 {
+        0
+    } else {
+        each.saturating_mul(count)
+    }
+}
+
+/// The rules `rule` calls: by its edges, or as its dispatch's arms.
+fn callees(grammar: &Grammar, rule: u32) -> Vec<u32> {
+    let record = *grammar.rule(rule);
+    let mut callees = Vec::new();
+    match record.kind {
+        RuleRecord::AUTOMATON => {
+            for node in record.body..record.body + record.node_count {
+                for edge in grammar.edges(node) {
+                    if matches!(edge.kind, EdgeRecord::RULE | EdgeRecord::REPEAT) {
+                        callees.push(edge.a);
+                    }
+                }
+            }
+        }
+        RuleRecord::DISPATCH | RuleRecord::TOKEN_DISPATCH => {
+            let dispatch = *grammar.dispatch(&record);
+            for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
+                let pattern = grammar.pattern(p);
+                if pattern.kind == PatternRecord::TRIGGER {
+                    callees.push(pattern.arm);
+                }
+            }
+        }
+        _ => {}
+    }
+    callees.sort_unstable();
+    callees.dedup();
+    callees
+}
+
+/// The strongly connected components of the call graph, callees before
+/// callers.
+fn components(grammar: &Grammar) -> Vec<Vec<u32>> {
+    let rules = grammar.tables().rules.len();
+    let calls: Vec<Vec<usize>> = (0..rules)
+        .map(|rule| {
+            let rule = u32::try_from(rule).expect("rules fit in u32");
+            callees(grammar, rule)
+                .into_iter()
+                .map(|callee| callee as usize)
+                .collect()
+        })
+        .collect();
+    strongly_connected_components(&calls)
+        .into_iter()
+        .map(|component| {
+            (component.into_iter())
+                .map(|rule| u32::try_from(rule).expect("rules fit in u32"))
+                .collect()
+        })
+        .collect()
+}

@@ -1,0 +1,854 @@
+//! The end of the output: how far it is, and token budgets that keep it in
+//! reach.
+//!
+//! The fewest symbols (bytes, and tokens matched by id) that complete the
+//! output is a shortest path up the Earley chart: each item of the last row
+//! needs the rest of its rule's match ([`Distances`]), then the rest of
+//! every match that waits for it, up to the entry. Matches in progress —
+//! a rule, where it began and the context that called it — are the nodes
+//! of the path, found by Dijkstra's algorithm from the last row; no
+//! recursion, so a deeply nested output costs no stack.
+//!
+//! A token budget needs a plan the model can follow: when every byte is a
+//! token of the vocabulary (true of byte-level BPE vocabularies and of
+//! those with byte fallback), the fewest symbols to the end is a number of
+//! tokens that suffices. A token is allowed only if the output can still
+//! end in the tokens left after it. Checking that token by token would
+//! cost a trie walk each step; instead the check is bounded from above:
+//! for the whole row (every token leaves the parse inside a match open
+//! now, which needs at most [`Distances::most_from`] more symbols, plus
+//! what the matches above it need), then for each mask-cache entry of the
+//! row (its accepted tokens stay inside its topmost match) and, near the
+//! end, for each token an entry accepts ([`EndCosts`], kept by the mask
+//! cache). Only the tokens no bound decides are walked.
+
+use std::cmp::Reverse;
+use std::collections::BinaryHeap;
+use std::sync::Arc;
+
+use rustc_hash::{FxHashMap, FxHashSet};
+
+use super::earley::{Start, Symbol};
+use super::item::{Item, Kind};
+use super::mask::{PrefixWalk, Seed, is_set};
+use super::{MaskError, Matcher};
+use crate::TokenId;
+use crate::cache::{EndCosts, TokenSet};
+use crate::distances::{Distances, MOST_NESTING, UNREACHABLE};
+use crate::grammar::Grammar;
+use crate::scanner;
+use crate::tables::EdgeRecord;
+use crate::vocab::{TokenKind, Vocabulary};
+
+/// The most tokens a budgeted mask sorts by their bytes to walk them;
+/// more are read off the trie's order instead.
+const SORT_AT_MOST: usize = 4096;
+
+/// A match in progress: the rule, the row it began at, and the context of
+/// the item that called it (what completion goes by).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+struct Open {
+    rule: u32,
+    origin: u32,
+    pred: u32,
+}
+
+/// What an item needs to end: symbols, then either the end of the output
+/// or the rest of an enclosing match.
+#[derive(Clone, Copy, Debug)]
+enum Rest {
+    End(u64),
+    Then(u64, Open),
+}
+
+impl Rest {
+    fn add(self, more: u64) -> Self {
+        match self {
+            Rest::End(cost) => Rest::End(cost.saturating_add(more)),
+            Rest::Then(cost, open) => Rest::Then(cost.saturating_add(more), open),
+        }
+    }
+}
+
+/// What the row's mask-cache entries decide of a budget (see
+/// [`Matcher::tokens_by_entries`]): two masks.
+struct ByEntries {
+    within: Vec<u32>,
+    beyond: Vec<u32>,
+}
+
+/// The most symbols to an end a step of `symbols` symbols may leave, with
+/// `room` tokens left after it and `before` symbols to an end before it.
+/// Normally `room`: the rest can be spelled byte by byte. A budget shorter
+/// than that plan (set late, or below the shortest ending in bytes) is
+/// still met where the model's tokens are longer than a byte: then a step
+/// must follow a shortest ending all the way (the least any step can
+/// leave), so the output ends as soon as tokens allow.
+fn threshold(room: u64, before: u64, symbols: u64) -> u64 {
+    if before > room + 1 {
+        room.max(before.saturating_sub(symbols))
+    } else {
+        room
+    }
+}
+
+/// The most a place may need inside the counted repetition `edge` after
+/// `count` matches of its rule: in a further match (with the matches still
+/// needed after it), or past the repetition.
+fn repeat_most(distances: &Distances, edge: &EdgeRecord, count: u32) -> u64 {
+    let left = u64::from(edge.b.saturating_sub(count + 1));
+    let again = distances
+        .most(edge.a)
+        .saturating_add(left.saturating_mul(distances.shortest(edge.a)))
+        .saturating_add(distances.to_end(edge.target));
+    again.max(distances.most_from(edge.target))
+}
+
+/// What `item` (of the last row) needs to end its own match, and the match
+/// it belongs to; `None` for items outside any match's text (lookahead).
+fn own_rest(grammar: &Grammar, distances: &Distances, item: &Item) -> Option<Rest> {
+    let open = |rule| Open {
+        rule,
+        origin: item.origin,
+        pred: item.pred,
+    };
+    let again = |rule: u32| {
+        let dispatch = grammar.dispatch(grammar.rule(rule));
+        if dispatch.repeat == 1 {
+            distances.free(grammar, rule, scanner::START)
+        } else {
+            0
+        }
+    };
+    Some(match item.kind {
+        Kind::Node if grammar.in_lookahead(item.a) => return None,
+        Kind::Node => Rest::Then(distances.to_end(item.a), open(grammar.node_rule(item.a))),
+        Kind::Repeat => {
+            let edge = grammar.edge(item.a);
+            let left = u64::from(edge.b.saturating_sub(item.aux));
+            let repeats = if left == 0 {
+                0
+            } else {
+                left.saturating_mul(distances.shortest(edge.a))
+            };
+            Rest::Then(
+                repeats.saturating_add(distances.to_end(edge.target)),
+                open(grammar.node_rule(edge.target)),
+            )
+        }
+        Kind::Free => Rest::Then(distances.free(grammar, item.a, item.aux), open(item.a)),
+        Kind::Arm => {
+            let arm = grammar.pattern(item.aux).arm;
+            Rest::Then(
+                distances.shortest(arm).saturating_add(again(item.a)),
+                open(item.a),
+            )
+        }
+        Kind::TokenArm => Rest::Then(
+            distances.shortest(grammar.pattern(item.aux).arm),
+            open(item.a),
+        ),
+        Kind::TokenFree | Kind::Ended => Rest::Then(0, open(item.a)),
+        Kind::Top if item.aux == 0 => Rest::End(distances.shortest(item.a)),
+        Kind::Top | Kind::Done | Kind::Any => Rest::End(0),
+    })
+}
+
+/// What `parent` needs after a match of `rule` that it waits for ends;
+/// `None` if it does not wait for `rule`.
+fn rest_after(grammar: &Grammar, distances: &Distances, parent: &Item, rule: u32) -> Option<Rest> {
+    let open = |rule| Open {
+        rule,
+        origin: parent.origin,
+        pred: parent.pred,
+    };
+    match parent.kind {
+        Kind::Node if grammar.waits(parent.a) => {
+            let cost = grammar
+                .edges(parent.a)
+                .iter()
+                .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == rule)
+                .map(|edge| distances.to_end(edge.target))
+                .min()?;
+            Some(Rest::Then(cost, open(grammar.node_rule(parent.a))))
+        }
+        Kind::Repeat => {
+            let edge = grammar.edge(parent.a);
+            let below_max = edge.c == EdgeRecord::UNBOUNDED || parent.aux < edge.c;
+            if edge.a != rule || !below_max {
+                return None;
+            }
+            let left = u64::from(edge.b.saturating_sub(parent.aux + 1));
+            let repeats = if left == 0 {
+                0
+            } else {
+                left.saturating_mul(distances.shortest(rule))
+            };
+            Some(Rest::Then(
+                repeats.saturating_add(distances.to_end(edge.target)),
+                open(grammar.node_rule(edge.target)),
+            ))
+        }
+        Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => {
+            let dispatch = grammar.dispatch(grammar.rule(parent.a));
+            let again = if parent.kind == Kind::Arm && dispatch.repeat == 1 {
+                distances.free(grammar, parent.a, scanner::START)
+            } else {
+                0
+            };
+            Some(Rest::Then(again, open(parent.a)))
+        }
+        Kind::Top if parent.a == rule => Some(Rest::End(0)),
+        _ => None,
+    }
+}
+
+/// Shortest paths to the end of the output over one matcher's chart, with
+/// buffers kept between queries, and the rests of the matches that began in
+/// the rows below `stable` remembered (a walk of tokens pushes and pops
+/// rows above them only).
+struct Ends<'d> {
+    distances: &'d Distances,
+    stable: usize,
+    rests: FxHashMap<Open, u64>,
+    best: FxHashMap<Open, u64>,
+    queue: BinaryHeap<Reverse<(u64, Open)>>,
+    found: Vec<Rest>,
+}
+
+impl<'d> Ends<'d> {
+    /// A planner for a matcher whose first `stable` rows stay as they are
+    /// while it is used.
+    fn new(distances: &'d Distances, stable: usize) -> Self {
+        Self {
+            distances,
+            stable,
+            rests: FxHashMap::default(),
+            best: FxHashMap::default(),
+            queue: BinaryHeap::new(),
+            found: Vec::new(),
+        }
+    }
+
+    /// The fewest symbols to an end from `matcher`'s last row
+    /// ([`UNREACHABLE`] if none).
+    fn left(&mut self, matcher: &Matcher) -> u64 {
+        let grammar = &*matcher.grammar;
+        let distances = self.distances;
+        let sources =
+            (matcher.history.last().iter()).filter_map(|item| own_rest(grammar, distances, item));
+        self.shortest(matcher, sources)
+    }
+
+    /// The fewest symbols that end `open` and then the output.
+    fn after(&mut self, matcher: &Matcher, open: Open) -> u64 {
+        if let Some(&rest) = self.rests.get(&open) {
+            return rest;
+        }
+        let rest = self.shortest(matcher, std::iter::once(Rest::Then(0, open)));
+        if (open.origin as usize) < self.stable {
+            self.rests.insert(open, rest);
+        }
+        rest
+    }
+
+    /// Dijkstra's algorithm from `sources` up the chart to the end of the
+    /// output.
+    fn shortest(&mut self, matcher: &Matcher, sources: impl Iterator<Item = Rest>) -> u64 {
+        let grammar = &*matcher.grammar;
+        let distances = self.distances;
+        let mut best_end = UNREACHABLE;
+        self.best.clear();
+        self.queue.clear();
+        for rest in sources {
+            self.reach(rest, &mut best_end);
+        }
+        while let Some(Reverse((cost, open))) = self.queue.pop() {
+            if cost >= best_end {
+                break;
+            }
+            if self.best.get(&open).is_some_and(|&known| known < cost) {
+                continue;
+            }
+            let row = open.origin as usize;
+            let parents = matcher.history.row(row);
+            let mut found = std::mem::take(&mut self.found);
+            let mut visit = |parent: &Item| {
+                if parent.ctx != open.pred {
+                    return;
+                }
+                if let Some(rest) = rest_after(grammar, distances, parent, open.rule) {
+                    found.push(rest.add(cost));
+                }
+            };
+            match matcher.history.waiting(row) {
+                Some(waiting) => {
+                    for &place in waiting.get(open.rule) {
+                        visit(&parents[place as usize]);
+                    }
+                }
+                None => parents.iter().for_each(&mut visit),
+            }
+            for rest in found.drain(..) {
+                self.reach(rest, &mut best_end);
+            }
+            self.found = found;
+        }
+        best_end
+    }
+
+    /// Records that `rest` is reachable.
+    fn reach(&mut self, rest: Rest, best_end: &mut u64) {
+        match rest {
+            Rest::End(cost) => *best_end = (*best_end).min(cost),
+            Rest::Then(cost, open) if cost < UNREACHABLE => {
+                let known = self.best.entry(open).or_insert(UNREACHABLE);
+                if cost < *known {
+                    *known = cost;
+                    self.queue.push(Reverse((cost, open)));
+                }
+            }
+            Rest::Then(..) => {}
+        }
+    }
+}
+
+impl Matcher {
+    /// The fewest symbols — bytes of text, and tokens matched by id — after
+    /// which the output can end; `Some(0)` where it can end now, `None`
+    /// where no continuation ends it (a matcher whose grammar could not be
+    /// built). Exact, but for grammars with lookahead, whose assertions it
+    /// leaves out (a lower bound there).
+    ///
+    /// A grammar whose rules are built on first use builds them all on the
+    /// first call.
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use xg_runtime::{Grammar, Matcher};
+    /// # fn demo(grammar: Arc<Grammar>) {
+    /// // root ::= "{\"a\": " [0-9]+ "}"
+    /// let mut matcher = Matcher::new(grammar);
+    /// assert_eq!(matcher.min_bytes_to_finish(), Some(8));
+    /// matcher.accept_str("{\"a\": 12").unwrap();
+    /// assert_eq!(matcher.min_bytes_to_finish(), Some(1));
+    /// # }
+    /// ```
+    pub fn min_bytes_to_finish(&self) -> Option<usize> {
+        if self.terminated {
+            return Some(0);
+        }
+        let distances = self.grammar.distances().ok()?;
+        let symbols = Ends::new(&distances, 0).left(self);
+        (symbols != UNREACHABLE).then(|| usize::try_from(symbols).unwrap_or(usize::MAX))
+    }
+
+    /// The fewest tokens after which the output can end: a lower bound,
+    /// exact where the rest of the output is forced ([`Matcher::forced_bytes`]
+    /// up to an end that nothing can follow) — then the fewest tokens that
+    /// spell it. Elsewhere it is the larger of the fewest symbols to the
+    /// end over the longest token, and the fewest tokens that cover the
+    /// forced text. `Some(0)` where the output can end now; `None` where
+    /// nothing ends it. Without a vocabulary, a symbol is a token.
+    pub fn min_tokens_to_finish(&self) -> Option<usize> {
+        if self.terminated || self.can_terminate() {
+            return Some(0);
+        }
+        let symbols = self.min_bytes_to_finish()?;
+        let Some(vocabulary) = &self.vocabulary else {
+            return Some(symbols);
+        };
+        let trie = vocabulary.trie();
+        let mut bound = symbols.div_ceil(trie.max_depth().max(1));
+        let (forced, complete) = self.forced();
+        if !forced.is_empty() {
+            let (spelled, covered) = trie.fewest_tokens(&forced);
+            if complete && forced.len() == symbols {
+                return spelled;
+            }
+            bound = bound.max(covered);
+        }
+        Some(bound)
+    }
+
+    /// Bounds the output to `tokens` steps (tokens, for a server: one
+    /// step per token), counted from the start; `None` lifts the bound.
+    ///
+    /// Token masks then allow only tokens after which the output can
+    /// still end within the steps left, and a step that leaves no way to
+    /// end in time is refused ([`Rejection::is_over_token_budget`]). A
+    /// stop token is allowed wherever the output can end, also past the
+    /// budget. The plan behind the bound spells the shortest ending byte
+    /// by byte, so the guarantee needs a vocabulary with a token for each
+    /// byte (byte-level BPE and byte-fallback vocabularies have them).
+    /// Where the budget is shorter than that plan (set late, or below the
+    /// shortest ending in bytes), only tokens that follow a shortest
+    /// ending all the way are allowed: the output then ends as soon as the
+    /// model's tokens allow. [`Matcher::stop_reason`] says
+    /// [`StopReason::Budget`] once the budget is spent.
+    ///
+    /// The first masks near the end of a budget walk each mask-cache entry
+    /// they meet once more (tens of milliseconds for the inside of a
+    /// string on a 128k vocabulary), and keep what they found for every
+    /// later mask of the vocabulary.
+    ///
+    /// [`Rejection::is_over_token_budget`]: super::Rejection::is_over_token_budget
+    /// [`StopReason::Budget`]: super::StopReason::Budget
+    pub fn set_token_budget(&mut self, tokens: Option<usize>) {
+        self.token_budget = tokens;
+    }
+
+    /// This matcher with a token budget ([`Matcher::set_token_budget`]).
+    ///
+    /// ```
+    /// # use std::sync::Arc;
+    /// # use xg_runtime::{Grammar, Matcher, Vocabulary};
+    /// # fn demo(grammar: Arc<Grammar>, vocabulary: Arc<Vocabulary>) {
+    /// let mut matcher = Matcher::with_vocabulary(grammar, vocabulary.clone())
+    ///     .with_token_budget(64);
+    /// let mut mask = vec![0u32; vocabulary.mask_words()];
+    /// matcher.fill_next_token_bitmask(&mut mask).unwrap();
+    /// // every token in `mask` leaves a way to end within 63 more tokens
+    /// # }
+    /// ```
+    #[must_use]
+    pub fn with_token_budget(mut self, tokens: usize) -> Self {
+        self.token_budget = Some(tokens);
+        self
+    }
+
+    /// The token budget, if one is set.
+    pub fn token_budget(&self) -> Option<usize> {
+        self.token_budget
+    }
+
+    /// The steps left in the token budget, if one is set.
+    pub fn tokens_left(&self) -> Option<usize> {
+        self.token_budget
+            .map(|budget| budget.saturating_sub(self.steps.len()))
+    }
+
+    /// The fewest symbols to an end, for a step about to be taken under
+    /// a token budget (`None` without one).
+    pub(super) fn before_budgeted_step(&self) -> Option<u64> {
+        self.token_budget?;
+        let distances = self.grammar.distances().ok()?;
+        Some(Ends::new(&distances, 0).left(self))
+    }
+
+    /// Whether the step just taken, of `symbols` symbols, keeps to the
+    /// token budget (see [`threshold`]), `before` being
+    /// [`Matcher::before_budgeted_step`]'s answer (true without a budget).
+    pub(super) fn within_token_budget(&self, before: Option<u64>, symbols: u64) -> bool {
+        let Some(budget) = self.token_budget else {
+            return true;
+        };
+        let Some(room) = budget.checked_sub(self.steps.len() + 1) else {
+            return false;
+        };
+        let (Some(before), Ok(distances)) = (before, self.grammar.distances()) else {
+            return false;
+        };
+        let after = Ends::new(&distances, 0).left(self);
+        after <= threshold(room as u64, before, symbols)
+    }
+
+    /// Clears from `mask` the tokens after which the output could not end
+    /// within the token budget (see [`Matcher::set_token_budget`]).
+    pub(super) fn keep_within_budget(
+        &mut self,
+        mask: &mut [u32],
+        vocabulary: &Arc<Vocabulary>,
+        budget: usize,
+    ) -> Result<(), MaskError> {
+        let Some(room) = budget.checked_sub(self.steps.len() + 1) else {
+            // Spent: only an end.
+            for (index, word) in mask.iter_mut().enumerate() {
+                let mut bits = *word;
+                while bits != 0 {
+                    let bit = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let id = TokenId::new(index * 32 + bit as usize).expect("mask ids fit");
+                    if !vocabulary.is_stop(id) {
+                        *word &= !(1 << bit);
+                    }
+                }
+            }
+            return Ok(());
+        };
+        let room = room as u64;
+        let distances = self
+            .grammar
+            .distances()
+            .map_err(|failure| MaskError::Build(failure.to_string()))?;
+        let mut ends = Ends::new(&distances, self.history.rows());
+        // Bounds on where a token leaves the parse hold for tokens of up
+        // to MOST_NESTING bytes.
+        let bounded = vocabulary.trie().max_depth() <= MOST_NESTING;
+        if bounded && self.row_bound(&mut ends) <= room {
+            // No token can go past the budget here: nothing to check.
+            return Ok(());
+        }
+        let takes_any_by_id = self.grammar.uses_tokens()
+            && TokenId::new(self.grammar.unnamed_token() as usize)
+                .is_ok_and(|id| self.viable(Symbol::Token(id)));
+        // Where any token may be taken by id, the entries (of text) say
+        // nothing.
+        let by_entries = if takes_any_by_id {
+            ByEntries {
+                within: vec![0; mask.len()],
+                beyond: vec![0; mask.len()],
+            }
+        } else {
+            self.tokens_by_entries(vocabulary, &mut ends, room, bounded)?
+        };
+        let now = ends.left(self);
+        let behind = now > room + 1;
+        let mut by_text = Vec::new();
+        for (index, word) in mask.iter_mut().enumerate() {
+            if !behind {
+                *word &= !by_entries.beyond[index];
+            }
+            let mut bits = *word & !by_entries.within[index];
+            while bits != 0 {
+                let bit = bits.trailing_zeros();
+                bits &= bits - 1;
+                let id = TokenId::new(index * 32 + bit as usize).expect("mask ids fit");
+                if vocabulary.is_stop(id) {
+                    continue;
+                }
+                let by_id = vocabulary.kind_of(id) == TokenKind::Special
+                    || (self.grammar.uses_tokens()
+                        && (takes_any_by_id || self.grammar.names_token(id.as_u32()))
+                        && self.viable(Symbol::Token(id)));
+                if by_id {
+                    let most = threshold(room, now, 1);
+                    if !self.ends_in_time_after(Symbol::Token(id), &mut ends, most) {
+                        *word &= !(1 << bit);
+                    }
+                } else if vocabulary.bytes(id).is_empty() {
+                    if now > threshold(room, now, 0) {
+                        *word &= !(1 << bit);
+                    }
+                } else {
+                    by_text.push(id);
+                }
+            }
+        }
+        // In byte order, so that shared prefixes are pushed once: sorted,
+        // or for many, read off the trie's order.
+        if by_text.len() > SORT_AT_MOST {
+            let mut walked = vec![0u32; mask.len()];
+            for id in &by_text {
+                walked[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+            }
+            let ranked = vocabulary.trie().ranked();
+            by_text = ranked
+                .iter()
+                .copied()
+                .filter(|&id| is_set(&walked, id))
+                .collect();
+        } else {
+            by_text.sort_unstable_by(|a, b| vocabulary.bytes(*a).cmp(vocabulary.bytes(*b)));
+        }
+        let base = self.history.rows();
+        let mut walk = PrefixWalk::default();
+        for id in by_text {
+            let bytes = vocabulary.bytes(id);
+            let (taken, _) = walk.accepts(self, base, bytes);
+            if !taken || ends.left(self) > threshold(room, now, bytes.len() as u64) {
+                mask[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
+            }
+        }
+        self.truncate(base);
+        self.built()
+    }
+
+    /// Whether the output can end within `room` symbols after `symbol`.
+    fn ends_in_time_after(&mut self, symbol: Symbol, ends: &mut Ends<'_>, room: u64) -> bool {
+        let rows = self.history.rows();
+        if !self.push(Start::Scan(symbol)) {
+            return false;
+        }
+        let in_time = ends.left(self) <= room;
+        self.truncate(rows);
+        in_time
+    }
+
+    /// The most symbols to an end after any token from here (of at most
+    /// [`MOST_NESTING`] bytes). Every derivation after a token goes on
+    /// from a match open in the chart now — an item's of the last row, or
+    /// one that waits above it — and leaves the parse inside one of them,
+    /// at a place its automaton reaches from where it stands (with the
+    /// matches the token opens below it): at most [`Distances::most_from`]
+    /// there, plus what ends the output once that match has ended.
+    fn row_bound(&self, ends: &mut Ends<'_>) -> u64 {
+        let grammar = &*self.grammar;
+        let distances = ends.distances;
+        let open = |rule, item: &Item| Open {
+            rule,
+            origin: item.origin,
+            pred: item.pred,
+        };
+        let mut bound = 0u64;
+        let mut seen: FxHashSet<Open> = FxHashSet::default();
+        let mut above = Vec::new();
+        for item in self.history.last() {
+            let (inside, open) = match item.kind {
+                Kind::Node if grammar.in_lookahead(item.a) => continue,
+                Kind::Node => (
+                    distances.most_from(item.a),
+                    open(grammar.node_rule(item.a), item),
+                ),
+                Kind::Repeat => {
+                    let edge = grammar.edge(item.a);
+                    let inside = repeat_most(distances, edge, item.aux);
+                    (inside, open(grammar.node_rule(edge.target), item))
+                }
+                Kind::Free | Kind::Arm | Kind::TokenFree | Kind::TokenArm => {
+                    (distances.most(item.a), open(item.a, item))
+                }
+                Kind::Ended => (0, open(item.a, item)),
+                Kind::Top | Kind::Done | Kind::Any => continue,
+            };
+            bound = bound.max(inside.saturating_add(ends.after(self, open)));
+            if seen.insert(open) {
+                above.push(open);
+            }
+        }
+        while let Some(child) = above.pop() {
+            for parent in self.history.row(child.origin as usize) {
+                if parent.ctx != child.pred {
+                    continue;
+                }
+                let (inside, open) = match parent.kind {
+                    Kind::Node if grammar.waits(parent.a) => {
+                        let Some(inside) = (grammar.edges(parent.a).iter())
+                            .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == child.rule)
+                            .map(|edge| distances.most_from(edge.target))
+                            .max()
+                        else {
+                            continue;
+                        };
+                        (inside, open(grammar.node_rule(parent.a), parent))
+                    }
+                    Kind::Repeat => {
+                        let edge = grammar.edge(parent.a);
+                        if edge.a != child.rule {
+                            continue;
+                        }
+                        let inside = repeat_most(distances, edge, parent.aux + 1);
+                        (inside, open(grammar.node_rule(edge.target), parent))
+                    }
+                    Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == child.rule => {
+                        (distances.most(parent.a), open(parent.a, parent))
+                    }
+                    _ => continue,
+                };
+                bound = bound.max(inside.saturating_add(ends.after(self, open)));
+                if seen.insert(open) {
+                    above.push(open);
+                }
+            }
+        }
+        bound
+    }
+
+    /// The most symbols to an end after a token that `seed`'s entry
+    /// accepts: the token leaves the parse inside the seed's match, or
+    /// past it inside one of the matches the seed covers above it; at
+    /// each level, the most a place reachable there needs, plus the
+    /// fewest that end the output once that match has ended.
+    fn seed_bound(&self, ends: &mut Ends<'_>, seed: &Seed) -> u64 {
+        let grammar = &*self.grammar;
+        let distances = ends.distances;
+        let item = seed.item;
+        let open = |rule, item: &Item| Open {
+            rule,
+            origin: item.origin,
+            pred: item.pred,
+        };
+        let (rule, inside) = match item.kind {
+            Kind::Node => {
+                let rule = grammar.node_rule(item.a);
+                (rule, distances.most_from(item.a))
+            }
+            _ => (item.a, distances.most(item.a)),
+        };
+        let mut bound = inside.saturating_add(ends.after(self, open(rule, &item)));
+        let mut below = rule;
+        for parent in seed.parents.iter().flatten() {
+            let (rule, inside) = match parent.kind {
+                Kind::Node => {
+                    let inside = (grammar.edges(parent.a).iter())
+                        .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == below)
+                        .map(|edge| distances.most_from(edge.target))
+                        .max()
+                        .unwrap_or(0);
+                    (grammar.node_rule(parent.a), inside)
+                }
+                Kind::Repeat => {
+                    let edge = grammar.edge(parent.a);
+                    let inside = repeat_most(distances, edge, parent.aux + 1);
+                    (grammar.node_rule(edge.target), inside)
+                }
+                _ => return UNREACHABLE,
+            };
+            bound = bound.max(inside.saturating_add(ends.after(self, open(rule, parent))));
+            below = rule;
+        }
+        bound
+    }
+
+    /// What the row's mask-cache entries tell of the text tokens: those
+    /// that surely leave the output able to end within `room` symbols
+    /// (an entry accepts them and, wherever they leave its match, it needs
+    /// at most that with what waits above it), and those that surely do
+    /// not (every entry that accepts them needs more, and none leaves them
+    /// uncertain). As masks; the rest must be walked.
+    fn tokens_by_entries(
+        &self,
+        vocabulary: &Vocabulary,
+        ends: &mut Ends<'_>,
+        room: u64,
+        bounded: bool,
+    ) -> Result<ByEntries, MaskError> {
+        let distances = ends.distances;
+        let words = vocabulary.mask_words();
+        let mut by_entries = ByEntries {
+            within: vec![0; words],
+            beyond: vec![0; words],
+        };
+        if !self.grammar.is_cacheable() {
+            return Ok(by_entries);
+        }
+        let trie = vocabulary.trie();
+        let mut seeds = Vec::new();
+        for &item in self.history.last() {
+            Seed::add(
+                &self.grammar,
+                &self.history,
+                item,
+                trie.max_depth(),
+                &mut seeds,
+            );
+        }
+        let mut scratch = Vec::new();
+        let mut here = vec![0; words];
+        // Accepted by an entry whose bound does not hold.
+        let mut seen = vec![0; words];
+        let mut entries = Vec::with_capacity(seeds.len());
+        for seed in &seeds {
+            let Some(entry) = vocabulary.mask_cache().cached_entry(&seed.key) else {
+                // An entry no longer cached: nothing can be ruled out.
+                seen.fill(0);
+                entries.clear();
+                break;
+            };
+            entries.push(Arc::clone(&entry));
+            let universe = trie.universe();
+            if bounded && self.seed_bound(ends, seed) <= room {
+                entry
+                    .accepted
+                    .add_to(&mut by_entries.within, universe, &mut scratch);
+                continue;
+            }
+            entry.accepted.add_to(&mut seen, universe, &mut scratch);
+            // Near the end of the budget: the tokens' own costs decide.
+            let top = seed.top();
+            let open = Open {
+                rule: seed.rule,
+                origin: top.origin,
+                pred: top.pred,
+            };
+            let rest = ends.after(self, open);
+            let costs = vocabulary.mask_cache().end_costs(seed.key, || {
+                self.end_costs(seed, &entry.accepted, vocabulary, distances)
+            })?;
+            if costs.least.saturating_add(rest) > room {
+                continue;
+            }
+            here.fill(0);
+            entry.accepted.add_to(&mut here, universe, &mut scratch);
+            for &(id, cost) in &costs.above {
+                if cost.saturating_add(rest) > room {
+                    here[id as usize / 32] &= !(1 << (id % 32));
+                }
+            }
+            for (word, &bits) in by_entries.within.iter_mut().zip(&here) {
+                *word |= bits;
+            }
+        }
+        if seen.iter().any(|&word| word != 0) {
+            // Beyond, unless some entry leaves them uncertain (their
+            // bytes may run past its match, where the full state decides).
+            let ranked = trie.ranked();
+            for entry in &entries {
+                for group in &entry.groups {
+                    for &id in &ranked[group.start as usize..group.end as usize] {
+                        seen[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
+                    }
+                }
+            }
+            for ((beyond, &seen), &within) in by_entries
+                .beyond
+                .iter_mut()
+                .zip(&seen)
+                .zip(&by_entries.within)
+            {
+                *beyond = seen & !within;
+            }
+        }
+        // Tokens the grammar may take by id are checked one by one.
+        for &named in self.grammar.named_tokens() {
+            let index = named as usize / 32;
+            if index < words {
+                by_entries.within[index] &= !(1 << (named % 32));
+                by_entries.beyond[index] &= !(1 << (named % 32));
+            }
+        }
+        Ok(by_entries)
+    }
+
+    /// The [`EndCosts`] of `seed`'s entry, whose accepted tokens are
+    /// `accepted`: each token walked (in byte order, shared prefixes once)
+    /// from a matcher seeded like the entry's, where the end of the
+    /// topmost match it covers is the end.
+    fn end_costs(
+        &self,
+        seed: &Seed,
+        accepted: &TokenSet,
+        vocabulary: &Vocabulary,
+        distances: &Distances,
+    ) -> Result<EndCosts, MaskError> {
+        let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
+        let mut seeded = Matcher::seeded(Arc::clone(&self.grammar), seed.item, &parents, seed.rule);
+        let trie = vocabulary.trie();
+        let mut bits = vec![0; vocabulary.mask_words()];
+        accepted.add_to(&mut bits, trie.universe(), &mut Vec::new());
+        let base = seeded.history.rows();
+        let mut ends = Ends::new(distances, base);
+        let mut walk = PrefixWalk::default();
+        let mut costs = Vec::new();
+        for &id in trie.ranked() {
+            if !is_set(&bits, id) {
+                continue;
+            }
+            let (taken, _) = walk.accepts(&mut seeded, base, vocabulary.bytes(id));
+            let cost = if taken {
+                ends.left(&seeded)
+            } else {
+                UNREACHABLE
+            };
+            costs.push((id.as_u32(), cost));
+        }
+        seeded.built()?;
+        let least = costs.iter().map(|&(_, cost)| cost).min().unwrap_or(0);
+        costs.retain(|&(_, cost)| cost > least);
+        costs.sort_unstable();
+        Ok(EndCosts {
+            least,
+            above: costs.into(),
+        })
+    }
+}
