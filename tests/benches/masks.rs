@@ -27,7 +27,8 @@ use xg_runtime::{DraftTree, Grammar, Matcher, TokenId, Vocabulary};
 /// The most MaskBench files read.
 const FILES: usize = 120;
 
-fn documents() -> Vec<String> {
+/// The documents, each with its MaskBench schema (none for generated ones).
+fn documents() -> Vec<(Option<serde_json::Value>, String)> {
     let dir = std::env::var_os("XG_MASKBENCH").map_or_else(
         || PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../shared/maskbench"),
         PathBuf::from,
@@ -46,7 +47,8 @@ fn documents() -> Vec<String> {
         };
         for test in file["tests"].as_array().into_iter().flatten() {
             if test["valid"] == true {
-                documents.push(serde_json::to_string(&test["data"]).expect("JSON value"));
+                let text = serde_json::to_string(&test["data"]).expect("JSON value");
+                documents.push((Some(file["schema"].clone()), text));
             }
         }
     }
@@ -56,10 +58,10 @@ fn documents() -> Vec<String> {
             dir.display()
         );
         for k in 0..40 {
-            documents.push(format!(
+            documents.push((None, format!(
                 "{{\"id\":{k},\"name\":\"item {k} — ünïcode\",\"tags\":[\"a\",\"b{k}\"],\"price\":{}.5,\"owner\":{{\"first\":\"Ada\",\"active\":true,\"note\":null}}}}",
                 k * 7
-            ));
+            )));
         }
     } else {
         eprintln!("{} valid instances from {}", documents.len(), dir.display());
@@ -148,12 +150,12 @@ fn run(name: &str, vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens:
 /// its masks are restricted all along; and with 64 tokens to spare, where
 /// only the masks near its end may be. Masks with those budgets against
 /// the same walk without one, alternated step by step.
-fn budgets(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u32>]) {
-    let start = || Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
+fn budgets(label: &str, vocabulary: &Arc<Vocabulary>, walks: &[(Arc<Grammar>, &[u32])]) {
     let (mut with, mut spare, mut without) = (Vec::new(), Vec::new(), Vec::new());
     let mut mask = vec![0; vocabulary.mask_words()];
     let id = |id: u32| TokenId::new(id as usize).expect("token id");
-    for ids in tokens {
+    for (grammar, ids) in walks {
+        let start = || Matcher::with_vocabulary(Arc::clone(grammar), Arc::clone(vocabulary));
         let mut dry = start();
         let mut budget = 0;
         for (k, &token) in ids.iter().enumerate() {
@@ -162,7 +164,7 @@ fn budgets(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u
         }
         let (mut free, mut bounded) = (start(), start().with_token_budget(budget));
         let mut roomy = start().with_token_budget(budget + 64);
-        for &token in ids {
+        for &token in *ids {
             let t = Instant::now();
             roomy.fill_next_token_bitmask(&mut mask).expect("mask");
             spare.push(t.elapsed().as_secs_f64() * 1e6);
@@ -182,9 +184,10 @@ fn budgets(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u
             roomy.accept_token(token).expect("the document's token");
         }
     }
-    report("  mask per step, no budget", &mut without);
-    report("  mask per step, a budget that binds", &mut with);
-    report("  mask per step, 64 tokens to spare", &mut spare);
+    println!("  {label}: {} documents", walks.len());
+    report("    mask per step, no budget", &mut without);
+    report("    mask per step, a budget that binds", &mut with);
+    report("    mask per step, 64 tokens to spare", &mut spare);
 }
 
 /// Draft trees along the documents: tree masks in one call against one
@@ -253,6 +256,23 @@ fn draft_trees(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[V
 fn main() {
     let documents = documents();
     let grammar = common::runtime_grammar(xg_compiler::std_text("std/json.xg").expect("std json"));
+    let options = xg_compiler::json_schema::Options {
+        whitespace: xg_compiler::json_schema::Whitespace::Compact,
+        property_order: xg_compiler::json_schema::PropertyOrder::Given,
+        ..Default::default()
+    };
+    let cache = xg_compiler::CompileCache::default();
+    // Each document's schema, where it compiles and takes the document.
+    let schemas: Vec<Option<Arc<Grammar>>> = documents
+        .iter()
+        .map(|(schema, text)| {
+            let grammar = common::schema_grammar(schema.as_ref()?, &options, &cache).ok()?;
+            Matcher::new(Arc::clone(&grammar))
+                .accept_str(text)
+                .is_ok()
+                .then_some(grammar)
+        })
+        .collect();
     for tokenizer in &common::REAL_TOKENIZERS[..3] {
         let (json, config) = common::real_tokenizer(tokenizer);
         let vocabulary = Arc::new(
@@ -261,7 +281,7 @@ fn main() {
         let encoder = tokenizers::Tokenizer::from_bytes(&json).expect("tokenizer");
         let tokens: Vec<Vec<u32>> = documents
             .iter()
-            .map(|text| {
+            .map(|(_, text)| {
                 encoder
                     .encode(text.as_str(), false)
                     .expect("encoding")
@@ -271,6 +291,13 @@ fn main() {
             .collect();
         run(tokenizer.name, &vocabulary, &grammar, &tokens);
         draft_trees(&vocabulary, &grammar, &tokens);
-        budgets(&vocabulary, &grammar, &tokens);
+        let free: Vec<(Arc<Grammar>, &[u32])> = (tokens.iter())
+            .map(|ids| (Arc::clone(&grammar), ids.as_slice()))
+            .collect();
+        budgets("std/json.xg", &vocabulary, &free);
+        let typed: Vec<(Arc<Grammar>, &[u32])> = (schemas.iter().zip(&tokens))
+            .filter_map(|(schema, ids)| Some((Arc::clone(schema.as_ref()?), ids.as_slice())))
+            .collect();
+        budgets("each document's schema", &vocabulary, &typed);
     }
 }
