@@ -28,13 +28,18 @@ use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
 /// "No end can be reached" (or, for [`Distances::most`], "no bound").
 pub(crate) const UNREACHABLE: u64 = u64::MAX;
 
-/// How deep [`Distances::most`] follows rules that nest themselves: each
-/// round of a cycle of rules adds a level of nesting, and a cycle that
-/// nests with text after the nested match grows every round, without end.
-/// A token opens at most one level per byte, so values after this many
-/// rounds hold for tokens of up to this many bytes (the longest tokens of
-/// real vocabularies have a few hundred).
-pub(crate) const MOST_NESTING: usize = 1024;
+/// The token lengths [`Distances::most`] is kept for. A rule that nests
+/// itself with text after the nested match has no bound on what a place in
+/// it may need, but a token opens at most one nested match per byte: each
+/// round of the iteration over a cycle of rules adds a level, and after
+/// `length + 1` rounds the values hold for tokens of up to `length` bytes.
+/// The last (the longest tokens of real vocabularies have a few hundred
+/// bytes) bounds every token; the shorter ones are tighter for short
+/// tokens.
+pub(crate) const TOKEN_LENGTHS: [usize; 11] = [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024];
+
+/// The bound for tokens of any length (up to the last of [`TOKEN_LENGTHS`]).
+pub(crate) const ANY_LENGTH: usize = TOKEN_LENGTHS.len() - 1;
 
 /// The distances of one grammar (see the module documentation).
 #[derive(Debug)]
@@ -44,9 +49,11 @@ pub(crate) struct Distances {
     /// Per dispatch (by its index), per scanner state; empty for token
     /// dispatches.
     free: Vec<Vec<u64>>,
-    most: Vec<u64>,
+    /// Per length of [`TOKEN_LENGTHS`], per rule: `most` for tokens of up
+    /// to that many bytes.
+    most_within: Vec<Vec<u64>>,
     /// Per node: the most any place reachable from it inside its rule's
-    /// match may need to end that match.
+    /// match may need to end that match, for tokens of any length.
     most_from: Vec<u64>,
 }
 
@@ -58,7 +65,7 @@ impl Distances {
             shortest: vec![UNREACHABLE; tables.rules.len()],
             to_end: vec![UNREACHABLE; tables.nodes.len()],
             free: vec![Vec::new(); tables.dispatches.len()],
-            most: vec![0; tables.rules.len()],
+            most_within: vec![vec![0; tables.rules.len()]; TOKEN_LENGTHS.len()],
             most_from: vec![UNREACHABLE; tables.nodes.len()],
         };
         for component in components(grammar) {
@@ -71,17 +78,22 @@ impl Distances {
                     break;
                 }
             }
-            for _ in 0..MOST_NESTING {
-                let mut changed = false;
-                for &rule in &component {
-                    let most = distances.most_of(grammar, rule);
-                    if most != distances.most[rule as usize] {
-                        distances.most[rule as usize] = most;
-                        changed = true;
+            // Per token length, from the callees' values for that length;
+            // after `length + 1` rounds the values hold for tokens of up
+            // to `length` bytes, or sooner, once they settle.
+            for (kept, &length) in TOKEN_LENGTHS.iter().enumerate() {
+                for _ in 0..=length {
+                    let mut changed = false;
+                    for &rule in &component {
+                        let most = distances.most_of(grammar, rule, kept);
+                        if most != distances.most_within[kept][rule as usize] {
+                            distances.most_within[kept][rule as usize] = most;
+                            changed = true;
+                        }
                     }
-                }
-                if !changed {
-                    break;
+                    if !changed {
+                        break;
+                    }
                 }
             }
         }
@@ -94,6 +106,37 @@ impl Distances {
         distances
     }
 
+    /// [`Distances::most`] for tokens of up to `TOKEN_LENGTHS[length]`
+    /// bytes.
+    pub(crate) fn most_within(&self, length: usize, rule: u32) -> u64 {
+        self.most_within[length][rule as usize]
+    }
+
+    /// [`Distances::most_from`] for tokens of up to
+    /// `TOKEN_LENGTHS[length]` bytes: found by a walk of the automaton
+    /// (kept only for tokens of any length).
+    pub(crate) fn most_from_within(&self, grammar: &Grammar, length: usize, node: u32) -> u64 {
+        if length == ANY_LENGTH {
+            return self.most_from(node);
+        }
+        let record = grammar.rule(grammar.node_rule(node));
+        let mut seen = vec![false; record.node_count as usize];
+        let mut open = vec![node];
+        seen[(node - record.body) as usize] = true;
+        let mut most = 0u64;
+        while let Some(at) = open.pop() {
+            most = most.max(self.most_at(grammar, at, length));
+            for edge in grammar.edges(at) {
+                let place = (edge.target - record.body) as usize;
+                if !seen[place] {
+                    seen[place] = true;
+                    open.push(edge.target);
+                }
+            }
+        }
+        most
+    }
+
     /// The most any place reachable from `node` inside its rule's match
     /// (at most [`MOST_NESTING`] nested matches deep) may need to end that
     /// match.
@@ -101,8 +144,11 @@ impl Distances {
         self.most_from[node as usize]
     }
 
-    /// What a place at `node` may need, itself or inside a rule it calls.
-    fn most_at(&self, grammar: &Grammar, node: u32) -> u64 {
+    /// What a place at `node` may need, itself or inside a rule it calls,
+    /// for tokens of up to `TOKEN_LENGTHS[length]` bytes (the rules'
+    /// current values while they are being found).
+    fn most_at(&self, grammar: &Grammar, node: u32, length: usize) -> u64 {
+        let most_of = |rule: u32| self.most_within(length, rule);
         let here = self.to_end(node);
         if here == UNREACHABLE {
             return UNREACHABLE;
@@ -111,10 +157,10 @@ impl Distances {
         for edge in grammar.edges(node) {
             let after = self.to_end(edge.target);
             let inside = match edge.kind {
-                EdgeRecord::RULE => self.most(edge.a).saturating_add(after),
+                EdgeRecord::RULE => most_of(edge.a).saturating_add(after),
                 EdgeRecord::REPEAT => {
                     let left = times(u64::from(edge.b.saturating_sub(1)), self.shortest(edge.a));
-                    self.most(edge.a).saturating_add(left).saturating_add(after)
+                    most_of(edge.a).saturating_add(left).saturating_add(after)
                 }
                 _ => 0,
             };
@@ -129,7 +175,7 @@ impl Distances {
         let record = *grammar.rule(rule);
         let nodes = record.body..record.body + record.node_count;
         for node in nodes.clone() {
-            self.most_from[node as usize] = self.most_at(grammar, node);
+            self.most_from[node as usize] = self.most_at(grammar, node, ANY_LENGTH);
         }
         loop {
             let mut changed = false;
@@ -172,7 +218,7 @@ impl Distances {
     /// The most symbols any place inside a match of `rule` may still need
     /// to end it ([`UNREACHABLE`] if unbounded).
     pub(crate) fn most(&self, rule: u32) -> u64 {
-        self.most[rule as usize]
+        self.most_within[ANY_LENGTH][rule as usize]
     }
 
     /// What an edge costs to cross, with its rule's shortest match.
@@ -289,13 +335,14 @@ impl Distances {
         self.free[record.body as usize] = free;
     }
 
-    /// The most any place inside a match of `rule` may need to end it,
-    /// from its callees' current values.
-    fn most_of(&self, grammar: &Grammar, rule: u32) -> u64 {
+    /// The most any place inside a match of `rule` may need to end it, for
+    /// tokens of up to `TOKEN_LENGTHS[length]` bytes, from its callees'
+    /// current values.
+    fn most_of(&self, grammar: &Grammar, rule: u32, length: usize) -> u64 {
         let record = *grammar.rule(rule);
         match record.kind {
             RuleRecord::AUTOMATON => (record.body..record.body + record.node_count)
-                .map(|node| self.most_at(grammar, node))
+                .map(|node| self.most_at(grammar, node, length))
                 .max()
                 .unwrap_or(0),
             RuleRecord::DISPATCH => {
@@ -312,7 +359,8 @@ impl Distances {
                 for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
                     let pattern = grammar.pattern(p);
                     if pattern.kind == PatternRecord::TRIGGER {
-                        most = most.max(self.most(pattern.arm).saturating_add(again));
+                        let arm = self.most_within(length, pattern.arm);
+                        most = most.max(arm.saturating_add(again));
                     }
                 }
                 most
@@ -323,7 +371,7 @@ impl Distances {
                 for p in dispatch.first_pattern..dispatch.first_pattern + dispatch.pattern_count {
                     let pattern = grammar.pattern(p);
                     if pattern.kind == PatternRecord::TRIGGER {
-                        most = most.max(self.most(pattern.arm));
+                        most = most.max(self.most_within(length, pattern.arm));
                     }
                 }
                 most

@@ -53,6 +53,9 @@ pub(crate) struct TokenTrie {
     /// Per number of characters `n` up to the longest plain token: the
     /// plain tokens of at most `n` characters, made on first use.
     plain_within: Vec<OnceLock<Box<[u32]>>>,
+    /// Per power of two `2^i` up to 1024: the tokens of at most that many
+    /// bytes, as a bitset in mask layout, made on first use.
+    up_to_length: [OnceLock<Box<[u32]>>; 11],
 }
 
 /// The number of byte classes.
@@ -288,6 +291,7 @@ impl TokenTrie {
             pure: Vec::new(),
             plain_chars: Vec::new(),
             plain_within: Vec::new(),
+            up_to_length: Default::default(),
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -454,6 +458,24 @@ impl TokenTrie {
             for (&id, &n) in self.tokens.iter().zip(&self.plain_chars) {
                 if n > 0 && usize::from(n) <= chars {
                     bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+                }
+            }
+            bits.into()
+        })
+    }
+
+    /// The text tokens of at most `length` bytes (a power of two up to
+    /// 1024), as a bitset in mask layout.
+    pub(crate) fn up_to_length(&self, length: usize) -> &[u32] {
+        debug_assert!(length.is_power_of_two() && length <= 1024);
+        let index = (length.trailing_zeros() as usize).min(self.up_to_length.len() - 1);
+        self.up_to_length[index].get_or_init(|| {
+            let mut bits = vec![0u32; self.universe.len()];
+            let mut set = |id: TokenId| bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+            self.empty.iter().copied().for_each(&mut set);
+            for node in 0..self.len() {
+                if self.depth(node) <= length {
+                    self.tokens(node).iter().copied().for_each(&mut set);
                 }
             }
             bits.into()

@@ -33,12 +33,18 @@ use super::item::{Item, Kind};
 use super::mask::{PrefixWalk, Seed, is_set};
 use super::{MaskError, Matcher};
 use crate::TokenId;
-use crate::cache::{EndCosts, TokenSet};
-use crate::distances::{Distances, MOST_NESTING, UNREACHABLE};
+use crate::cache::{Classified, EndCosts, TokenSet};
+use crate::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
 use crate::grammar::Grammar;
 use crate::scanner;
 use crate::tables::EdgeRecord;
+use crate::trie::TokenTrie;
 use crate::vocab::{TokenKind, Vocabulary};
+
+/// The most tokens of one mask-cache entry left to walk one by one; past
+/// it, the entry's [`EndCosts`] are looked up (made once, by a walk of all
+/// its tokens).
+const WALK_AT_MOST: usize = 2048;
 
 /// The most tokens a budgeted mask sorts by their bytes to walk them;
 /// more are read off the trie's order instead.
@@ -77,6 +83,32 @@ struct ByEntries {
     beyond: Vec<u32>,
 }
 
+/// The tokens surely beyond the room: `over` it by the costs of an entry
+/// that accepts them, but not `within` it by another, not accepted by an
+/// entry whose costs are `unknown`, and not left uncertain by any of the
+/// row's `entries` (their bytes may run past its match, where the full
+/// state decides).
+fn beyond(
+    trie: &TokenTrie,
+    entries: &[Arc<Classified>],
+    mut over: Vec<u32>,
+    within: &[u32],
+    unknown: &[u32],
+) -> Vec<u32> {
+    let ranked = trie.ranked();
+    for entry in entries {
+        for group in &entry.groups {
+            for &id in &ranked[group.start as usize..group.end as usize] {
+                over[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
+            }
+        }
+    }
+    for ((over, &within), &unknown) in over.iter_mut().zip(within).zip(unknown) {
+        *over &= !within & !unknown;
+    }
+    over
+}
+
 /// The most symbols to an end a step of `symbols` symbols may leave, with
 /// `room` tokens left after it and `before` symbols to an end before it.
 /// Normally `room`: the rest can be spelled byte by byte. A budget shorter
@@ -95,13 +127,20 @@ fn threshold(room: u64, before: u64, symbols: u64) -> u64 {
 /// The most a place may need inside the counted repetition `edge` after
 /// `count` matches of its rule: in a further match (with the matches still
 /// needed after it), or past the repetition.
-fn repeat_most(distances: &Distances, edge: &EdgeRecord, count: u32) -> u64 {
+/// For tokens of up to `TOKEN_LENGTHS[length]` bytes.
+fn repeat_most(
+    grammar: &Grammar,
+    distances: &Distances,
+    edge: &EdgeRecord,
+    count: u32,
+    length: usize,
+) -> u64 {
     let left = u64::from(edge.b.saturating_sub(count + 1));
     let again = distances
-        .most(edge.a)
+        .most_within(length, edge.a)
         .saturating_add(left.saturating_mul(distances.shortest(edge.a)))
         .saturating_add(distances.to_end(edge.target));
-    again.max(distances.most_from(edge.target))
+    again.max(distances.most_from_within(grammar, length, edge.target))
 }
 
 /// What `item` (of the last row) needs to end its own match, and the match
@@ -482,13 +521,18 @@ impl Matcher {
             .distances()
             .map_err(|failure| MaskError::Build(failure.to_string()))?;
         let mut ends = Ends::new(&distances, self.history.rows());
-        // Bounds on where a token leaves the parse hold for tokens of up
-        // to MOST_NESTING bytes.
-        let bounded = vocabulary.trie().max_depth() <= MOST_NESTING;
-        if bounded && self.row_bound(&mut ends) <= room {
-            // No token can go past the budget here: nothing to check.
-            return Ok(());
-        }
+        let trie = vocabulary.trie();
+        let bounded = trie.max_depth() <= TOKEN_LENGTHS[ANY_LENGTH];
+        let short = if bounded {
+            match self.longest_within(&mut ends, trie.max_depth(), room) {
+                // No token can go past the budget here: nothing to check.
+                Some(ANY_LENGTH) => return Ok(()),
+                Some(length) => Some(trie.up_to_length(TOKEN_LENGTHS[length])),
+                None => None,
+            }
+        } else {
+            None
+        };
         let takes_any_by_id = self.grammar.uses_tokens()
             && TokenId::new(self.grammar.unnamed_token() as usize)
                 .is_ok_and(|id| self.viable(Symbol::Token(id)));
@@ -496,11 +540,11 @@ impl Matcher {
         // nothing.
         let by_entries = if takes_any_by_id {
             ByEntries {
-                within: vec![0; mask.len()],
+                within: short.map_or_else(|| vec![0; mask.len()], <[u32]>::to_vec),
                 beyond: vec![0; mask.len()],
             }
         } else {
-            self.tokens_by_entries(vocabulary, &mut ends, room, bounded)?
+            self.tokens_by_entries(vocabulary, &mut ends, room, bounded, short)?
         };
         let now = ends.left(self);
         let behind = now > room + 1;
@@ -535,8 +579,22 @@ impl Matcher {
                 }
             }
         }
-        // In byte order, so that shared prefixes are pushed once: sorted,
-        // or for many, read off the trie's order.
+        self.walk_in_time(mask, vocabulary, by_text, &mut ends, (room, now))
+    }
+
+    /// Walks the text tokens `by_text` in byte order (shared prefixes
+    /// pushed once) and clears from `mask` those after which the output
+    /// cannot end in time (`room` tokens left, `now` symbols to an end
+    /// before them; see [`threshold`]).
+    fn walk_in_time(
+        &mut self,
+        mask: &mut [u32],
+        vocabulary: &Vocabulary,
+        mut by_text: Vec<TokenId>,
+        ends: &mut Ends<'_>,
+        (room, now): (u64, u64),
+    ) -> Result<(), MaskError> {
+        // Sorted, or for many, read off the trie's order.
         if by_text.len() > SORT_AT_MOST {
             let mut walked = vec![0u32; mask.len()];
             for id in &by_text {
@@ -564,6 +622,24 @@ impl Matcher {
         self.built()
     }
 
+    /// The longest of [`TOKEN_LENGTHS`] (by index, up to the first at
+    /// least `longest` bytes, which stands for every token) for which no
+    /// token of that length can go past `room` symbols to an end; `None`
+    /// if not even one byte is sure to fit. The bounds grow with the
+    /// length.
+    fn longest_within(&self, ends: &mut Ends<'_>, longest: usize, room: u64) -> Option<usize> {
+        if self.row_bound(ends, ANY_LENGTH) <= room {
+            return Some(ANY_LENGTH);
+        }
+        let lengths = TOKEN_LENGTHS
+            .iter()
+            .take_while(|&&length| length < longest)
+            .count();
+        (0..lengths)
+            .take_while(|&length| self.row_bound(ends, length) <= room)
+            .last()
+    }
+
     /// Whether the output can end within `room` symbols after `symbol`.
     fn ends_in_time_after(&mut self, symbol: Symbol, ends: &mut Ends<'_>, room: u64) -> bool {
         let rows = self.history.rows();
@@ -575,14 +651,14 @@ impl Matcher {
         in_time
     }
 
-    /// The most symbols to an end after any token from here (of at most
-    /// [`MOST_NESTING`] bytes). Every derivation after a token goes on
+    /// The most symbols to an end after any token of up to
+    /// `TOKEN_LENGTHS[length]` bytes from here. Every derivation after a token goes on
     /// from a match open in the chart now — an item's of the last row, or
     /// one that waits above it — and leaves the parse inside one of them,
     /// at a place its automaton reaches from where it stands (with the
     /// matches the token opens below it): at most [`Distances::most_from`]
     /// there, plus what ends the output once that match has ended.
-    fn row_bound(&self, ends: &mut Ends<'_>) -> u64 {
+    fn row_bound(&self, ends: &mut Ends<'_>, length: usize) -> u64 {
         let grammar = &*self.grammar;
         let distances = ends.distances;
         let open = |rule, item: &Item| Open {
@@ -597,16 +673,16 @@ impl Matcher {
             let (inside, open) = match item.kind {
                 Kind::Node if grammar.in_lookahead(item.a) => continue,
                 Kind::Node => (
-                    distances.most_from(item.a),
+                    distances.most_from_within(grammar, length, item.a),
                     open(grammar.node_rule(item.a), item),
                 ),
                 Kind::Repeat => {
                     let edge = grammar.edge(item.a);
-                    let inside = repeat_most(distances, edge, item.aux);
+                    let inside = repeat_most(grammar, distances, edge, item.aux, length);
                     (inside, open(grammar.node_rule(edge.target), item))
                 }
                 Kind::Free | Kind::Arm | Kind::TokenFree | Kind::TokenArm => {
-                    (distances.most(item.a), open(item.a, item))
+                    (distances.most_within(length, item.a), open(item.a, item))
                 }
                 Kind::Ended => (0, open(item.a, item)),
                 Kind::Top | Kind::Done | Kind::Any => continue,
@@ -625,7 +701,7 @@ impl Matcher {
                     Kind::Node if grammar.waits(parent.a) => {
                         let Some(inside) = (grammar.edges(parent.a).iter())
                             .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == child.rule)
-                            .map(|edge| distances.most_from(edge.target))
+                            .map(|edge| distances.most_from_within(grammar, length, edge.target))
                             .max()
                         else {
                             continue;
@@ -637,11 +713,14 @@ impl Matcher {
                         if edge.a != child.rule {
                             continue;
                         }
-                        let inside = repeat_most(distances, edge, parent.aux + 1);
+                        let inside = repeat_most(grammar, distances, edge, parent.aux + 1, length);
                         (inside, open(grammar.node_rule(edge.target), parent))
                     }
                     Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == child.rule => {
-                        (distances.most(parent.a), open(parent.a, parent))
+                        (
+                            distances.most_within(length, parent.a),
+                            open(parent.a, parent),
+                        )
                     }
                     _ => continue,
                 };
@@ -689,7 +768,7 @@ impl Matcher {
                 }
                 Kind::Repeat => {
                     let edge = grammar.edge(parent.a);
-                    let inside = repeat_most(distances, edge, parent.aux + 1);
+                    let inside = repeat_most(grammar, distances, edge, parent.aux + 1, ANY_LENGTH);
                     (grammar.node_rule(edge.target), inside)
                 }
                 _ => return UNREACHABLE,
@@ -712,11 +791,12 @@ impl Matcher {
         ends: &mut Ends<'_>,
         room: u64,
         bounded: bool,
+        short: Option<&[u32]>,
     ) -> Result<ByEntries, MaskError> {
         let distances = ends.distances;
         let words = vocabulary.mask_words();
         let mut by_entries = ByEntries {
-            within: vec![0; words],
+            within: short.map_or_else(|| vec![0; words], <[u32]>::to_vec),
             beyond: vec![0; words],
         };
         if !self.grammar.is_cacheable() {
@@ -735,13 +815,15 @@ impl Matcher {
         }
         let mut scratch = Vec::new();
         let mut here = vec![0; words];
-        // Accepted by an entry whose bound does not hold.
-        let mut seen = vec![0; words];
+        // Over the room by the costs of an entry that accepts them, and
+        // accepted by an entry whose costs were not looked at.
+        let mut over = vec![0; words];
+        let mut unknown = vec![0; words];
         let mut entries = Vec::with_capacity(seeds.len());
         for seed in &seeds {
             let Some(entry) = vocabulary.mask_cache().cached_entry(&seed.key) else {
                 // An entry no longer cached: nothing can be ruled out.
-                seen.fill(0);
+                over.fill(0);
                 entries.clear();
                 break;
             };
@@ -753,7 +835,18 @@ impl Matcher {
                     .add_to(&mut by_entries.within, universe, &mut scratch);
                 continue;
             }
-            entry.accepted.add_to(&mut seen, universe, &mut scratch);
+            here.fill(0);
+            entry.accepted.add_to(&mut here, universe, &mut scratch);
+            let left: usize = (here.iter().zip(&by_entries.within))
+                .map(|(&here, &within)| (here & !within).count_ones() as usize)
+                .sum();
+            if left <= WALK_AT_MOST {
+                // Fewer to walk than to cost.
+                for (unknown, &here) in unknown.iter_mut().zip(&here) {
+                    *unknown |= here;
+                }
+                continue;
+            }
             // Near the end of the budget: the tokens' own costs decide.
             let top = seed.top();
             let open = Open {
@@ -766,44 +859,33 @@ impl Matcher {
                 self.end_costs(seed, &entry.accepted, vocabulary, distances)
             })?;
             if costs.least.saturating_add(rest) > room {
+                for (over, &here) in over.iter_mut().zip(&here) {
+                    *over |= here;
+                }
                 continue;
             }
-            here.fill(0);
-            entry.accepted.add_to(&mut here, universe, &mut scratch);
             for &(id, cost) in &costs.above {
                 if cost.saturating_add(rest) > room {
-                    here[id as usize / 32] &= !(1 << (id % 32));
+                    let (index, bit) = (id as usize / 32, 1 << (id % 32));
+                    here[index] &= !bit;
+                    over[index] |= bit;
                 }
             }
             for (word, &bits) in by_entries.within.iter_mut().zip(&here) {
                 *word |= bits;
             }
         }
-        if seen.iter().any(|&word| word != 0) {
-            // Beyond, unless some entry leaves them uncertain (their
-            // bytes may run past its match, where the full state decides).
-            let ranked = trie.ranked();
-            for entry in &entries {
-                for group in &entry.groups {
-                    for &id in &ranked[group.start as usize..group.end as usize] {
-                        seen[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
-                    }
-                }
-            }
-            for ((beyond, &seen), &within) in by_entries
-                .beyond
-                .iter_mut()
-                .zip(&seen)
-                .zip(&by_entries.within)
-            {
-                *beyond = seen & !within;
-            }
+        if over.iter().any(|&word| word != 0) {
+            by_entries.beyond = beyond(trie, &entries, over, &by_entries.within, &unknown);
         }
-        // Tokens the grammar may take by id are checked one by one.
+        // Tokens the grammar may take by id are checked one by one (the
+        // short ones stay: a bound on bytes holds for one symbol).
         for &named in self.grammar.named_tokens() {
             let index = named as usize / 32;
             if index < words {
-                by_entries.within[index] &= !(1 << (named % 32));
+                if short.is_none_or(|short| short[index] & (1 << (named % 32)) == 0) {
+                    by_entries.within[index] &= !(1 << (named % 32));
+                }
                 by_entries.beyond[index] &= !(1 << (named % 32));
             }
         }
