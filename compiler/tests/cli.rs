@@ -266,6 +266,40 @@ fn trace_shows_each_token_and_its_mask() {
 
 /// A grammar with lookahead computes its masks without the mask cache,
 /// and `xg trace` says so; one without says nothing.
+/// With `--token-budget`, each step shows the tokens left and the fewest
+/// bytes to an end, and a token that would leave no way to end in time
+/// stops the trace with that reason.
+#[test]
+fn trace_under_a_token_budget() {
+    let grammar = temp_grammar("budget.xg", PAIRS);
+    let tokenizer = temp_tokenizer();
+    let trace = |budget: &str| {
+        xg(&[
+            "trace",
+            grammar.to_str().unwrap(),
+            "--tokenizer",
+            tokenizer.to_str().unwrap(),
+            "--text",
+            "{ab:1,a:1}",
+            "--token-budget",
+            budget,
+        ])
+    };
+    let roomy = trace("20");
+    let stdout = String::from_utf8_lossy(&roomy.stdout);
+    assert!(roomy.status.success(), "{stdout}");
+    assert!(stdout.contains("left/end"), "{stdout}");
+    // Before the first token: 20 left, and `{a:0}` is the shortest ending.
+    assert!(
+        stdout.lines().any(|l| l.trim_end().ends_with("20/5")),
+        "{stdout}"
+    );
+    let tight = trace("5");
+    let stdout = String::from_utf8_lossy(&tight.stdout);
+    assert!(!tight.status.success(), "{stdout}");
+    assert!(stdout.contains("within its budget of 5 tokens"), "{stdout}");
+}
+
 #[test]
 fn trace_names_a_grammar_that_masks_without_the_cache() {
     let tokenizer = temp_tokenizer();

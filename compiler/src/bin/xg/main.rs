@@ -160,6 +160,11 @@ enum Command {
         /// A file whose text to trace.
         #[arg(long)]
         file: Option<PathBuf>,
+        /// Trace under a token budget: masks keep the output able to end
+        /// in the tokens left; each step shows the tokens left and the
+        /// fewest bytes to an end.
+        #[arg(long, value_name = "N")]
+        token_budget: Option<usize>,
     },
     /// Compile a JSON Schema and print the grammar as `.xg` text (warnings
     /// for what is approximated or ignored on stderr), or with `--report`
@@ -268,6 +273,7 @@ fn main() -> ExitCode {
             stop,
             text,
             file,
+            token_budget,
         }) => (|| {
             let input = match (text, file.as_deref()) {
                 (Some(text), _) => trace::Input::Text(text),
@@ -282,7 +288,14 @@ fn main() -> ExitCode {
             let (vocabulary, json) = model.load()?;
             let vocabulary = Arc::new(vocabulary);
             let compiled = load::load_grammar(&grammar, Some(&vocabulary), color)?;
-            trace::trace(compiled, &vocabulary, &json, &tokenizer, input)
+            trace::trace(
+                compiled,
+                &vocabulary,
+                &json,
+                &tokenizer,
+                input,
+                token_budget,
+            )
         })(),
         Some(Command::JsonSchema {
             schema,

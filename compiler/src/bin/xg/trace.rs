@@ -130,35 +130,15 @@ pub(crate) fn trace(
     json: &[u8],
     tokenizer_path: &Path,
     input: Input<'_>,
+    token_budget: Option<usize>,
 ) -> Result<bool> {
     let ids = tokenize(json, tokenizer_path, input)?;
-    outln!(
-        "{} tokens ({:?} tokenizer, {} ids, {} stop tokens)\n",
-        ids.len(),
-        vocabulary.tokenizer_kind(),
-        vocabulary.len(),
-        vocabulary.stop_tokens().len()
-    );
-    outln!(
-        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}",
-        "step",
-        "id",
-        "token",
-        "allowed",
-        "ok",
-        "mask µs",
-        "entries",
-        "hit",
-        "built",
-        "walked",
-        "uncertain",
-        "pushed",
-        "earley"
-    );
+    header(ids.len(), vocabulary, token_budget);
     if let Some(why) = grammar.cache_fallback() {
         outln!("note: every mask is computed without the mask cache: {why}");
     }
     let mut matcher = Matcher::with_vocabulary(Arc::new(grammar), Arc::clone(vocabulary));
+    matcher.set_token_budget(token_budget);
     let mut mask = vec![0; vocabulary.mask_words()];
     let mut times = Vec::new();
     let mut step = |matcher: &mut Matcher, label: &str, id: Option<TokenId>| -> Result<bool> {
@@ -173,8 +153,17 @@ pub(crate) fn trace(
         let ok = id.map_or_else(|| matcher.can_terminate(), |id| is_set(&mask, id));
         let stats = matcher.last_mask_stats();
         let id_text = id.map_or_else(|| "end".to_owned(), |id| id.to_string());
+        let budget = match matcher.tokens_left() {
+            Some(left) => {
+                let end = matcher
+                    .min_bytes_to_finish()
+                    .map_or_else(|| "-".to_owned(), |end| end.to_string());
+                format!("  {left:>4}/{end:<4}")
+            }
+            None => String::new(),
+        };
         outln!(
-            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}",
+            "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9.1}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}{}",
             times.len(),
             id_text,
             label,
@@ -192,7 +181,8 @@ pub(crate) fn trace(
                 stats.uncertain.to_string()
             },
             stats.bytes_pushed,
-            stats.items
+            stats.items,
+            budget
         );
         Ok(ok)
     };
@@ -231,6 +221,42 @@ pub(crate) fn trace(
     captures(&matcher);
     summary(&mut times, vocabulary);
     Ok(all_ok)
+}
+
+/// The lines above a trace's steps: the input's size, the budget if any,
+/// the column names.
+fn header(tokens: usize, vocabulary: &Vocabulary, token_budget: Option<usize>) {
+    outln!(
+        "{} tokens ({:?} tokenizer, {} ids, {} stop tokens)\n",
+        tokens,
+        vocabulary.tokenizer_kind(),
+        vocabulary.len(),
+        vocabulary.stop_tokens().len()
+    );
+    if let Some(budget) = token_budget {
+        outln!("token budget: {budget} (the last column: tokens left, fewest bytes to an end)\n");
+    }
+    outln!(
+        "{:>5}  {:>7}  {:<24} {:>8}  {:<3} {:>9}  {:>7} {:>4} {:>5} {:>7} {:>9} {:>7} {:>8}{}",
+        "step",
+        "id",
+        "token",
+        "allowed",
+        "ok",
+        "mask µs",
+        "entries",
+        "hit",
+        "built",
+        "walked",
+        "uncertain",
+        "pushed",
+        "earley",
+        if token_budget.is_some() {
+            "  left/end"
+        } else {
+            ""
+        }
+    );
 }
 
 /// The events of a tool-calling turn's step, under it.
