@@ -419,7 +419,8 @@ impl Matcher {
     /// stop token is allowed wherever the output can end, also past the
     /// budget. The plan behind the bound spells the shortest ending byte
     /// by byte, so the guarantee needs a vocabulary with a token for each
-    /// byte (byte-level BPE and byte-fallback vocabularies have them).
+    /// byte (byte-level BPE and byte-fallback vocabularies have them), and
+    /// a grammar without lookahead (the plan leaves assertions out).
     /// Where the budget is shorter than that plan (set late, or below the
     /// shortest ending in bytes), only tokens that follow a shortest
     /// ending all the way are allowed: the output then ends as soon as the
