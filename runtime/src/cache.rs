@@ -381,13 +381,14 @@ pub struct MaskCache {
     /// when an entry is not in the pool.
     sections: Mutex<Vec<Weak<MaskSection>>>,
     /// What ends each entry's match after its accepted tokens, for token
-    /// budgets: at most [`END_COSTS_KEPT`], all dropped when full (they
-    /// are small, and only matchers with a budget make them).
-    end_costs: Mutex<FxHashMap<Key, Arc<EndCosts>>>,
+    /// budgets, and the bytes they take: at most [`END_COSTS_BYTES`], all
+    /// dropped when full (only matchers with a budget make them, and
+    /// remaking one costs a walk of its entry).
+    end_costs: Mutex<(FxHashMap<Key, Arc<EndCosts>>, usize)>,
 }
 
-/// The most [`EndCosts`] a cache keeps.
-const END_COSTS_KEPT: usize = 1 << 14;
+/// The most bytes of [`EndCosts`] a cache keeps.
+const END_COSTS_BYTES: usize = 64 << 20;
 
 /// The fewest symbols that end an entry's match (the topmost it covers)
 /// after each token the entry accepts: the least of them, and the tokens
@@ -577,15 +578,20 @@ impl MaskCache {
                 .lock()
                 .unwrap_or_else(PoisonError::into_inner)
         };
-        if let Some(costs) = kept().get(&key) {
+        if let Some(costs) = kept().0.get(&key) {
             return Ok(Arc::clone(costs));
         }
         let costs = Arc::new(make()?);
-        let mut map = kept();
-        if map.len() >= END_COSTS_KEPT {
+        let bytes = SLOT_OVERHEAD + size_of_val(&*costs.above);
+        let mut kept = kept();
+        let (map, held) = &mut *kept;
+        if *held + bytes > END_COSTS_BYTES {
             map.clear();
+            *held = 0;
         }
-        map.insert(key, Arc::clone(&costs));
+        if map.insert(key, Arc::clone(&costs)).is_none() {
+            *held += bytes;
+        }
         Ok(costs)
     }
 
