@@ -580,3 +580,64 @@ fn xml_argument_styles() {
         ],
     );
 }
+
+/// `max_tokens` on `any_text` bounds the text with its end; on
+/// `any_tokens` the tokens. Without a vocabulary each step is a token: a
+/// step past the limit is refused, and the end is all that is left.
+#[test]
+fn free_text_and_tokens_within_max_tokens() {
+    let think = compile(&json!({
+        "type": "tag", "begin": "<think>",
+        "content": {"type": "any_text", "max_tokens": 12}, "end": "</think>"
+    }));
+    let mut matcher = Matcher::new(Arc::clone(&think));
+    matcher.accept_str("<think>").unwrap();
+    for word in ["a", "b", "c", "d"] {
+        matcher.accept_str(word).unwrap();
+    }
+    // Four steps of text and eight bytes of end, a step each: a fifth
+    // step of text would leave the end seven.
+    let refused = matcher.accept_str("e").unwrap_err();
+    assert!(refused.is_over_limit(), "{refused}");
+    matcher.accept_str("e</think>").unwrap();
+    assert!(matcher.can_terminate());
+
+    let tokens = json!({"type": "any_tokens", "max_tokens": 2});
+    let vocabulary = qwen3();
+    let tag = json!({"type": "structural_tag", "format": tokens});
+    let grammar = compile_with(&tag, Some(&vocabulary)).unwrap();
+    let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
+    let mut mask = vec![0u32; vocabulary.mask_words()];
+    for _ in 0..2 {
+        matcher.fill_next_token_bitmask(&mut mask).unwrap();
+        let some = TokenId::new(1000).unwrap();
+        assert!(mask[1000 / 32] & (1 << (1000 % 32)) != 0);
+        matcher.accept_token(some).unwrap();
+    }
+    matcher.fill_next_token_bitmask(&mut mask).unwrap();
+    let allowed: Vec<usize> = (0..vocabulary.len())
+        .filter(|&id| mask[id / 32] & (1 << (id % 32)) != 0)
+        .filter(|&id| !vocabulary.is_stop(TokenId::new(id).unwrap()))
+        .collect();
+    assert!(
+        allowed.is_empty(),
+        "{} tokens past the limit",
+        allowed.len()
+    );
+    assert!(matcher.can_terminate());
+
+    let short = json!({"type": "structural_tag", "format": {
+        "type": "tag", "begin": "<think>",
+        "content": {"type": "any_text", "max_tokens": 4}, "end": "</think>"
+    }});
+    let error = compile_with(&short, None).unwrap_err();
+    assert!(error.contains("takes at least 8 bytes"), "{error}");
+    let zero = json!({"type": "structural_tag", "format": {"type": "any_text", "max_tokens": 0}});
+    let error = compile_with(&zero, None).unwrap_err();
+    assert!(error.contains("/max_tokens"), "{error}");
+}
+
+fn qwen3() -> Arc<Vocabulary> {
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[1]); // Qwen3
+    Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap())
+}

@@ -277,6 +277,9 @@ fn parts(
     key: &dyn Fn(usize) -> u64,
     budget: &Budget,
 ) -> Result<(u64, Option<u64>), Exceeded> {
+    // A rule's limits (`[max_tokens=N]`) are not part of it: the mask cache
+    // holds what the grammar without its limits allows, the same for
+    // every count, and the matcher applies the limits after.
     Ok((
         expr_hash(&rule.body, key, budget)?,
         (rule.lookahead.as_ref())

@@ -130,7 +130,7 @@ pub(crate) fn grammar(
         .zip(&built)
         .map(|(rule, built)| match built {
             Some((automata, hash)) => Laid::Built(automata, *hash),
-            None => Laid::Pending(&rule.name, rule.capture.as_deref()),
+            None => Laid::Pending(&rule.name, rule.capture.as_deref(), rule.limit),
         })
         .collect();
     let order: Vec<u64> = ir.iter().map(|hash| hash.rule).collect();

@@ -79,6 +79,7 @@ pub fn check(
             lookahead: None,
             keep: false,
             capture: None,
+            limit: crate::tree::Limit::default(),
         }],
         root: RuleId::new(0).expect("rule 0"),
     })

@@ -75,6 +75,7 @@ pub fn check(
             lookahead: None,
             keep: false,
             capture: None,
+            limit: crate::tree::Limit::default(),
         }],
         vocabulary,
         budget,
@@ -97,6 +98,7 @@ pub fn check(
         diagnostics,
         ..
     } = builder;
+    let limits_hold = crate::resolve::check_limits(&rules, diagnostics);
     for error in &errors {
         diagnostics.push(Diagnostic::error(
             "structural-tag",
@@ -105,7 +107,7 @@ pub fn check(
             "in this structural tag",
         ));
     }
-    (errors.is_empty() && !failed).then(|| tree::Grammar {
+    (errors.is_empty() && !failed && limits_hold).then(|| tree::Grammar {
         rules,
         root: RuleId::new(0).expect("rule 0"),
     })
@@ -223,7 +225,8 @@ impl Builder<'_> {
             }
             "any_text" => {
                 let excludes = self.strings(&fields, "excludes", false);
-                self.free_text(fields.pointer, Vec::new(), true, excludes, end)
+                let text = self.free_text(fields.pointer, Vec::new(), true, excludes, end);
+                self.within_max_tokens(&fields, text)
             }
             "sequence" => self.sequence(&fields, end),
             "or" => {
@@ -258,7 +261,8 @@ impl Builder<'_> {
             }
             "any_tokens" => {
                 let excluded = self.token_list(&fields, "exclude_tokens", false);
-                self.free_tokens(fields.pointer, Vec::new(), true, excluded, end)
+                let tokens = self.free_tokens(fields.pointer, Vec::new(), true, excluded, end);
+                self.within_max_tokens(&fields, tokens)
             }
             "token_triggered_tags" => self.token_triggered_tags(&fields, end),
             "token_dispatch" => self.token_dispatch(&fields, end),
@@ -278,6 +282,33 @@ impl Builder<'_> {
             }
             other => self.error(pointer, format!("unknown format type `{other}`")),
         }
+    }
+
+    /// `text` (free text with its end), as a rule whose matches span at
+    /// most the format's `max_tokens` tokens, if it has one.
+    fn within_max_tokens(&mut self, fields: &Fields<'_>, text: Expr) -> Expr {
+        let most = match fields.object.get("max_tokens") {
+            None | Some(Value::Null) => return text,
+            Some(value) => value.as_u64().and_then(|n| u32::try_from(n).ok()),
+        };
+        let Some(most) = most.filter(|&most| most > 0) else {
+            let pointer = format!("{}/max_tokens", fields.pointer);
+            return self.error(&pointer, "`max_tokens` must be a positive whole number");
+        };
+        let id = RuleId::new(self.rules.len()).expect("rule count fits");
+        self.rules.push(tree::Rule {
+            name: format!("{}#text", fields.pointer.trim_start_matches('#')),
+            span: self.span,
+            body: text,
+            lookahead: None,
+            keep: false,
+            capture: None,
+            limit: tree::Limit {
+                tokens: Some(most),
+                bytes: None,
+            },
+        });
+        self.expr(ExprKind::Ref(id))
     }
 
     /// `expr` then `end`.

@@ -27,8 +27,8 @@ pub enum Laid<'a> {
     /// Built, with its hashes.
     Built(&'a fsm::Rule, RuleHash),
     /// An automaton to be built on first use ([`RuleRecord::PENDING`]):
-    /// its name, and its capture's name if it is captured.
-    Pending(&'a str, Option<&'a str>),
+    /// its name, its capture's name if it is captured, and its limit.
+    Pending(&'a str, Option<&'a str>, crate::tree::Limit),
 }
 
 /// Lays out rules some of which are built: the tables of a grammar whose
@@ -56,10 +56,12 @@ pub fn build_partial(
             .extend(set.ids.iter().map(|id| id.as_u32()));
     }
     for laid in rules {
-        let (name, capture) = match laid {
-            Laid::Built(rule, _) => (rule.name.as_str(), rule.capture.as_deref()),
-            Laid::Pending(name, capture) => (*name, *capture),
+        let (name, capture, limit) = match laid {
+            Laid::Built(rule, _) => (rule.name.as_str(), rule.capture.as_deref(), rule.limit),
+            Laid::Pending(name, capture, limit) => (*name, *capture, *limit),
         };
+        let max_tokens = limit.tokens.unwrap_or(0);
+        let max_bytes = limit.bytes.unwrap_or(0);
         // A captured rule is named by its capture: the name matches are
         // reported under.
         let (name, flags) = match capture {
@@ -79,6 +81,8 @@ pub fn build_partial(
                 name_offset,
                 name_len,
                 flags,
+                max_tokens,
+                max_bytes,
                 hash: 0,
                 automaton_hash: 0,
                 lookahead_hash: 0,
@@ -116,6 +120,8 @@ pub fn build_partial(
             name_offset,
             name_len,
             flags,
+            max_tokens,
+            max_bytes,
             hash: hash.rule,
             automaton_hash: hash.automaton,
             lookahead_hash: hash.lookahead.unwrap_or(0),

@@ -55,6 +55,26 @@ pub struct Rule {
     /// captured rule is never inlined, and the tables name it by its
     /// capture.
     pub capture: Option<String>,
+    /// How long one match may be (`[max_tokens=N]`, `[max_bytes=N]`). A
+    /// limited rule is never inlined.
+    pub limit: Limit,
+}
+
+/// How long one match of a rule may be: the matcher counts, and where a
+/// match reaches its limit allows only the ways out of it.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+pub struct Limit {
+    /// The most tokens a match may span (`[max_tokens=N]`), if limited.
+    pub tokens: Option<u32>,
+    /// The most bytes a match may hold (`[max_bytes=N]`), if limited.
+    pub bytes: Option<u32>,
+}
+
+impl Limit {
+    /// Whether either count is limited.
+    pub fn is_some(&self) -> bool {
+        self.tokens.is_some() || self.bytes.is_some()
+    }
 }
 
 /// An expression with the span it came from.

@@ -677,7 +677,7 @@ fn compile_writes_a_bundle_that_inspect_describes_and_trace_uses() {
     let output = xg(&["inspect", &out]);
     let stdout = String::from_utf8_lossy(&output.stdout);
     assert!(output.status.success(), "{stdout}");
-    assert!(stdout.contains("format version 3"), "{stdout}");
+    assert!(stdout.contains("format version 4"), "{stdout}");
     assert!(stdout.contains("mask index"), "{stdout}");
     assert!(!stdout.contains("DAMAGED"), "{stdout}");
     let output = xg(&[

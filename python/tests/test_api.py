@@ -587,3 +587,50 @@ def test_token_budget(compiler, info):
         assert m.stop_reason() in (("budget", None), ("complete", None))
     m.set_token_budget(None)
     assert m.token_budget is None and m.tokens_left() is None
+
+
+def test_rules_limited_in_tokens(compiler, info):
+    """A rule limited to 6 tokens (`[max_tokens=6]`) and a structural tag's
+    `any_text` limited to 10 (with its end): random walks among the allowed
+    tokens always end, the limited text spanning at most that many tokens;
+    a step past the limit is refused."""
+    compiled = compiler.compile_grammar(
+        'root ::= "<think>" thought "</think>" "done"\nthought [max_tokens=6] ::= [a-z ]*\n'
+    )
+    tag = {
+        "type": "structural_tag",
+        "format": {"type": "tag", "begin": "<think>", "content": {"type": "any_text", "max_tokens": 10}, "end": "</think>"},
+    }
+    tagged = compiler.compile_structural_tag(tag)
+    vocab = info.decoded_vocab
+    rng = random.Random(5)
+    bitmask = xg.allocate_token_bitmask(1, info.vocab_size)
+    for grammar, most, end in ((compiled, 6, b""), (tagged, 10, b"</think>")):
+        for _ in range(4):
+            m = xg.GrammarMatcher(grammar)
+            stops = set(m.stop_token_ids)
+            # The end offset of each token's bytes.
+            output, ends = b"", []
+            for _ in range(64):
+                m.fill_next_token_bitmask(bitmask)
+                choices = sorted(allowed(bitmask) - stops)
+                if not choices:
+                    break
+                token = rng.choice(choices)
+                assert m.accept_token(token)
+                output += vocab[token]
+                ends.append(len(output))
+            assert m.is_completed()
+            # The limited text: after `<think>`, to the end of `</think>`
+            # for the tag, to its start for the rule.
+            start = len("<think>")
+            stop = output.index(b"</think>") + len(end)
+            spanned = [e for e, s in zip(ends, [0] + ends) if e > start and s < stop]
+            assert len(spanned) <= most, output
+    m = xg.GrammarMatcher(compiled)
+    assert m.accept_string("<think>")
+    for word in ["a", "b", "c", "d", "e", "f"]:
+        assert m.accept_string(word)
+    assert not m.accept_string("g")
+    assert m.accept_string("</think>done")
+    assert m.is_completed()

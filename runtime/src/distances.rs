@@ -55,6 +55,11 @@ pub(crate) struct Distances {
     /// Per node: the most any place reachable from it inside its rule's
     /// match may need to end that match, for tokens of any length.
     most_from: Vec<u64>,
+    /// Per length of [`TOKEN_LENGTHS`], per rule: whether every rule
+    /// limited in tokens or bytes that a match of it may hold keeps its
+    /// limit when a token of up to that many bytes opens it (see
+    /// [`Distances::limits_fit`]).
+    limits_fit: Vec<Vec<bool>>,
 }
 
 impl Distances {
@@ -67,11 +72,13 @@ impl Distances {
             free: vec![Vec::new(); tables.dispatches.len()],
             most_within: vec![vec![0; tables.rules.len()]; TOKEN_LENGTHS.len()],
             most_from: vec![UNREACHABLE; tables.nodes.len()],
+            limits_fit: vec![vec![true; tables.rules.len()]; TOKEN_LENGTHS.len()],
         };
-        for component in components(grammar) {
+        let components = components(grammar);
+        for component in &components {
             loop {
                 let mut changed = false;
-                for &rule in &component {
+                for &rule in component {
                     changed |= distances.settle_shortest(grammar, rule);
                 }
                 if !changed {
@@ -84,7 +91,7 @@ impl Distances {
             for (kept, &length) in TOKEN_LENGTHS.iter().enumerate() {
                 for _ in 0..=length {
                     let mut changed = false;
-                    for &rule in &component {
+                    for &rule in component {
                         let most = distances.most_of(grammar, rule, kept);
                         if most != distances.most_within[kept][rule as usize] {
                             distances.most_within[kept][rule as usize] = most;
@@ -103,7 +110,45 @@ impl Distances {
                 distances.settle_most_from(grammar, rule);
             }
         }
+        if grammar.has_limits() {
+            for component in &components {
+                distances.settle_limits_fit(grammar, component);
+            }
+        }
         distances
+    }
+
+    /// [`Distances::limits_fit`] for the rules of `component` (their
+    /// callees' settled).
+    fn settle_limits_fit(&mut self, grammar: &Grammar, component: &[u32]) {
+        for (length, &bytes) in TOKEN_LENGTHS.iter().enumerate() {
+            let opened_fits = |callee: u32| {
+                let record = grammar.rule(callee);
+                let most = self.most_within[length][callee as usize];
+                (record.max_tokens == 0 || most.saturating_add(1) <= u64::from(record.max_tokens))
+                    && (record.max_bytes == 0
+                        || most.saturating_add(bytes as u64) <= u64::from(record.max_bytes))
+            };
+            // A component's rules hold one another: one verdict for all.
+            let fit = component.iter().all(|&rule| {
+                callees(grammar, rule).into_iter().all(|callee| {
+                    opened_fits(callee)
+                        && (component.contains(&callee) || self.limits_fit[length][callee as usize])
+                })
+            });
+            for &rule in component {
+                self.limits_fit[length][rule as usize] = fit;
+            }
+        }
+    }
+
+    /// Whether every rule limited in tokens or bytes that a match of
+    /// `rule` may hold keeps its limit where a token of up to
+    /// `TOKEN_LENGTHS[length]` bytes opens it: a match the token opens
+    /// holds at most the token's bytes and needs at most
+    /// [`Distances::most_within`] more to end, spelled a token each.
+    pub(crate) fn limits_fit(&self, length: usize, rule: u32) -> bool {
+        self.limits_fit[length][rule as usize]
     }
 
     /// [`Distances::most`] for tokens of up to `TOKEN_LENGTHS[length]`

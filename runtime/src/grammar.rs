@@ -47,6 +47,8 @@ pub struct Grammar {
     has_lookahead: bool,
     /// Whether a rule is captured ([`RuleRecord::CAPTURE`]).
     has_captures: bool,
+    /// The rules whose matches are limited ([`RuleRecord::is_limited`]).
+    limited: Arc<[u32]>,
     /// Why token masks cannot use the mask cache, if they cannot.
     cache_fallback: Option<CacheFallback>,
     /// Whether any rule matches tokens by id.
@@ -231,6 +233,7 @@ impl Grammar {
             free_hashes: Arc::clone(&self.free_hashes),
             has_lookahead: self.has_lookahead,
             has_captures: self.has_captures,
+            limited: Arc::clone(&self.limited),
             cache_fallback: self.cache_fallback,
             uses_tokens: self.uses_tokens,
             named_tokens: Arc::clone(&self.named_tokens),
@@ -318,6 +321,11 @@ impl Grammar {
             free_hashes: free_hashes.into(),
             has_lookahead,
             has_captures: tables.rules.iter().any(RuleRecord::is_captured),
+            limited: (0..)
+                .zip(&tables.rules)
+                .filter(|(_, rule)| rule.is_limited())
+                .map(|(id, _)| id)
+                .collect(),
             uses_tokens,
             named_tokens: named_tokens.into(),
             precomputed: None,
@@ -555,6 +563,17 @@ impl Grammar {
     /// Whether a rule is captured: its matchers keep their input.
     pub(crate) fn has_captures(&self) -> bool {
         self.has_captures
+    }
+
+    /// Whether a rule's matches are limited in tokens or bytes: its
+    /// matchers check each step and mask against the limits.
+    pub(crate) fn has_limits(&self) -> bool {
+        !self.limited.is_empty()
+    }
+
+    /// The rules whose matches are limited in tokens or bytes.
+    pub(crate) fn limited(&self) -> &[u32] {
+        &self.limited
     }
 
     pub(crate) fn has_lookahead(&self) -> bool {

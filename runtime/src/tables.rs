@@ -44,6 +44,12 @@ pub struct RuleRecord {
     pub name_len: u32,
     /// What the matcher does besides matching: [`RuleRecord::CAPTURE`] or 0.
     pub flags: u32,
+    /// The most tokens one match may span (`[max_tokens=N]`), or 0 for no
+    /// limit.
+    pub max_tokens: u32,
+    /// The most symbols (bytes, and tokens matched by id) one match may
+    /// hold (`[max_bytes=N]`), or 0 for no limit.
+    pub max_bytes: u32,
     /// Structural hash of the rule, lookahead included: the cross-grammar cache key.
     pub hash: u64,
     /// Structural hash of the body alone.
@@ -73,6 +79,11 @@ impl RuleRecord {
     /// Whether the rule's matches are reported.
     pub fn is_captured(&self) -> bool {
         self.flags & Self::CAPTURE != 0
+    }
+
+    /// Whether the rule's matches are limited in tokens or bytes.
+    pub fn is_limited(&self) -> bool {
+        self.max_tokens != 0 || self.max_bytes != 0
     }
 }
 

@@ -190,6 +190,96 @@ fn budgets(label: &str, vocabulary: &Arc<Vocabulary>, walks: &[(Arc<Grammar>, &[
     report("    mask per step, 64 tokens to spare", &mut spare);
 }
 
+/// The documents again as matches of rules with limits that bind: a JSON
+/// value of `std/json.xg` limited to the document's tokens (it binds at
+/// the last steps) or bytes, and the document as the free text of a
+/// `<think>` block limited to its tokens (with the end). Masks against the
+/// same walk under the grammar without limits, alternated step by step.
+fn limits(vocabulary: &Arc<Vocabulary>, encoder: &tokenizers::Tokenizer, texts: &[&str]) {
+    // (what, the attribute, the grammar with `{attribute}` where it goes)
+    let shapes = [
+        (
+            "a JSON value",
+            "max_tokens",
+            "root ::= value\nvalue{attribute} ::= json.value",
+        ),
+        (
+            "a JSON value",
+            "max_bytes",
+            "root ::= value\nvalue{attribute} ::= json.value",
+        ),
+        (
+            "free text",
+            "max_tokens",
+            "root ::= \"<think>\" thought\nthought{attribute} ::= [^<]* \"</think>\"",
+        ),
+    ];
+    let mut mask = vec![0; vocabulary.mask_words()];
+    for (what, attribute, shape) in shapes {
+        let (mut with, mut without) = (Vec::new(), Vec::new());
+        let free_text = what == "free text";
+        for &text in texts {
+            let text = if free_text {
+                format!("<think>{text}</think>")
+            } else {
+                text.to_owned()
+            };
+            let ids = encoder.encode(text.as_str(), false).expect("encoding");
+            let ids = ids.get_ids();
+            let grammar = |attributes: &str| {
+                common::runtime_grammar(&format!(
+                    "import \"std/json.xg\" as json;\n{}\n",
+                    shape.replace("{attribute}", attributes)
+                ))
+            };
+            let free = grammar("");
+            // The least limit the document fits in: in bytes, its length;
+            // in tokens, the most over its steps of the tokens the limited
+            // match spans (all but those of `<think>` alone) and the bytes
+            // that end it after them.
+            let count = if attribute == "max_bytes" {
+                text.len()
+            } else {
+                let skipped = if free_text { "<think>".len() } else { 0 };
+                let mut dry = Matcher::new(Arc::clone(&free));
+                let (mut end, mut spanned, mut least) = (0, 0, 0);
+                for &id in ids {
+                    let id = TokenId::new(id as usize).expect("token id");
+                    dry.accept_bytes(vocabulary.bytes(id))
+                        .expect("the document's token");
+                    end += vocabulary.bytes(id).len();
+                    if end > skipped {
+                        spanned += 1;
+                        least = least.max(spanned + dry.min_bytes_to_finish().expect("an end"));
+                    }
+                }
+                least
+            };
+            let limited = grammar(&format!(" [{attribute}={count}]"));
+            let mut limited = Matcher::with_vocabulary(limited, Arc::clone(vocabulary));
+            let mut free = Matcher::with_vocabulary(free, Arc::clone(vocabulary));
+            for &token in ids {
+                let t = Instant::now();
+                free.fill_next_token_bitmask(&mut mask).expect("mask");
+                without.push(t.elapsed().as_secs_f64() * 1e6);
+                let t = Instant::now();
+                limited.fill_next_token_bitmask(&mut mask).expect("mask");
+                with.push(t.elapsed().as_secs_f64() * 1e6);
+                let token = TokenId::new(token as usize).expect("token id");
+                assert!(
+                    mask[token.as_usize() / 32] & (1 << (token.as_usize() % 32)) != 0,
+                    "the limited mask refused the document's token {token}"
+                );
+                free.accept_token(token).expect("the document's token");
+                limited.accept_token(token).expect("the document's token");
+            }
+        }
+        println!("  {what} with {attribute}: {} documents", texts.len());
+        report("    mask per step, no limit", &mut without);
+        report("    mask per step, a limit that binds", &mut with);
+    }
+}
+
 /// Draft trees along the documents: tree masks in one call against one
 /// replayed mask per node (see the module docs).
 fn draft_trees(vocabulary: &Arc<Vocabulary>, grammar: &Arc<Grammar>, tokens: &[Vec<u32>]) {
@@ -299,5 +389,7 @@ fn main() {
             .filter_map(|(schema, ids)| Some((Arc::clone(schema.as_ref()?), ids.as_slice())))
             .collect();
         budgets("each document's schema", &vocabulary, &typed);
+        let texts: Vec<&str> = documents.iter().map(|(_, text)| text.as_str()).collect();
+        limits(&vocabulary, &encoder, &texts);
     }
 }

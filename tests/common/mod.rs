@@ -204,6 +204,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                     lookahead: None,
                     keep: false,
                     capture: None,
+                    limit: xg_compiler::tree::Limit::default(),
                 }];
                 own.extend(node_rules(grammar, &entry, fsm, starts[r] + 1, &rule.name));
                 own
@@ -224,6 +225,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                 lookahead: None,
                 keep: false,
                 capture: None,
+                limit: xg_compiler::tree::Limit::default(),
             }],
             fsm::Body::TokenDispatch(dispatch) => vec![ir::Rule {
                 name: rule.name.clone(),
@@ -239,6 +241,7 @@ pub fn fsm_as_ir(grammar: &fsm::Grammar) -> ir::Grammar {
                 lookahead: None,
                 keep: false,
                 capture: None,
+                limit: xg_compiler::tree::Limit::default(),
             }],
         };
         if let Some(lookahead) = &rule.lookahead {
@@ -302,6 +305,7 @@ fn node_rules(
                 lookahead: None,
                 keep: false,
                 capture: None,
+                limit: xg_compiler::tree::Limit::default(),
             }
         })
         .collect()

@@ -72,6 +72,8 @@ pub struct Rule {
     pub lookahead: Option<Fsm>,
     /// Its matches are reported (see [`crate::tree::Rule::capture`]).
     pub capture: Option<String>,
+    /// How long one match may be (see [`crate::tree::Limit`]).
+    pub limit: crate::tree::Limit,
 }
 
 /// A rule body.
@@ -314,6 +316,7 @@ pub fn build_rule(
             .map(|la| automaton(la, token_sets, budget, cache))
             .transpose()?,
         capture: rule.capture.clone(),
+        limit: rule.limit,
     })
 }
 

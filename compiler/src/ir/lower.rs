@@ -14,6 +14,7 @@ pub fn lower(grammar: &tree::Grammar) -> Grammar {
             lookahead: rule.lookahead.as_ref().map(expr),
             keep: rule.keep,
             capture: rule.capture.clone(),
+            limit: rule.limit,
         })
         .collect();
     Grammar {

@@ -71,6 +71,8 @@ pub struct Rule {
     pub keep: bool,
     /// Its matches are reported (see [`crate::tree::Rule::capture`]).
     pub capture: Option<String>,
+    /// How long one match may be (see [`crate::tree::Limit`]).
+    pub limit: crate::tree::Limit,
 }
 
 /// An expression over bytes.

@@ -816,6 +816,7 @@ impl Rules {
                 lookahead: None,
                 keep,
                 capture: None,
+                limit: crate::tree::Limit::default(),
             })
             .collect()
     }
@@ -841,6 +842,7 @@ impl Rules {
                 lookahead: None,
                 keep,
                 capture: None,
+                limit: crate::tree::Limit::default(),
             });
         }
         Ok(rules)

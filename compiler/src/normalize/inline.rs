@@ -30,6 +30,7 @@ pub(super) fn inline(grammar: &mut Grammar, budget: &Budget) -> Result<(), Excee
                 let is_fragment = i != grammar.root.as_usize()
                     && !rule.keep
                     && rule.capture.is_none()
+                    && !rule.limit.is_some()
                     && rule.lookahead.is_none()
                     && is_reference_free(&rule.body)
                     && size(&rule.body) <= FRAGMENT_SIZE;

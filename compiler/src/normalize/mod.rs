@@ -67,6 +67,7 @@ fn add_rule(grammar: &mut Grammar, name: String, body: Expr) -> RuleId {
         lookahead: None,
         keep: false,
         capture: None,
+        limit: crate::tree::Limit::default(),
     });
     id
 }

@@ -171,3 +171,110 @@ pub(crate) fn warn_unreachable(
         }
     }
 }
+
+/// Reports rules that can never match: those that cannot finish
+/// ([`check_productive`]) and those whose limit is below their shortest
+/// match ([`check_limits`]).
+pub(crate) fn check_rules(rules: &[Rule], diagnostics: &mut Diagnostics) {
+    check_productive(rules, diagnostics);
+    check_limits(rules, diagnostics);
+}
+
+/// Reports each rule whose limit (`[max_tokens=N]`, `[max_bytes=N]`) is
+/// below the bytes of its shortest match: the matcher plans a match's way
+/// out a byte per token, so such a rule could never match. True if none is.
+pub(crate) fn check_limits(rules: &[Rule], diagnostics: &mut Diagnostics) -> bool {
+    if rules.iter().all(|rule| !rule.limit.is_some()) {
+        return true;
+    }
+    let mut hold = true;
+    // The fewest bytes of a match of each rule, to a fixed point (a lower
+    // bound where a form's least is not worked out: free text, tokens).
+    let mut shortest = vec![u64::MAX; rules.len()];
+    loop {
+        let mut changed = false;
+        for (index, rule) in rules.iter().enumerate() {
+            let least = fewest_bytes(&rule.body, &shortest);
+            if least < shortest[index] {
+                shortest[index] = least;
+                changed = true;
+            }
+        }
+        if !changed {
+            break;
+        }
+    }
+    for (rule, &least) in rules.iter().zip(&shortest) {
+        let limits = [
+            ("max_bytes", rule.limit.bytes),
+            ("max_tokens", rule.limit.tokens),
+        ];
+        for (name, limit) in limits {
+            let Some(limit) = limit else { continue };
+            if least != u64::MAX && least > u64::from(limit) {
+                hold = false;
+                diagnostics.push(
+                    Diagnostic::error(
+                        "limit-below-shortest",
+                        format!(
+                            "`{}` takes at least {least} bytes, more than `{name}={limit}` allows",
+                            rule.name
+                        ),
+                        rule.span,
+                        "this rule could never match",
+                    )
+                    .with_help(format!(
+                        "the matcher keeps a way out of each match spelled a byte per token: \
+                         raise the limit to {least} or more"
+                    )),
+                );
+            }
+        }
+    }
+    hold
+}
+
+/// The fewest bytes `expr` matches, given the rules' (`u64::MAX`: none
+/// known yet).
+fn fewest_bytes(expr: &Expr, shortest: &[u64]) -> u64 {
+    match &expr.kind {
+        // Free text ends with a stop string, or, if arms end it, an arm.
+        ExprKind::Dispatch(dispatch) if !dispatch.stop_at_end => {
+            let stops = dispatch.stop.iter().map(|stop| stop.len() as u64);
+            let arms = (dispatch.arms.iter())
+                .filter(|_| !dispatch.repeat)
+                .map(|arm| {
+                    (arm.trigger.len() as u64).saturating_add(fewest_bytes(&arm.body, shortest))
+                });
+            stops.chain(arms).min().unwrap_or(0)
+        }
+        ExprKind::Empty | ExprKind::TokenDispatch(_) | ExprKind::Dispatch(_) => 0,
+        ExprKind::Literal(text) => text.len() as u64,
+        ExprKind::Class(set) => set
+            .ranges()
+            .first()
+            .map_or(u64::MAX, |&(low, _)| low.len_utf8() as u64),
+        ExprKind::Regex(regex) => regex_syntax::parse(&regex.pattern)
+            .ok()
+            .and_then(|hir| hir.properties().minimum_len())
+            .map_or(0, |least| least as u64),
+        ExprKind::Tokens(_) => 1,
+        ExprKind::Ref(id) => shortest[id.as_usize()],
+        ExprKind::Sequence(items) => items
+            .iter()
+            .map(|item| fewest_bytes(item, shortest))
+            .fold(0, u64::saturating_add),
+        ExprKind::Choice(items) => items
+            .iter()
+            .map(|item| fewest_bytes(item, shortest))
+            .min()
+            .unwrap_or(u64::MAX),
+        ExprKind::Repeat { expr, min, .. } => {
+            if *min == 0 {
+                0
+            } else {
+                fewest_bytes(expr, shortest).saturating_mul(u64::from(*min))
+            }
+        }
+    }
+}

@@ -21,6 +21,8 @@
 //! The result is `None` if any error was reported.
 
 mod analysis;
+
+pub(crate) use analysis::check_limits;
 mod lower;
 
 use std::cell::Cell;
@@ -93,14 +95,7 @@ pub fn resolve(
         );
         let body = lowerer.expr(&declared.ast.body);
         let lookahead = declared.ast.lookahead.as_ref().map(|la| lowerer.expr(la));
-        rules.push(tree::Rule {
-            name: declared.name.clone(),
-            span: declared.ast.name.span,
-            body,
-            lookahead,
-            keep: false,
-            capture: capture_name(&declared.ast, diagnostics),
-        });
+        rules.push(resolved_rule(declared, body, lookahead, diagnostics));
     }
 
     rules.append(&mut embedded.rules);
@@ -123,7 +118,7 @@ pub fn resolve(
         diagnostics.push(diagnostic);
     }
 
-    analysis::check_productive(&rules, diagnostics);
+    analysis::check_rules(&rules, diagnostics);
     if let Some(root_id) = root_id {
         let entry_rules: Vec<RuleId> = scope
             .rules
@@ -291,12 +286,40 @@ impl Loader<'_> {
     }
 }
 
-/// Reads a rule's attributes: the name its matches are reported under, if
-/// it is captured (`[capture]`: the rule's own name; `[capture="label"]`:
-/// the label). An unknown attribute, or a capture named otherwise than by
-/// a non-empty string, is an error.
-fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<String> {
-    let mut capture = None;
+/// `declared` with its body and lookahead lowered, its attributes read.
+fn resolved_rule(
+    declared: &Declared,
+    body: tree::Expr,
+    lookahead: Option<tree::Expr>,
+    diagnostics: &mut Diagnostics,
+) -> tree::Rule {
+    let Attributes { capture, limit } = attributes(&declared.ast, diagnostics);
+    tree::Rule {
+        name: declared.name.clone(),
+        span: declared.ast.name.span,
+        body,
+        lookahead,
+        keep: false,
+        capture,
+        limit,
+    }
+}
+
+/// What a rule's attributes ask of its matches.
+#[derive(Default)]
+struct Attributes {
+    /// The name its matches are reported under, if it is captured
+    /// (`[capture]`: the rule's own name; `[capture="label"]`: the label).
+    capture: Option<String>,
+    /// How long a match may be (`[max_tokens=N]`, `[max_bytes=N]`).
+    limit: tree::Limit,
+}
+
+/// Reads a rule's attributes. An unknown attribute, one given twice, a
+/// capture named otherwise than by a non-empty string, or a limit that is
+/// not a positive integer below 2^32 is an error.
+fn attributes(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Attributes {
+    let mut read = Attributes::default();
     for attribute in &rule.attributes {
         let span = attribute
             .name
@@ -304,37 +327,62 @@ fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<Strin
             .map_or(attribute.value.span, |name| {
                 name.span.to(attribute.value.span)
             });
-        let named = match (&attribute.name, &attribute.value.kind) {
-            (None, ast::ValueKind::Ident(name)) if name == "capture" => {
-                Some(rule.name.text.clone())
-            }
-            (Some(name), ast::ValueKind::Str(label))
-                if name.text == "capture" && !label.is_empty() =>
-            {
-                Some(label.clone())
-            }
-            (Some(name), _) if name.text == "capture" => {
-                diagnostics.push(
-                    Diagnostic::error(
-                        "attribute-value",
-                        "a capture is named by a non-empty string",
-                        span,
-                        "not a name for a capture",
-                    )
-                    .with_help(
-                        "write `[capture]` to name the capture after the rule, or \
-                         `[capture=\"label\"]`",
-                    ),
-                );
-                None
-            }
-            (name, value) => {
-                let message = match (name, value) {
-                    (Some(name), _) => format!("unknown rule attribute `{}`", name.text),
-                    (None, ast::ValueKind::Ident(name)) => {
-                        format!("unknown rule attribute `{name}`")
+        let (name, value) = match (&attribute.name, &attribute.value.kind) {
+            (Some(name), value) => (name.text.as_str(), Some(value)),
+            (None, ast::ValueKind::Ident(name)) => (name.as_str(), None),
+            (None, _) => ("", None),
+        };
+        let duplicate = match name {
+            "capture" => {
+                let named = match value {
+                    None => Some(rule.name.text.clone()),
+                    Some(ast::ValueKind::Str(label)) if !label.is_empty() => Some(label.clone()),
+                    Some(_) => {
+                        diagnostics.push(
+                            Diagnostic::error(
+                                "attribute-value",
+                                "a capture is named by a non-empty string",
+                                span,
+                                "not a name for a capture",
+                            )
+                            .with_help(
+                                "write `[capture]` to name the capture after the rule, or \
+                                 `[capture=\"label\"]`",
+                            ),
+                        );
+                        None
                     }
-                    _ => "a rule attribute is a name".to_owned(),
+                };
+                named.is_some() && read.capture.replace(named.unwrap_or_default()).is_some()
+            }
+            "max_tokens" | "max_bytes" => {
+                let count = match value {
+                    Some(&ast::ValueKind::Int(count)) if count > 0 => u32::try_from(count).ok(),
+                    _ => None,
+                };
+                if count.is_none() {
+                    diagnostics.push(
+                        Diagnostic::error(
+                            "attribute-value",
+                            format!("`{name}` takes a positive whole number"),
+                            span,
+                            "not a count",
+                        )
+                        .with_help(format!("write `[{name}=64]`: at most 64 per match")),
+                    );
+                }
+                let slot = if name == "max_tokens" {
+                    &mut read.limit.tokens
+                } else {
+                    &mut read.limit.bytes
+                };
+                count.is_some() && slot.replace(count.unwrap_or_default()).is_some()
+            }
+            _ => {
+                let message = if name.is_empty() {
+                    "a rule attribute is a name".to_owned()
+                } else {
+                    format!("unknown rule attribute `{name}`")
                 };
                 diagnostics.push(
                     Diagnostic::error(
@@ -344,25 +392,24 @@ fn capture_name(rule: &ast::Rule, diagnostics: &mut Diagnostics) -> Option<Strin
                         "not an attribute xg knows",
                     )
                     .with_help(
-                        "a rule takes `[capture]` or `[capture=\"label\"]`: the matcher \
-                         reports the text of each of its matches (Matcher::captures)",
+                        "a rule takes `[capture]` or `[capture=\"label\"]` (the matcher \
+                         reports the text of each match, Matcher::captures), and \
+                         `[max_tokens=N]` or `[max_bytes=N]` (each match ends within N)",
                     ),
                 );
-                None
+                false
             }
         };
-        if named.is_some() && capture.is_some() {
+        if duplicate {
             diagnostics.push(Diagnostic::error(
                 "duplicate-attribute",
-                "the rule is captured twice",
+                format!("the rule has `{name}` twice"),
                 span,
                 "again here",
             ));
-        } else if named.is_some() {
-            capture = named;
         }
     }
-    capture
+    read
 }
 
 fn import_not_found(path: &ast::Text, reason: &str) -> Diagnostic {

@@ -13,7 +13,7 @@ pub const MAGIC: [u8; 8] = *b"XGBUNDLE";
 
 /// The format version this runtime reads and writes. Any change to a
 /// record, a section's meaning or an encoding increments it.
-pub const VERSION: u32 = 3;
+pub const VERSION: u32 = 4;
 
 /// Sections start at multiples of this many bytes.
 pub const SECTION_ALIGN: usize = 64;
@@ -182,5 +182,5 @@ const _: () = assert!(size_of::<SectionRecord>() == 32);
 const _: () = assert!(size_of::<EntryRecord>() == 112);
 const _: () = assert!(size_of::<EntryHead>() == 16);
 const _: () = assert!(size_of::<GroupRecord>() == 16);
-const _: () = assert!(size_of::<crate::tables::RuleRecord>() == 56);
+const _: () = assert!(size_of::<crate::tables::RuleRecord>() == 64);
 const _: () = assert!(size_of::<crate::tables::EdgeRecord>() == 20);

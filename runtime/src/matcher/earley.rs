@@ -82,6 +82,22 @@ struct Builder<'a> {
     scratch: &'a mut Scratch,
     /// The index of the row being built.
     row: u32,
+    /// With limits enforced (see [`Limits`]), the step building the row.
+    limits: Option<u32>,
+}
+
+/// Whether a row checks the limits of limited rules
+/// ([`RuleRecord::is_limited`]): a match that would end past its limit
+/// does not end. The rows of a matcher's own steps check them; the walks
+/// that build masks do not (their rows are what the grammar without limits
+/// allows, the same for every count, so their caches hold), and the
+/// matcher checks the tokens a limit may refuse afterwards.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(super) enum Limits {
+    /// Checked: the row is built by step `step`.
+    Checked { step: u32 },
+    /// Not checked.
+    Ignored,
 }
 
 /// Builds the row after `history`'s last row from `start` into `scratch`,
@@ -89,9 +105,9 @@ struct Builder<'a> {
 pub(super) fn build(
     grammar: &Grammar,
     history: &History,
-    lookahead: &mut Lookahead,
-    scratch: &mut Scratch,
+    (lookahead, scratch): (&mut Lookahead, &mut Scratch),
     start: Start,
+    limits: Limits,
 ) -> Settled {
     scratch.items.clear();
     scratch.seen.clear();
@@ -109,6 +125,10 @@ pub(super) fn build(
         lookahead,
         scratch,
         row,
+        limits: match limits {
+            Limits::Checked { step } if grammar.has_limits() => Some(step),
+            _ => None,
+        },
     };
     match start {
         Start::Entry => builder.add(Item {
@@ -383,6 +403,11 @@ impl Builder<'_> {
     /// Rule `rule`, begun at `child.origin` in context `child.pred`, has
     /// matched up to this row: advance every item that waits for it.
     fn complete(&mut self, rule: u32, child: Item) {
+        if let Some(step) = self.limits
+            && !self.within_limit(rule, child.origin, step)
+        {
+            return;
+        }
         let mut ctx = child.ctx;
         let lookahead = self.grammar.rule(rule).lookahead;
         if lookahead != RuleRecord::NONE {
@@ -450,6 +475,29 @@ impl Builder<'_> {
                 }
             }
         }
+    }
+
+    /// Whether a match of `rule` from row `origin` to this row, built by
+    /// `step`, keeps to the rule's limits: at most `max_bytes` symbols,
+    /// spread over at most `max_tokens` steps.
+    fn within_limit(&self, rule: u32, origin: u32, step: u32) -> bool {
+        let record = self.grammar.rule(rule);
+        if !record.is_limited() {
+            return true;
+        }
+        let symbols = self.row - origin;
+        if record.max_bytes != 0 && symbols > record.max_bytes {
+            return false;
+        }
+        if record.max_tokens != 0 && symbols > 0 {
+            let first = if origin + 1 == self.row {
+                step
+            } else {
+                self.history.step(origin as usize + 1)
+            };
+            return step - first < record.max_tokens;
+        }
+        true
     }
 
     /// Moves `parent` over a match of `rule` that ends here, in context `ctx`.

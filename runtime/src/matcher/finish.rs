@@ -53,10 +53,10 @@ const SORT_AT_MOST: usize = 4096;
 /// A match in progress: the rule, the row it began at, and the context of
 /// the item that called it (what completion goes by).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
-struct Open {
-    rule: u32,
-    origin: u32,
-    pred: u32,
+pub(super) struct Open {
+    pub(super) rule: u32,
+    pub(super) origin: u32,
+    pub(super) pred: u32,
 }
 
 /// What an item needs to end: symbols, then either the end of the output
@@ -88,7 +88,7 @@ struct ByEntries {
 /// entry whose costs are `unknown`, and not left uncertain by any of the
 /// row's `entries` (their bytes may run past its match, where the full
 /// state decides).
-fn beyond(
+pub(super) fn beyond(
     trie: &TokenTrie,
     entries: &[Arc<Classified>],
     mut over: Vec<u32>,
@@ -242,12 +242,48 @@ fn rest_after(grammar: &Grammar, distances: &Distances, parent: &Item, rule: u32
     }
 }
 
+/// Whether `open`, a match in progress at `matcher`'s last row, can still
+/// end within its rule's limits after a token of `token` bytes (0: none)
+/// and then `cost` more symbols, of which `spare` may go in the token the
+/// last row is in the middle of. The plan spells the rest a token each, so
+/// a limit in tokens allows as many symbols as it has tokens left; a
+/// match spans a token if it holds a byte of it.
+pub(super) fn fits(matcher: &Matcher, open: Open, cost: u64, token: u64, spare: u64) -> bool {
+    let record = matcher.grammar.rule(open.rule);
+    let last = matcher.history.rows() - 1;
+    let held = (last - open.origin as usize) as u64;
+    if record.max_bytes != 0 && held + token + cost > u64::from(record.max_bytes) {
+        return false;
+    }
+    if record.max_tokens != 0 {
+        let spanned = if held == 0 {
+            0
+        } else {
+            let first = matcher.history.step(open.origin as usize + 1);
+            u64::from(matcher.history.step(last) - first) + 1
+        };
+        let token = u64::from(token > 0);
+        return spanned + token + cost.saturating_sub(spare) <= u64::from(record.max_tokens);
+    }
+    true
+}
+
 /// Shortest paths to the end of the output over one matcher's chart, with
 /// buffers kept between queries, and the rests of the matches that began in
 /// the rows below `stable` remembered (a walk of tokens pushes and pops
 /// rows above them only).
-struct Ends<'d> {
+pub(super) struct Ends<'d> {
     distances: &'d Distances,
+    /// Symbols the token the last row is in the middle of may still
+    /// carry, for the limits in tokens (see [`fits`]): 0 at a token's end.
+    pub(super) spare: u64,
+    /// The bytes of a token taken after the last row, for the limits (see
+    /// [`fits`]): 0 but in [`Ends::ends_after_token`].
+    token: u64,
+    /// Whether limited matches must end within their limits (the
+    /// grammar's limits apply; a seeded matcher's rows do not know how far
+    /// its matches really are).
+    pub(super) limits: bool,
     stable: usize,
     rests: FxHashMap<Open, u64>,
     best: FxHashMap<Open, u64>,
@@ -258,9 +294,12 @@ struct Ends<'d> {
 impl<'d> Ends<'d> {
     /// A planner for a matcher whose first `stable` rows stay as they are
     /// while it is used.
-    fn new(distances: &'d Distances, stable: usize) -> Self {
+    pub(super) fn new(distances: &'d Distances, stable: usize) -> Self {
         Self {
             distances,
+            spare: 0,
+            token: 0,
+            limits: true,
             stable,
             rests: FxHashMap::default(),
             best: FxHashMap::default(),
@@ -271,7 +310,7 @@ impl<'d> Ends<'d> {
 
     /// The fewest symbols to an end from `matcher`'s last row
     /// ([`UNREACHABLE`] if none).
-    fn left(&mut self, matcher: &Matcher) -> u64 {
+    pub(super) fn left(&mut self, matcher: &Matcher) -> u64 {
         let grammar = &*matcher.grammar;
         let distances = self.distances;
         let sources =
@@ -285,7 +324,9 @@ impl<'d> Ends<'d> {
             return rest;
         }
         let rest = self.shortest(matcher, std::iter::once(Rest::Then(0, open)));
-        if (open.origin as usize) < self.stable {
+        // Under limits, what a match above may still take changes with
+        // every row.
+        if (open.origin as usize) < self.stable && !matcher.grammar.has_limits() {
             self.rests.insert(open, rest);
         }
         rest
@@ -294,8 +335,6 @@ impl<'d> Ends<'d> {
     /// Dijkstra's algorithm from `sources` up the chart to the end of the
     /// output.
     fn shortest(&mut self, matcher: &Matcher, sources: impl Iterator<Item = Rest>) -> u64 {
-        let grammar = &*matcher.grammar;
-        let distances = self.distances;
         let mut best_end = UNREACHABLE;
         self.best.clear();
         self.queue.clear();
@@ -309,31 +348,88 @@ impl<'d> Ends<'d> {
             if self.best.get(&open).is_some_and(|&known| known < cost) {
                 continue;
             }
-            let row = open.origin as usize;
-            let parents = matcher.history.row(row);
-            let mut found = std::mem::take(&mut self.found);
-            let mut visit = |parent: &Item| {
-                if parent.ctx != open.pred {
-                    return;
-                }
-                if let Some(rest) = rest_after(grammar, distances, parent, open.rule) {
-                    found.push(rest.add(cost));
-                }
-            };
-            match matcher.history.waiting(row) {
-                Some(waiting) => {
-                    for &place in waiting.get(open.rule) {
-                        visit(&parents[place as usize]);
-                    }
-                }
-                None => parents.iter().for_each(&mut visit),
+            // A limited match that cannot end within its limit ends no
+            // derivation (the least cost to end it is this one).
+            if self.limits
+                && matcher.grammar.has_limits()
+                && !fits(matcher, open, cost, self.token, self.spare)
+            {
+                continue;
             }
-            for rest in found.drain(..) {
-                self.reach(rest, &mut best_end);
-            }
-            self.found = found;
+            self.climb(matcher, open, cost, &mut best_end);
         }
         best_end
+    }
+
+    /// Whether, after a token of `token` bytes that stays inside `open`
+    /// and leaves `cost` symbols to end it, the output can still end with
+    /// every limited match within its limit.
+    pub(super) fn ends_after_token(
+        &mut self,
+        matcher: &Matcher,
+        open: Open,
+        cost: u64,
+        token: u64,
+    ) -> bool {
+        self.token = token;
+        let end = self.shortest(matcher, std::iter::once(Rest::Then(cost, open)));
+        self.token = 0;
+        end != UNREACHABLE
+    }
+
+    /// The fewest symbols that end each match above `open` (and `open`
+    /// itself) once `cost` more symbols end `open`: every match a
+    /// derivation through `open` completes on its way to the end of the
+    /// output, limits left out. Calls `found` with each.
+    pub(super) fn above(
+        &mut self,
+        matcher: &Matcher,
+        open: Open,
+        cost: u64,
+        mut found: impl FnMut(Open, u64),
+    ) {
+        let mut best_end = UNREACHABLE;
+        self.best.clear();
+        self.queue.clear();
+        self.reach(Rest::Then(cost, open), &mut best_end);
+        while let Some(Reverse((cost, open))) = self.queue.pop() {
+            if self.best.get(&open).is_some_and(|&known| known < cost) {
+                continue;
+            }
+            found(open, cost);
+            // Past every end: no cut-off.
+            best_end = UNREACHABLE;
+            self.climb(matcher, open, cost, &mut best_end);
+        }
+    }
+
+    /// Reaches what waits for `open`, which `cost` symbols end.
+    fn climb(&mut self, matcher: &Matcher, open: Open, cost: u64, best_end: &mut u64) {
+        let grammar = &*matcher.grammar;
+        let distances = self.distances;
+        let row = open.origin as usize;
+        let parents = matcher.history.row(row);
+        let mut found = std::mem::take(&mut self.found);
+        let mut visit = |parent: &Item| {
+            if parent.ctx != open.pred {
+                return;
+            }
+            if let Some(rest) = rest_after(grammar, distances, parent, open.rule) {
+                found.push(rest.add(cost));
+            }
+        };
+        match matcher.history.waiting(row) {
+            Some(waiting) => {
+                for &place in waiting.get(open.rule) {
+                    visit(&parents[place as usize]);
+                }
+            }
+            None => parents.iter().for_each(&mut visit),
+        }
+        for rest in found.drain(..) {
+            self.reach(rest, best_end);
+        }
+        self.found = found;
     }
 
     /// Records that `rest` is reachable.
@@ -523,7 +619,10 @@ impl Matcher {
             .map_err(|failure| MaskError::Build(failure.to_string()))?;
         let mut ends = Ends::new(&distances, self.history.rows());
         let trie = vocabulary.trie();
-        let bounded = trie.max_depth() <= TOKEN_LENGTHS[ANY_LENGTH];
+        // Under limits the bounds, made at this row, say nothing of the
+        // rows after a token: every token is walked.
+        let limited = self.grammar.has_limits();
+        let bounded = !limited && trie.max_depth() <= TOKEN_LENGTHS[ANY_LENGTH];
         let short = if bounded {
             match self.longest_within(&mut ends, trie.max_depth(), room) {
                 // No token can go past the budget here: nothing to check.
@@ -539,7 +638,7 @@ impl Matcher {
                 .is_ok_and(|id| self.viable(Symbol::Token(id)));
         // Where any token may be taken by id, the entries (of text) say
         // nothing.
-        let by_entries = if takes_any_by_id {
+        let by_entries = if takes_any_by_id || limited {
             ByEntries {
                 within: short.map_or_else(|| vec![0; mask.len()], <[u32]>::to_vec),
                 beyond: vec![0; mask.len()],
@@ -653,21 +752,32 @@ impl Matcher {
     }
 
     /// The most symbols to an end after any token of up to
-    /// `TOKEN_LENGTHS[length]` bytes from here. Every derivation after a token goes on
-    /// from a match open in the chart now — an item's of the last row, or
-    /// one that waits above it — and leaves the parse inside one of them,
-    /// at a place its automaton reaches from where it stands (with the
-    /// matches the token opens below it): at most [`Distances::most_from`]
-    /// there, plus what ends the output once that match has ended.
+    /// `TOKEN_LENGTHS[length]` bytes from here: over the [`Matcher::places`]
+    /// a token may leave the parse in, the most there plus what ends the
+    /// output once that match has ended.
     fn row_bound(&self, ends: &mut Ends<'_>, length: usize) -> u64 {
+        let places = self.places(ends.distances, length);
+        (places.into_iter())
+            .map(|(inside, open)| inside.saturating_add(ends.after(self, open)))
+            .max()
+            .unwrap_or(0)
+    }
+
+    /// Where a token of up to `TOKEN_LENGTHS[length]` bytes may leave the
+    /// parse: every derivation after a token goes on from a match open in
+    /// the chart now — an item's of the last row, or one that waits above
+    /// it — and leaves the parse inside one of them, at a place its
+    /// automaton reaches from where it stands (with the matches the token
+    /// opens below it). Each such match, with the most symbols a place
+    /// there may need to end it ([`Distances::most_from`]).
+    pub(super) fn places(&self, distances: &Distances, length: usize) -> Vec<(u64, Open)> {
         let grammar = &*self.grammar;
-        let distances = ends.distances;
         let open = |rule, item: &Item| Open {
             rule,
             origin: item.origin,
             pred: item.pred,
         };
-        let mut bound = 0u64;
+        let mut places = Vec::new();
         let mut seen: FxHashSet<Open> = FxHashSet::default();
         let mut above = Vec::new();
         for item in self.history.last() {
@@ -688,7 +798,7 @@ impl Matcher {
                 Kind::Ended => (0, open(item.a, item)),
                 Kind::Top | Kind::Done | Kind::Any => continue,
             };
-            bound = bound.max(inside.saturating_add(ends.after(self, open)));
+            places.push((inside, open));
             if seen.insert(open) {
                 above.push(open);
             }
@@ -725,13 +835,13 @@ impl Matcher {
                     }
                     _ => continue,
                 };
-                bound = bound.max(inside.saturating_add(ends.after(self, open)));
+                places.push((inside, open));
                 if seen.insert(open) {
                     above.push(open);
                 }
             }
         }
-        bound
+        places
     }
 
     /// The most symbols to an end after a token that `seed`'s entry
@@ -897,7 +1007,7 @@ impl Matcher {
     /// `accepted`: each token walked (in byte order, shared prefixes once)
     /// from a matcher seeded like the entry's, where the end of the
     /// topmost match it covers is the end.
-    fn end_costs(
+    pub(super) fn end_costs(
         &self,
         seed: &Seed,
         accepted: &TokenSet,
@@ -911,6 +1021,7 @@ impl Matcher {
         accepted.add_to(&mut bits, trie.universe(), &mut Vec::new());
         let base = seeded.history.rows();
         let mut ends = Ends::new(distances, base);
+        ends.limits = false;
         let mut walk = PrefixWalk::default();
         let mut costs = Vec::new();
         for &id in trie.ranked() {

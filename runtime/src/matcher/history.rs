@@ -85,6 +85,8 @@ struct Segment {
     starts: Vec<u32>,
     /// Per row: flags.
     flags: Vec<u8>,
+    /// Per row: the step that built it (see [`History::step`]).
+    steps: Vec<u32>,
     /// Per row: its index by awaited rule, if it is large.
     waiting: Vec<Option<Arc<Waiting>>>,
 }
@@ -108,6 +110,7 @@ impl Segment {
             self.items.truncate(self.starts[rows] as usize);
             self.starts.truncate(rows);
             self.flags.truncate(rows);
+            self.steps.truncate(rows);
             self.waiting.truncate(rows);
         }
     }
@@ -155,8 +158,16 @@ impl History {
         self.row(self.rows() - 1)
     }
 
-    /// Appends a row of `grammar`.
-    pub(super) fn push(&mut self, grammar: &Grammar, items: &[Item], flags: u8) {
+    /// The step that built `row`: the index of the token whose symbol it
+    /// follows (0 for the rows a matcher starts with). What a limit in
+    /// tokens counts.
+    pub(super) fn step(&self, row: usize) -> u32 {
+        let (segment, row) = self.segment(row);
+        segment.steps[row]
+    }
+
+    /// Appends a row of `grammar`, built by step `step`.
+    pub(super) fn push(&mut self, grammar: &Grammar, items: &[Item], flags: u8, step: u32) {
         if self.open.rows() == SEGMENT_ROWS {
             let full = std::mem::take(&mut self.open);
             self.frozen.push(Arc::new(full));
@@ -164,6 +175,7 @@ impl History {
         let start = u32::try_from(self.open.items.len()).expect("segment items fit in u32");
         self.open.starts.push(start);
         self.open.flags.push(flags);
+        self.open.steps.push(step);
         self.open.items.extend_from_slice(items);
         let waiting = (items.len() > INDEX_ABOVE).then(|| Arc::new(Waiting::of(grammar, items)));
         self.open.waiting.push(waiting);

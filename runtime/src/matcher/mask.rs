@@ -222,17 +222,19 @@ impl Matcher {
                 set(mask, id);
             }
         }
-        self.fill_by_id(mask, &vocabulary);
         let trie = vocabulary.trie();
         for &id in trie.empty() {
             set(mask, id);
         }
-        if self.grammar.is_cacheable() {
-            self.mask_stats.cached = true;
-            self.fill_cached(mask, &vocabulary, start)?;
-        } else {
-            self.walk_trie(mask, &vocabulary, start)?;
-        }
+        self.with_limits_kept(mask, &vocabulary, |matcher, mask| {
+            matcher.fill_by_id(mask, &vocabulary);
+            if matcher.grammar.is_cacheable() {
+                matcher.mask_stats.cached = true;
+                matcher.fill_cached(mask, &vocabulary, start)
+            } else {
+                matcher.walk_trie(mask, &vocabulary, start)
+            }
+        })?;
         match self.token_budget {
             Some(budget) => self.keep_within_budget(mask, &vocabulary, budget),
             None => Ok(()),
@@ -701,8 +703,11 @@ impl Seed {
             // A short rule is covered with what waits for it; any rule is
             // where only counted repetitions wait for it (`(\S+\s+){0,99}`:
             // a token running past a word goes on in the next match, not
-            // to the full-state check at every step).
-            let waiting = if item.kind == Kind::Node && level < MAX_PARENTS {
+            // to the full-state check at every step). A match with a limit
+            // is never covered: its entries end with it, so that what a
+            // token leaves of it is known (see `limits.rs`).
+            let limited = grammar.rule(seed.rule).is_limited();
+            let waiting = if item.kind == Kind::Node && level < MAX_PARENTS && !limited {
                 waiting_parents(grammar, history, top, seed.rule, longest_token).filter(|found| {
                     grammar.is_short(seed.rule)
                         || found

@@ -782,7 +782,7 @@ impl StepMemo {
             } else {
                 0
             };
-            matcher.history.push(&matcher.grammar, &items, flags);
+            matcher.history.push(&matcher.grammar, &items, flags, 0);
         }
         self.built = self.built.max(depth);
     }

@@ -17,6 +17,7 @@ mod finish;
 mod forced;
 mod history;
 mod item;
+mod limits;
 mod lookahead;
 mod mask;
 mod memo;
@@ -28,7 +29,7 @@ use std::fmt;
 use std::sync::Arc;
 
 use self::captures::CaptureLog;
-use self::earley::{Scratch, Start, Symbol};
+use self::earley::{Limits, Scratch, Start, Symbol};
 use self::history::{CAN_TERMINATE, History};
 use self::item::{Item, Kind, SENTINEL};
 use self::lookahead::Lookahead;
@@ -139,6 +140,10 @@ pub struct Matcher {
     /// The most steps the output may take (see
     /// [`Matcher::set_token_budget`]).
     token_budget: Option<usize>,
+    /// Whether new rows check the limits of limited rules (see
+    /// [`Limits`]): a matcher's own steps do, the copies that build masks
+    /// do not.
+    check_limits: bool,
 }
 
 impl Clone for Matcher {
@@ -160,6 +165,7 @@ impl Clone for Matcher {
             failure: self.failure.clone(),
             captures: self.captures.clone(),
             token_budget: self.token_budget,
+            check_limits: self.check_limits,
         }
     }
 }
@@ -196,6 +202,9 @@ pub struct Rejection {
     over_budget: Option<u64>,
     /// The token budget, when the step would leave no way to end within it.
     token_budget: Option<usize>,
+    /// Whether the step would leave a limited match no way to end within
+    /// its limit.
+    over_limit: bool,
     /// Why a rule the grammar builds on first use could not be built, when
     /// that decided the step.
     failure: Option<Arc<str>>,
@@ -242,6 +251,13 @@ impl Rejection {
         self.token_budget.is_some()
     }
 
+    /// Whether the step was refused because a match of a rule limited in
+    /// tokens or bytes (`[max_tokens=N]`, `[max_bytes=N]`) could not end
+    /// within its limit after it, though the grammar allows it.
+    pub fn is_over_limit(&self) -> bool {
+        self.over_limit
+    }
+
     /// Why a rule the grammar builds on first use could not be built, if
     /// that refused the step rather than the grammar (see
     /// [`RuleBuilder`](crate::RuleBuilder)).
@@ -281,6 +297,13 @@ impl fmt::Display for Rejection {
             return write!(
                 f,
                 "{found} would leave no way to end the output within its budget of {budget} tokens"
+            );
+        }
+        if self.over_limit {
+            return write!(
+                f,
+                "{found} would leave a match of a rule with `max_tokens` or `max_bytes` no way \
+                 to end within its limit"
             );
         }
         write!(f, "unexpected {found}; expected {}", self.expected)
@@ -334,6 +357,7 @@ impl Matcher {
 
     fn at_entry(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
         let mut matcher = Self::empty(grammar, vocabulary);
+        matcher.check_limits = matcher.grammar.has_limits();
         // Row 0 holds the entry item, which no settling removes.
         let viable = matcher.push(Start::Entry);
         debug_assert!(viable);
@@ -371,6 +395,7 @@ impl Matcher {
             failure: None,
             captures: None,
             token_budget: None,
+            check_limits: false,
         }
     }
 
@@ -399,7 +424,7 @@ impl Matcher {
             pred: 0,
             ctx: 0,
         };
-        matcher.history.push(&matcher.grammar, &[sentinel], 0);
+        matcher.history.push(&matcher.grammar, &[sentinel], 0, 0);
         for &parent in parents {
             let origin = u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32");
             let parent = Item {
@@ -408,7 +433,7 @@ impl Matcher {
                 ctx: 0,
                 ..parent
             };
-            matcher.history.push(&matcher.grammar, &[parent], 0);
+            matcher.history.push(&matcher.grammar, &[parent], 0, 0);
         }
         let seed = Item {
             origin: u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32"),
@@ -429,7 +454,7 @@ impl Matcher {
     /// nothing can follow `rule`.
     fn context(grammar: Arc<Grammar>, waiting: &[Item], rule: u32) -> Option<Self> {
         let mut matcher = Self::empty(grammar, None);
-        matcher.history.push(&matcher.grammar, waiting, 0);
+        matcher.history.push(&matcher.grammar, waiting, 0, 0);
         matcher.push(Start::Complete(rule)).then_some(matcher)
     }
 
@@ -467,12 +492,19 @@ impl Matcher {
         }
         let rows = self.history.rows();
         let settled = loop {
+            let limits = if self.check_limits {
+                Limits::Checked {
+                    step: u32::try_from(self.steps.len()).expect("steps fit in u32"),
+                }
+            } else {
+                Limits::Ignored
+            };
             let settled = earley::build(
                 &self.grammar,
                 &self.history,
-                &mut self.lookahead,
-                &mut self.scratch,
+                (&mut self.lookahead, &mut self.scratch),
                 start,
+                limits,
             );
             self.work += self.scratch.work();
             if self.scratch.missing().is_empty() {
@@ -500,8 +532,9 @@ impl Matcher {
             } else {
                 0
             };
+            let step = u32::try_from(self.steps.len()).expect("steps fit in u32");
             self.history
-                .push(&self.grammar, self.scratch.items(), flags);
+                .push(&self.grammar, self.scratch.items(), flags, step);
         } else {
             self.lookahead.truncate(rows);
         }
@@ -568,6 +601,13 @@ impl Matcher {
             self.truncate(start);
             return Err(Rejection {
                 token_budget: self.token_budget,
+                ..self.rejection(first)
+            });
+        }
+        if !self.within_limits() {
+            self.truncate(start);
+            return Err(Rejection {
+                over_limit: true,
                 ..self.rejection(first)
             });
         }
@@ -697,6 +737,7 @@ impl Matcher {
             terminated: self.terminated,
             over_budget: None,
             token_budget: None,
+            over_limit: false,
             failure: self.failure.clone(),
         }
     }
