@@ -6,7 +6,10 @@ mod common;
 
 use std::sync::Arc;
 
-use common::{Rng, maskbench, real_tokenizer, runtime_grammar, schema_grammar};
+use common::{
+    Rng, allowed_tokens as allowed, llama_vocabulary as llama, maskbench, runtime_grammar,
+    schema_grammar,
+};
 use proptest::prelude::*;
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
 use xg_runtime::{Matcher, StopReason, TokenId, Vocabulary};
@@ -143,19 +146,6 @@ fn compact_options() -> Options {
         property_order: PropertyOrder::Given,
         ..Options::default()
     }
-}
-
-fn llama() -> Arc<Vocabulary> {
-    let (json, config) = real_tokenizer(&common::REAL_TOKENIZERS[0]);
-    Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap())
-}
-
-/// The tokens a mask allows, stop tokens left out.
-fn allowed(mask: &[u32], vocabulary: &Vocabulary) -> Vec<TokenId> {
-    (0..vocabulary.len())
-        .map(|i| TokenId::new(i).unwrap())
-        .filter(|&id| is_set(mask, id) && !vocabulary.is_stop(id))
-        .collect()
 }
 
 /// Walks `grammar` with a budget of `budget` tokens, each token picked at

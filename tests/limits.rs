@@ -7,24 +7,11 @@ mod common;
 use std::collections::HashMap;
 use std::sync::Arc;
 
-use common::{Rng, real_tokenizer, runtime_grammar};
+use common::{Rng, allowed_tokens as allowed, llama_vocabulary as llama, runtime_grammar};
 use xg_runtime::{Matcher, TokenId, Vocabulary};
 
 fn is_set(mask: &[u32], id: TokenId) -> bool {
     mask[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0
-}
-
-fn llama() -> Arc<Vocabulary> {
-    let (json, config) = real_tokenizer(&common::REAL_TOKENIZERS[0]);
-    Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap())
-}
-
-/// The tokens a mask allows, stop tokens left out.
-fn allowed(mask: &[u32], vocabulary: &Vocabulary) -> Vec<TokenId> {
-    (0..vocabulary.len())
-        .map(|i| TokenId::new(i).unwrap())
-        .filter(|&id| is_set(mask, id) && !vocabulary.is_stop(id))
-        .collect()
 }
 
 /// A grammar with limits, as `.xg` text with `{tokens}`/`{bytes}` where

@@ -930,3 +930,21 @@ pub fn schema_grammar(
 pub fn compact(data: &serde_json::Value) -> String {
     serde_json::to_string(data).expect("serializable")
 }
+
+/// Llama 3.1's vocabulary (see [`REAL_TOKENIZERS`]).
+pub fn llama_vocabulary() -> Arc<xg_runtime::Vocabulary> {
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
+    Arc::new(xg_runtime::Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap())
+}
+
+/// The tokens a mask allows, stop tokens left out.
+pub fn allowed_tokens(
+    mask: &[u32],
+    vocabulary: &xg_runtime::Vocabulary,
+) -> Vec<xg_runtime::TokenId> {
+    (0..vocabulary.len())
+        .map(|i| xg_runtime::TokenId::new(i).unwrap())
+        .filter(|&id| mask[id.as_usize() / 32] & (1 << (id.as_usize() % 32)) != 0)
+        .filter(|&id| !vocabulary.is_stop(id))
+        .collect()
+}
