@@ -49,6 +49,17 @@ fn item_rule(grammar: &Grammar, item: &Item) -> u32 {
     }
 }
 
+/// The costs whose verdicts [`Matcher::keeps_by_costs`] keeps in a table.
+const SMALL_COSTS: usize = 64;
+
+/// A verdict on the tokens of one cost and length.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Verdict {
+    Unknown,
+    Fits,
+    Over,
+}
+
 /// What a row's mask-cache entries decide of the limits, as masks.
 struct Decided {
     /// Tokens an entry accepts that keep every limit.
@@ -314,15 +325,33 @@ impl Matcher {
         // Limits in bytes count a token's length; limits in tokens only
         // that it has bytes.
         let by_length = (grammar.limited().iter()).any(|&rule| grammar.rule(rule).max_bytes != 0);
+        let longest = if by_length { trie.max_depth() } else { 1 };
+        // Verdicts by (cost, length): small costs in a table (most tokens
+        // share a few), the others in a map.
+        let mut table = vec![Verdict::Unknown; SMALL_COSTS * (longest + 1)];
         let mut verdicts: FxHashMap<(u64, u64), bool> = FxHashMap::default();
         let mut verdict = |cost: u64, length: u64| {
             let length = if by_length { length } else { 1 };
-            cost != UNREACHABLE
-                && *verdicts
-                    .entry((cost, length))
-                    .or_insert_with(|| ends.ends_after_token(self, open, cost, length))
+            if cost == UNREACHABLE {
+                return false;
+            }
+            let mut decide = || ends.ends_after_token(self, open, cost, length);
+            let small = (usize::try_from(cost).ok())
+                .zip(usize::try_from(length).ok())
+                .filter(|&(cost, length)| cost < SMALL_COSTS && length <= longest);
+            let Some((cost, length)) = small else {
+                return *verdicts.entry((cost, length)).or_insert_with(decide);
+            };
+            let at = cost * (longest + 1) + length;
+            if table[at] == Verdict::Unknown {
+                table[at] = if decide() {
+                    Verdict::Fits
+                } else {
+                    Verdict::Over
+                };
+            }
+            table[at] == Verdict::Fits
         };
-        let longest = if by_length { trie.max_depth() } else { 1 };
         let (mut low, mut high) = (0, longest);
         while low < high {
             let middle = (low + high).div_ceil(2);
@@ -354,16 +383,36 @@ impl Matcher {
                 }
             }
         }
-        for &(id, cost) in &costs.above {
+        let mut decide = |id: u32, cost: u64, mine: &mut [u32]| {
             let (index, bit) = (id as usize / 32, 1 << (id % 32));
-            if here[index] & bit == 0 {
-                continue;
-            }
             let token = TokenId::new(id as usize).expect("mask ids fit");
             if verdict(cost, vocabulary.bytes(token).len() as u64) {
                 mine[index] |= bit;
             } else {
                 mine[index] &= !bit;
+            }
+        };
+        // The tokens of `here` among those that leave more to end the
+        // match: looked up one by one where they are few, else read off
+        // the list.
+        let count: usize = here.iter().map(|word| word.count_ones() as usize).sum();
+        if count.saturating_mul(16) < costs.above.len() {
+            for (index, &word) in here.iter().enumerate() {
+                let mut bits = word;
+                while bits != 0 {
+                    let bit = bits.trailing_zeros();
+                    bits &= bits - 1;
+                    let id = u32::try_from(index * 32).expect("ids fit in u32") + bit;
+                    if let Ok(at) = costs.above.binary_search_by_key(&id, |&(id, _)| id) {
+                        decide(id, costs.above[at].1, mine);
+                    }
+                }
+            }
+        } else {
+            for &(id, cost) in &costs.above {
+                if here[id as usize / 32] & (1 << (id % 32)) != 0 {
+                    decide(id, cost, mine);
+                }
             }
         }
     }
