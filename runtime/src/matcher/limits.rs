@@ -31,23 +31,12 @@ use rustc_hash::FxHashMap;
 
 use super::earley::{Start, Symbol};
 use super::finish::{Ends, Open, beyond, fits};
-use super::item::{Item, Kind};
 use super::mask::{Seed, is_set};
 use super::{MaskError, Matcher};
 use crate::TokenId;
 use crate::cache::EndCosts;
 use crate::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
-use crate::grammar::Grammar;
 use crate::vocab::{TokenKind, Vocabulary};
-
-/// The rule an item of a seed is in.
-fn item_rule(grammar: &Grammar, item: &Item) -> u32 {
-    match item.kind {
-        Kind::Node => grammar.node_rule(item.a),
-        Kind::Repeat => grammar.node_rule(grammar.edge(item.a).target),
-        _ => item.a,
-    }
-}
 
 /// The costs whose verdicts [`Matcher::keeps_by_costs`] keeps in a table.
 const SMALL_COSTS: usize = 64;
@@ -254,21 +243,13 @@ impl Matcher {
             if any == 0 {
                 continue;
             }
-            // The matches the entry covers below its topmost one are not
-            // on the path the costs are checked on, and the matches a
-            // token opens inside must keep their limits on their own
-            // (longer tokens are left to the walk).
-            let below_limited = std::iter::once(&seed.item)
-                .chain(seed.parents.iter().flatten())
-                .filter(|&item| item != seed.top())
-                .any(|item| grammar.rule(item_rule(grammar, item)).is_limited());
-            let fit = (!below_limited)
-                .then(|| {
-                    (0..TOKEN_LENGTHS.len())
-                        .rev()
-                        .find(|&length| distances.limits_fit(length, seed.rule))
-                })
-                .flatten();
+            // The matches a token opens inside the entry's topmost match
+            // must keep their limits on their own (longer tokens are left
+            // to the walk). The matches it covers below its topmost one
+            // are never limited (`Seed::add` stops at a limited match).
+            let fit = (0..TOKEN_LENGTHS.len())
+                .rev()
+                .find(|&length| distances.limits_fit(length, seed.rule));
             let Some(fit) = fit else {
                 for (unknown, &here) in unknown.iter_mut().zip(&here) {
                     *unknown |= here;
