@@ -217,7 +217,7 @@ pub fn json_schema(
                 }
                 budget.check().map_err(stopped)?;
                 cache.schema(key, options, || {
-                    json_schema::generate_with_numbers(schema, inexact, options, &budget)
+                    json_schema::generate_shallow(schema, inexact, options, &budget)
                 })
             })
         }

@@ -387,14 +387,25 @@ pub fn generate_with_numbers(
             message: too_deep_message(),
         }]);
     }
-    // Reading the schema's anchors walks all of it, as checking its depth
-    // did: milliseconds for a large one.
+    // Checking the depth walked all of a schema: milliseconds for a large
+    // one.
     if let Err(exceeded) = budget.check() {
         return Err(vec![SchemaError {
             pointer: "#".into(),
             message: exceeded.to_string(),
         }]);
     }
+    generate_shallow(schema, written, options, budget)
+}
+
+/// [`generate_with_numbers`] for a schema [`too_deep`] has passed already
+/// (the pipeline checks it before printing the schema as its cache key).
+pub(crate) fn generate_shallow(
+    schema: &Value,
+    written: WrittenNumbers,
+    options: &Options,
+    budget: &Budget,
+) -> Result<Generated, Vec<SchemaError>> {
     let mut emitter = emit::Emitter::new(schema, options, budget);
     emitter.written_numbers = written.0;
     emitter.run()

@@ -337,8 +337,20 @@ enum Merge {
 }
 
 impl<'a> Emitter<'a> {
-    /// The schema at `pointer`.
+    /// The schema at `pointer`. A schema is looked up several times (as a
+    /// child, for its content, to merge it), and each level of a walk
+    /// hashes its name again: the answers are kept.
     pub(crate) fn lookup(&self, pointer: &str) -> Option<&'a Value> {
+        if let Some(&found) = self.found.borrow().get(pointer) {
+            return found;
+        }
+        let found = self.walk_to(pointer);
+        self.found.borrow_mut().insert(pointer.into(), found);
+        found
+    }
+
+    /// The schema at `pointer`, walked to from the root.
+    fn walk_to(&self, pointer: &str) -> Option<&'a Value> {
         let mut value = self.doc;
         for token in pointer.split('/').skip(1) {
             // Most tokens have no escape: no copy for them.
@@ -386,7 +398,7 @@ impl<'a> Emitter<'a> {
             }
             return Ok(local);
         }
-        self.anchors
+        self.anchors()
             .get(&local)
             .cloned()
             .ok_or_else(|| format!("`$ref` names anchor `#{local}`, which no schema declares"))
