@@ -66,7 +66,7 @@ pub(crate) struct Emitter<'a> {
     anchors: OnceCell<HashMap<String, String>>,
     rules: Rules,
     /// The schema at each pointer looked up so far.
-    pub(crate) found: RefCell<FxHashMap<Box<str>, Option<&'a Value>>>,
+    pub(super) found: RefCell<FxHashMap<Box<str>, Option<&'a Value>>>,
     /// The rule of each conjunction at each nesting level (always level 0
     /// unless the layout is pretty).
     memo: FxHashMap<(Vec<String>, u32), usize>,
