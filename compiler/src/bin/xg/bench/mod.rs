@@ -78,6 +78,10 @@ pub(crate) struct MaskbenchArgs {
     /// Per file and engine: past this, the file is marked as timed out.
     #[arg(long, value_name = "MS", default_value_t = 30_000)]
     timeout_ms: u64,
+    /// Time each file's first mask and nothing after: no instances are
+    /// tokenized or run, so a profile of the run is a profile of compiling.
+    #[arg(long)]
+    first_mask_only: bool,
     /// Where the results go, one JSON object per line per file and engine;
     /// the plot goes beside it (same name, `.svg`).
     #[arg(long)]
@@ -199,7 +203,8 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
         files
             .par_iter()
             .map(|path| {
-                let outcomes = bench_file(path, &engines, &tokenizer, timeout);
+                let tokenizer = (!args.first_mask_only).then_some(&tokenizer);
+                let outcomes = bench_file(path, &engines, tokenizer, timeout);
                 let mut out = out
                     .lock()
                     .unwrap_or_else(std::sync::PoisonError::into_inner);
@@ -307,11 +312,12 @@ fn expand(paths: &[PathBuf]) -> Result<Vec<PathBuf>> {
     Ok(files)
 }
 
-/// One file through every engine.
+/// One file through every engine: its first mask, then its instances,
+/// tokenized with `tokenizer` (none without one).
 fn bench_file(
     path: &Path,
     engines: &[Box<dyn Engine>],
-    tokenizer: &tokenizers::Tokenizer,
+    tokenizer: Option<&tokenizers::Tokenizer>,
     timeout: Duration,
 ) -> Vec<Outcome> {
     let name = path.file_name().map_or_else(
@@ -324,7 +330,7 @@ fn bench_file(
     let (schema, tests) = match &document {
         Ok(doc) => (
             doc.get("schema").cloned().unwrap_or(Value::Null),
-            tokenize_tests(doc, tokenizer),
+            tokenizer.map_or(Ok(Vec::new()), |tokenizer| tokenize_tests(doc, tokenizer)),
         ),
         Err(error) => (Value::Null, Err(error.clone())),
     };
