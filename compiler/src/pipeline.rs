@@ -190,7 +190,7 @@ pub fn json_schema(
     diagnostics: &mut Diagnostics,
 ) -> Option<Grammar> {
     let budget = Budget::new(limits.clone());
-    // Checked before the value is printed as the cache's key.
+    // Checked before any walk of the value that recurses on its depth.
     let generated = match json_schema::too_deep(schema) {
         Some(pointer) => Err(vec![json_schema::SchemaError {
             pointer,
@@ -206,17 +206,14 @@ pub fn json_schema(
                 }]
             };
             budget.check().map_err(stopped).and_then(|()| {
-                // The schema's text keeps numbers a double cannot hold;
-                // they decide bounds, so they are part of the key.
-                let inexact = json_schema::inexact_numbers(schema, sources.text(file));
-                budget.check().map_err(stopped)?;
-                let mut key = schema.to_string();
-                if !inexact.is_empty() {
-                    key.push('\0');
-                    key.push_str(&inexact.key());
-                }
-                budget.check().map_err(stopped)?;
-                cache.schema(key, options, || {
+                // The key is the schema's text, which decides the schema
+                // and keeps the numbers a double cannot hold (they decide
+                // bounds): no printing of the value, which took 2 % of a
+                // schema's time to first mask.
+                let text = sources.text(file);
+                cache.schema(text.to_owned(), options, || {
+                    let inexact = json_schema::inexact_numbers(schema, text);
+                    budget.check().map_err(stopped)?;
                     json_schema::generate_shallow(schema, inexact, options, &budget)
                 })
             })

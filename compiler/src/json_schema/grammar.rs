@@ -375,9 +375,9 @@ impl Rules {
 
     /// Declares a rule named `name` (made unique) with an empty body for now.
     pub(crate) fn declare(&mut self, name: &str) -> usize {
-        let base = sanitize(name);
-        let mut unique = base.clone();
+        let mut unique = sanitize(name);
         if self.declared.contains(&unique) {
+            let base = unique;
             let n = self.suffixes.entry(base.clone()).or_insert(2);
             loop {
                 unique = format!("{base}_{n}");
@@ -526,21 +526,28 @@ impl Rules {
     /// rule (a schema's rules can be large: a long property name spells
     /// itself out in them).
     pub(crate) fn prune(&mut self, budget: &Budget) -> Result<bool, Exceeded> {
-        let productive = self.productive();
+        let referrers = self.referrers();
+        let productive = self.productive(&referrers);
         if !productive[0] {
             return Ok(false);
+        }
+        let mut refers_to_dead = vec![false; self.bodies.len()];
+        for (_, referrers) in productive.iter().zip(&referrers).filter(|(p, _)| !**p) {
+            for &referrer in referrers {
+                refers_to_dead[referrer] = true;
+            }
         }
         let bodies = std::mem::take(&mut self.bodies);
         self.bodies = bodies
             .into_iter()
-            .map(|g| {
+            .zip(refers_to_dead)
+            .map(|(g, dead)| {
                 budget.check()?;
-                let mut dead = false;
-                g.visit_refs(&mut |target| dead |= !productive[target]);
                 Ok(if dead { g.prune(&productive) } else { g })
             })
             .collect::<Result<_, Exceeded>>()?;
-        self.merge_equal(budget)?;
+        // Pruning only drops references: the lists still hold every one.
+        self.merge_equal(referrers, budget)?;
         self.write_out_inline(budget)?;
         budget.check()?;
         // Keep the rules the root reaches, in first-reached order.
@@ -649,12 +656,15 @@ impl Rules {
     /// In rounds: rules are filed by the hash of their body, equal ones
     /// merge, and the rules that referred to a merged rule are redirected
     /// (each once per round) and filed again in the next.
-    fn merge_equal(&mut self, budget: &Budget) -> Result<(), Exceeded> {
+    ///
+    /// `referrers` lists, per rule, the rules that refer to it (a rule
+    /// more than once if it may not any more: they are only visited again).
+    fn merge_equal(
+        &mut self,
+        mut referrers: Vec<Vec<usize>>,
+        budget: &Budget,
+    ) -> Result<(), Exceeded> {
         let n = self.bodies.len();
-        let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); n];
-        for (rule, body) in self.bodies.iter().enumerate() {
-            body.visit_refs(&mut |target| referrers[target].push(rule));
-        }
         // `merged[r]`: the rule `r` became (itself while it lives).
         let mut merged: Vec<usize> = (0..n).collect();
         let mut filed: Vec<Option<u64>> = vec![None; n];
@@ -759,14 +769,20 @@ impl Rules {
         Ok(())
     }
 
-    /// Per rule, whether it can match anything: a rule is rechecked only
-    /// when a rule it refers to turns out productive, so this is linear in
-    /// the references, whatever order the rules come in.
-    fn productive(&self) -> Vec<bool> {
+    /// Per rule, the rules whose bodies refer to it (once per reference).
+    fn referrers(&self) -> Vec<Vec<usize>> {
         let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); self.bodies.len()];
         for (i, body) in self.bodies.iter().enumerate() {
             body.visit_refs(&mut |target| referrers[target].push(i));
         }
+        referrers
+    }
+
+    /// Per rule, whether it can match anything (`referrers` as
+    /// [`Rules::referrers`] gives them): a rule is rechecked only
+    /// when a rule it refers to turns out productive, so this is linear in
+    /// the references, whatever order the rules come in.
+    fn productive(&self, referrers: &[Vec<usize>]) -> Vec<bool> {
         let mut productive = vec![false; self.bodies.len()];
         // A rule waits in `work` at most once at a time: a choice of
         // hundreds of rules is not checked again for each of them.
@@ -1028,6 +1044,18 @@ fn tree_expr(g: &G, first: usize, span: Span) -> tree::Expr {
 /// `name` as an `.xg` identifier: letters, digits and `_`, not starting
 /// with a digit, never empty.
 fn sanitize(name: &str) -> String {
+    let bytes = name.as_bytes();
+    let clean = !bytes.is_empty()
+        && bytes
+            .iter()
+            .all(|&b| b.is_ascii_alphanumeric() || b == b'_')
+        && !bytes[0].is_ascii_digit()
+        && bytes[0] != b'_'
+        && bytes[bytes.len() - 1] != b'_'
+        && !name.contains("__");
+    if clean {
+        return name.to_string();
+    }
     let mut out: String = name
         .chars()
         .map(|c| if c.is_ascii_alphanumeric() { c } else { '_' })
@@ -1058,6 +1086,25 @@ mod tests {
         assert_eq!(G::alt([G::Nothing, G::lit("a"), G::lit("a")]), G::lit("a"));
         assert_eq!(G::rep(G::Nothing, 0, None), G::Empty);
         assert_eq!(G::rep(G::lit("a"), 2, Some(1)), G::Nothing);
+    }
+
+    #[test]
+    fn rule_names_are_identifiers_whether_or_not_they_need_rewriting() {
+        let cases = [
+            ("properties_name", "properties_name"),
+            ("a", "a"),
+            ("a__b", "a_b"),
+            ("_a_", "a"),
+            ("a-b.c", "a_b_c"),
+            ("9lives", "r9lives"),
+            ("_9", "r9"),
+            ("", "rule"),
+            ("___", "rule"),
+            ("é", "rule"),
+        ];
+        for (name, sanitized) in cases {
+            assert_eq!(sanitize(name), sanitized, "{name:?}");
+        }
     }
 
     #[test]

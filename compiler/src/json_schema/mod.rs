@@ -86,28 +86,38 @@ pub fn too_deep(value: &Value) -> Option<String> {
             _ => None,
         }
     }
-    // The open containers from the root down, each with the key that
+    /// The step from a container to one of its children: escaped into a
+    /// pointer only when the limit is crossed.
+    enum Step<'a> {
+        Key(&'a str),
+        Index(usize),
+    }
+    // The open containers from the root down, each with the step that
     // leads to it.
-    let mut open: Vec<(String, Children<'_>)> = Vec::new();
+    let mut open: Vec<(Step<'_>, Children<'_>)> = Vec::new();
     if let Some(top) = children(value) {
-        open.push((String::new(), top));
+        open.push((Step::Index(0), top));
     }
     while let Some((_, top)) = open.last_mut() {
         let next = match top {
-            Children::Object(members) => members
-                .next()
-                .map(|(key, value)| (key.replace('~', "~0").replace('/', "~1"), value)),
-            Children::Array(items) => items.next().map(|(i, value)| (i.to_string(), value)),
+            Children::Object(members) => members.next().map(|(key, value)| (Step::Key(key), value)),
+            Children::Array(items) => items.next().map(|(i, value)| (Step::Index(i), value)),
         };
-        let Some((key, child)) = next else {
+        let Some((step, child)) = next else {
             open.pop();
             continue;
         };
         if let Some(grandchildren) = children(child) {
-            open.push((key, grandchildren));
+            open.push((step, grandchildren));
             if open.len() > MAX_JSON_DEPTH {
-                let keys: Vec<&str> = open[1..].iter().map(|(key, _)| key.as_str()).collect();
-                return Some(format!("#/{}", keys.join("/")));
+                let steps: Vec<String> = open[1..]
+                    .iter()
+                    .map(|(step, _)| match step {
+                        Step::Key(key) => key.replace('~', "~0").replace('/', "~1"),
+                        Step::Index(i) => i.to_string(),
+                    })
+                    .collect();
+                return Some(format!("#/{}", steps.join("/")));
             }
         }
     }
@@ -415,21 +425,6 @@ pub(crate) fn generate_shallow(
 /// them, by pointer (`/maximum`, without the `#`), as written.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub struct WrittenNumbers(HashMap<String, String>);
-
-impl WrittenNumbers {
-    /// Whether every number prints as written.
-    pub fn is_empty(&self) -> bool {
-        self.0.is_empty()
-    }
-
-    /// The numbers, sorted by pointer, as text: what a cache of generated
-    /// schemas keys on besides the schema's printed form.
-    pub fn key(&self) -> String {
-        let mut written: Vec<_> = self.0.iter().collect();
-        written.sort();
-        format!("{written:?}")
-    }
-}
 
 /// The numbers of `text` (the JSON of `schema`) that serde_json does not
 /// print as written: those [`generate_from_text`] must read from the text.
