@@ -3,7 +3,6 @@
 //! schema's depth), plus the shared JSON building blocks.
 
 use std::cell::{OnceCell, RefCell};
-use std::collections::hash_map::Entry;
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -91,8 +90,9 @@ pub(crate) struct Emitter<'a> {
     /// The nesting depth of the rule being built.
     depth: u32,
     report: Report,
-    /// Where each `(pointer, keyword)` note is in the report.
-    noted: FxHashMap<(String, String), usize>,
+    /// Where each note is in the report, by pointer, then keyword (looked
+    /// up without making strings: most notes repeat one already made).
+    noted: FxHashMap<String, FxHashMap<String, usize>>,
     /// Per rule name, the JSON pointer of the schema it was made for.
     origins: HashMap<String, String>,
     errors: Vec<SchemaError>,
@@ -254,24 +254,29 @@ impl<'a> Emitter<'a> {
         treatment: Treatment,
         detail: &str,
     ) {
-        let note = Note {
+        let note = || Note {
             pointer: schema::shown(pointer),
             keyword: keyword.to_string(),
             treatment,
             detail: detail.to_string(),
         };
-        match self.noted.entry((pointer.to_string(), keyword.to_string())) {
-            Entry::Vacant(entry) => {
-                entry.insert(self.report.notes.len());
-                self.report.notes.push(note);
+        if let Some(at) = self.noted_at(pointer, keyword) {
+            if treatment > self.report.notes[at].treatment {
+                self.report.notes[at] = note();
             }
-            Entry::Occupied(entry) => {
-                let old = &mut self.report.notes[*entry.get()];
-                if treatment > old.treatment {
-                    *old = note;
-                }
-            }
+            return;
         }
+        let keywords = match self.noted.get_mut(pointer) {
+            Some(keywords) => keywords,
+            None => self.noted.entry(pointer.to_string()).or_default(),
+        };
+        keywords.insert(keyword.to_string(), self.report.notes.len());
+        self.report.notes.push(note());
+    }
+
+    /// Where the note of `keyword` at `pointer` is in the report, if made.
+    fn noted_at(&self, pointer: &str, keyword: &str) -> Option<usize> {
+        self.noted.get(pointer)?.get(keyword).copied()
     }
 
     pub(crate) fn enforced(&mut self, pointer: &str, keyword: &str) {
@@ -445,8 +450,8 @@ impl<'a> Emitter<'a> {
                     if self.out_of_budget() {
                         return;
                     }
-                    let before = self.noted.get(&(pointer.clone(), note.keyword.clone()));
-                    let before = before.map(|&n| self.report.notes[n].treatment);
+                    let before = self.noted_at(&pointer, &note.keyword);
+                    let before = before.map(|n| self.report.notes[n].treatment);
                     if before.is_none_or(|t| t < note.treatment) {
                         self.note(&pointer, &note.keyword, note.treatment, &note.detail);
                         changed = true;

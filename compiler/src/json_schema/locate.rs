@@ -175,13 +175,14 @@ fn value_end(text: &str, at: usize) -> Option<usize> {
     let bytes = text.as_bytes();
     match bytes.get(at)? {
         b'"' => {
+            // Long descriptions are most of a schema's text.
             let mut i = at + 1;
             loop {
-                match bytes.get(i)? {
-                    b'\\' => i += 2,
-                    b'"' => return Some(i + 1),
-                    _ => i += 1,
+                i += memchr::memchr2(b'"', b'\\', bytes.get(i..)?)?;
+                if bytes[i] == b'"' {
+                    return Some(i + 1);
                 }
+                i += 2;
             }
         }
         b'{' | b'[' => {
@@ -272,6 +273,10 @@ mod tests {
             Some("-1.5e3")
         );
         assert_eq!(at("#/properties/esc\"aped"), Some("true"));
+        let escapes = r#"{"a": "x\\", "b": "\"}\\\""}"#;
+        let b = locate(escapes, "#/b").map(|range| &escapes[range]);
+        assert_eq!(b, Some(r#""\"}\\\"""#));
+        assert_eq!(locate(r#"{"a": "x\"#, "#/b"), None);
     }
 
     #[test]
