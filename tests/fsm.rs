@@ -312,6 +312,22 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(common::cases(64))]
+
+    /// Choices of strings with shared prefixes, some multi-byte (a JSON
+    /// Schema `enum`, built as a trie rather than by subsets): minimal, and
+    /// the language of the IR.
+    #[test]
+    fn choices_of_strings_compile_to_minimal_equivalent_automata(
+        words in proptest::collection::vec("[ab\u{e9}]{1,6}", 2..40),
+        seed in any::<u64>(),
+    ) {
+        let choice: Vec<String> = words.iter().map(|word| format!("\"{word}\"")).collect();
+        check_automata(&format!("root ::= {}", choice.join(" | ")), seed)?;
+    }
+}
+
 #[test]
 fn nested_repetitions_do_not_explode() {
     // 8^6 copies if expanded naively.
