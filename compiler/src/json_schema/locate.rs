@@ -6,8 +6,11 @@
 //! already parsed, so it only needs to be right on well-formed JSON (and
 //! gives `None`, never a wrong place, when something does not fit).
 
+use std::borrow::Cow;
 use std::collections::HashMap;
 use std::ops::Range;
+
+use rustc_hash::FxHashMap;
 
 /// The byte range of the value at `pointer` (`#/properties/a`, `#` for the
 /// whole) in the JSON `text`.
@@ -20,14 +23,22 @@ pub(crate) fn locate(text: &str, pointer: &str) -> Option<Range<usize>> {
 /// pointers there are (a large schema's hundreds of warnings would
 /// otherwise each rescan it).
 pub(crate) fn locate_all(text: &str, pointers: &[&str]) -> Vec<Option<Range<usize>>> {
-    let paths: Vec<Vec<String>> = pointers
+    // A large schema has tens of thousands of warnings: a token is copied
+    // only if it has an escape.
+    let paths: Vec<Vec<Cow<'_, str>>> = pointers
         .iter()
         .map(|pointer| {
             let pointer = pointer.strip_prefix('#').unwrap_or(pointer);
             pointer
                 .split('/')
                 .skip(1)
-                .map(|token| token.replace("~1", "/").replace("~0", "~"))
+                .map(|token| {
+                    if token.contains('~') {
+                        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+                    } else {
+                        Cow::Borrowed(token)
+                    }
+                })
                 .collect()
         })
         .collect();
@@ -42,7 +53,7 @@ pub(crate) fn locate_all(text: &str, pointers: &[&str]) -> Vec<Option<Range<usiz
 fn descend(
     text: &str,
     at: usize,
-    paths: &[Vec<String>],
+    paths: &[Vec<Cow<'_, str>>],
     depth: usize,
     wanted: Vec<usize>,
     found: &mut [Option<Range<usize>>],
@@ -60,22 +71,27 @@ fn descend(
     }
     // Pointers by the token they take next; a value is entered once, for
     // all of them, and the first member of a name is the one meant.
-    let mut next: HashMap<&str, Vec<usize>> = HashMap::new();
+    let mut next: FxHashMap<&str, Vec<usize>> = FxHashMap::default();
     for &p in &deeper {
-        next.entry(paths[p][depth].as_str()).or_default().push(p);
+        next.entry(&paths[p][depth]).or_default().push(p);
     }
     match text.as_bytes().get(at)? {
         b'{' => {
             let mut at = skip_space(text, at + 1);
             while !next.is_empty() && text.as_bytes().get(at)? == &b'"' {
                 let key_end = value_end(text, at)?;
-                let name: String = serde_json::from_str(&text[at..key_end]).ok()?;
+                let quoted = &text[at..key_end];
+                let name: Cow<'_, str> = if quoted.contains('\\') {
+                    Cow::Owned(serde_json::from_str(quoted).ok()?)
+                } else {
+                    Cow::Borrowed(&quoted[1..quoted.len() - 1])
+                };
                 at = skip_space(text, key_end);
                 if text.as_bytes().get(at)? != &b':' {
                     return None;
                 }
                 let value = skip_space(text, at + 1);
-                if let Some(wanted) = next.remove(name.as_str()) {
+                if let Some(wanted) = next.remove(&*name) {
                     descend(text, value, paths, depth + 1, wanted, found);
                 }
                 at = skip_space(text, value_end(text, value)?);
