@@ -1693,7 +1693,11 @@ impl Emitter<'_> {
 
 /// `body` between double quotes.
 fn quoted(body: G) -> G {
-    G::seq([G::lit("\""), body, G::lit("\"")])
+    match body {
+        // One string made, not three joined: a schema has thousands.
+        G::Lit(text) => G::Lit(format!("\"{text}\"")),
+        body => G::seq([G::lit("\""), body, G::lit("\"")]),
+    }
 }
 
 /// A line break and the indentation of `depth` levels of `indent` spaces.

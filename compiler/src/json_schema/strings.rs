@@ -145,13 +145,25 @@ fn after(c: char) -> char {
 
 /// The text `value` as it is written inside a JSON string, canonically.
 pub(crate) fn encoded_text(value: &str) -> G {
-    G::seq(value.chars().map(|c| {
+    // Runs of characters written as they are make one literal each, not
+    // one per character joined after: property names and `enum` strings
+    // are a tenth of a large schema's compile.
+    let mut parts = Vec::new();
+    let mut plain = String::new();
+    for c in value.chars() {
         if must_escape(c) {
-            encoded_class(&[(c, c)])
+            if !plain.is_empty() {
+                parts.push(G::Lit(std::mem::take(&mut plain)));
+            }
+            parts.push(encoded_class(&[(c, c)]));
         } else {
-            G::lit(c.to_string())
+            plain.push(c);
         }
-    }))
+    }
+    if !plain.is_empty() {
+        parts.push(G::Lit(plain));
+    }
+    G::seq(parts)
 }
 
 /// A string body (between the quotes) that is none of `excluded`, written
@@ -576,6 +588,33 @@ mod tests {
         for c in ['\u{85}', 'a', '\u{200b}'] {
             assert!(!space.is_match(&c.to_string()) && not_space.is_match(&c.to_string()));
         }
+    }
+
+    #[test]
+    fn text_is_encoded_as_runs_with_each_escaped_character_on_its_own() {
+        // As the text one character at a time, joined: the reference.
+        let one_at_a_time = |text: &str| {
+            G::seq(text.chars().map(|c| {
+                if must_escape(c) {
+                    encoded_class(&[(c, c)])
+                } else {
+                    G::lit(c.to_string())
+                }
+            }))
+        };
+        for text in [
+            "name",
+            "",
+            "a\"b",
+            "\\",
+            "tab\there",
+            "\"\"",
+            "caf\u{e9}\u{1}",
+            "x\ny\"z\\",
+        ] {
+            assert_eq!(encoded_text(text), one_at_a_time(text), "{text:?}");
+        }
+        assert_eq!(encoded_text("name"), G::lit("name"));
     }
 
     #[test]
