@@ -197,8 +197,8 @@ pub fn json_schema(
             message: json_schema::too_deep_message(),
         }]),
         None => {
-            // Each walk of a large schema (depth, numbers, printing the
-            // key) takes milliseconds: the budget is checked between them.
+            // Each walk of a large schema (its depth, its numbers) takes
+            // milliseconds: the budget is checked between them.
             let stopped = |exceeded: Exceeded| {
                 vec![json_schema::SchemaError {
                     pointer: "#".into(),

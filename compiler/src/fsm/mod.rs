@@ -436,10 +436,6 @@ fn automaton(
     Ok(Fsm { nodes })
 }
 
-/// `outcome`, freeing `used`, an automaton the construction is done with:
-/// here if the construction goes on, on a thread of its own if it stopped
-/// and `used` is large (a million nodes take tens of milliseconds to free,
-/// which a cancelled compilation would wait for).
 /// The strings of `expr` if it is a choice of strings and nothing else
 /// (a JSON Schema `enum` or `const` of strings): what [`trie`] builds.
 fn literal_choice(expr: &ir::Expr) -> Option<Vec<&[u8]>> {
@@ -498,6 +494,10 @@ fn trie(mut words: Vec<&[u8]>, budget: &Budget) -> Result<Fsm, Exceeded> {
     Ok(Fsm { nodes })
 }
 
+/// `outcome`, freeing `used`, an automaton the construction is done with:
+/// here if the construction goes on, on a thread of its own if it stopped
+/// and `used` is large (a million nodes take tens of milliseconds to free,
+/// which a cancelled compilation would wait for).
 fn done_with<T>(used: Fsm, outcome: Result<T, Exceeded>) -> Result<T, Exceeded> {
     if outcome.is_err() && used.nodes.len() >= FREE_ASIDE_AT {
         free_aside(used);

@@ -32,13 +32,7 @@ pub(crate) fn locate_all(text: &str, pointers: &[&str]) -> Vec<Option<Range<usiz
             pointer
                 .split('/')
                 .skip(1)
-                .map(|token| {
-                    if token.contains('~') {
-                        Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-                    } else {
-                        Cow::Borrowed(token)
-                    }
-                })
+                .map(super::schema::unescape)
                 .collect()
         })
         .collect();

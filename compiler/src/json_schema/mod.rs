@@ -113,7 +113,7 @@ pub fn too_deep(value: &Value) -> Option<String> {
                 let steps: Vec<String> = open[1..]
                     .iter()
                     .map(|(step, _)| match step {
-                        Step::Key(key) => key.replace('~', "~0").replace('/', "~1"),
+                        Step::Key(key) => schema::escape(key),
                         Step::Index(i) => i.to_string(),
                     })
                     .collect();

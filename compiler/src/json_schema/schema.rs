@@ -292,6 +292,16 @@ pub(crate) fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
 }
 
+/// The key a JSON pointer token names (the inverse of [`escape`]); most
+/// tokens have no escape, and are not copied.
+pub(crate) fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
+    if token.contains('~') {
+        std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
+    } else {
+        std::borrow::Cow::Borrowed(token)
+    }
+}
+
 /// `#` and the pointer, as shown to users.
 pub(crate) fn shown(pointer: &str) -> String {
     format!("#{pointer}")
@@ -353,12 +363,7 @@ impl<'a> Emitter<'a> {
     fn walk_to(&self, pointer: &str) -> Option<&'a Value> {
         let mut value = self.doc;
         for token in pointer.split('/').skip(1) {
-            // Most tokens have no escape: no copy for them.
-            let token = if token.contains('~') {
-                std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-            } else {
-                std::borrow::Cow::Borrowed(token)
-            };
+            let token = unescape(token);
             value = match value {
                 Value::Object(map) => map.get(token.as_ref())?,
                 Value::Array(items) => items.get(token.parse::<usize>().ok()?)?,
