@@ -406,6 +406,13 @@ impl Rules {
         rule
     }
 
+    /// Makes the declared `rule` another name for `original`: pruning sends
+    /// its references to `original`, and drops it.
+    pub(crate) fn alias(&mut self, rule: usize, original: usize) {
+        self.define(rule, G::Ref(original));
+        self.inline.insert(rule);
+    }
+
     /// Declares a building block many schemas have: a rule kept of its own
     /// in the automata, however small, so that every grammar with it
     /// shares its mask-cache entries (see [`tree::Rule::keep`]).

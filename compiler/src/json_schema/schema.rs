@@ -3,6 +3,7 @@
 //! the `anyOf` branches chosen so far) into one [`Node`] of constraints.
 
 use std::collections::{HashMap, HashSet};
+use std::hash::{Hash, Hasher};
 
 use serde_json::{Map, Value};
 
@@ -44,7 +45,7 @@ pub(crate) mod types {
 }
 
 /// `additionalProperties` / `items` beyond a tuple: what else may appear.
-#[derive(Clone, Debug, PartialEq)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub(crate) enum Others {
     /// The keyword is absent.
     Unsaid,
@@ -57,7 +58,7 @@ pub(crate) enum Others {
 }
 
 /// The object keywords of one schema object of the conjunction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub(crate) struct ObjectPart {
     /// The schema object.
     pub(crate) pointer: String,
@@ -70,7 +71,7 @@ pub(crate) struct ObjectPart {
 }
 
 /// The array keywords of one schema object of the conjunction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq, Hash)]
 pub(crate) struct ArrayPart {
     /// `prefixItems` or draft-4 tuple `items`: pointers by position.
     pub(crate) prefix: Vec<String>,
@@ -79,7 +80,7 @@ pub(crate) struct ArrayPart {
 }
 
 /// One `anyOf` / `oneOf` / `if` group: its branches, each a conjunction.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Choice {
     /// The schema object that has it.
     pub(crate) pointer: String,
@@ -90,7 +91,7 @@ pub(crate) struct Choice {
 }
 
 /// The merged constraints of a conjunction of subschemas.
-#[derive(Clone, Debug)]
+#[derive(Clone, Debug, PartialEq)]
 pub(crate) struct Node {
     /// A `false` schema or a contradiction: no value.
     pub(crate) nothing: bool,
@@ -167,6 +168,39 @@ impl Default for Node {
             nots: Vec::new(),
             forbidden: Vec::new(),
         }
+    }
+}
+
+impl Node {
+    /// A hash of the constraints, for finding equal nodes: every field but
+    /// the values of `enum`/`const` (their count and pointer stand for
+    /// them) and the numeric bounds, which [`PartialEq`] compares.
+    pub(crate) fn fingerprint(&self) -> u64 {
+        let mut hasher = rustc_hash::FxHasher::default();
+        (self.nothing, self.types, self.min_length, self.max_length).hash(&mut hasher);
+        let values = self.values.as_ref().map(|(values, at)| (values.len(), at));
+        (values, &self.patterns, &self.formats, &self.objects).hash(&mut hasher);
+        (&self.required, &self.property_names, &self.min_properties).hash(&mut hasher);
+        (
+            &self.max_properties,
+            &self.arrays,
+            self.min_items,
+            self.max_items,
+        )
+            .hash(&mut hasher);
+        (
+            &self.unique_items,
+            &self.contains,
+            &self.nots,
+            &self.forbidden,
+        )
+            .hash(&mut hasher);
+        let choices = self
+            .choices
+            .iter()
+            .map(|choice| (&choice.pointer, &choice.branches));
+        choices.for_each(|choice| choice.hash(&mut hasher));
+        hasher.finish()
     }
 }
 
