@@ -296,7 +296,7 @@ impl<'a> Emitter<'a> {
     /// An over-approximation: a warning, or an error in strict mode.
     pub(crate) fn approximate(&mut self, pointer: &str, keyword: &str, detail: &str) {
         if self.options.strict {
-            let at = format!("{pointer}/{}", schema::escape(keyword));
+            let at = schema::pointer_to(pointer, keyword);
             self.error(
                 &at,
                 format!("`{keyword}` cannot be enforced exactly: {detail} (strict mode)"),
@@ -310,7 +310,7 @@ impl<'a> Emitter<'a> {
     /// strict mode.
     pub(crate) fn unknown(&mut self, pointer: &str, keyword: &str) {
         if self.options.strict {
-            let at = format!("{pointer}/{}", schema::escape(keyword));
+            let at = schema::pointer_to(pointer, keyword);
             self.error(&at, format!("unknown keyword `{keyword}` (strict mode)"));
         } else {
             self.note(pointer, keyword, Treatment::Ignored, "unknown keyword");

@@ -522,22 +522,33 @@ impl Placement<'_> {
 
     /// Per list of `candidates`, the span of the first of its pointers
     /// found in the text and the label for it; the whole schema if none
-    /// is. The text is read once for all of them.
+    /// is. The text is read once per rank of candidate: a later one is
+    /// looked for only where the ones before it were not found (a
+    /// warning's keyword is found, and its schema, often large, is not
+    /// read to its end: `service-schema.json`'s 4,600 warnings took 10 ms).
     fn place_each(&self, candidates: &[Vec<String>]) -> Vec<(Span, &'static str)> {
         let whole = (self.whole, "in this JSON Schema");
         // Nothing to place (a schema without warnings): the text is not read.
         let Some((text, start)) = self.text.filter(|_| !candidates.is_empty()) else {
             return vec![whole; candidates.len()];
         };
-        let pointers: Vec<&str> = candidates.iter().flatten().map(String::as_str).collect();
-        let ranges = locate::locate_all(text, &pointers);
-        let mut rest = ranges.as_slice();
-        candidates
-            .iter()
-            .map(|list| {
-                let (mine, others) = rest.split_at(list.len());
-                rest = others;
-                mine.iter().flatten().next().map_or(whole, |range| {
+        let mut found: Vec<Option<std::ops::Range<usize>>> = vec![None; candidates.len()];
+        for rank in 0.. {
+            let open: Vec<usize> = (0..candidates.len())
+                .filter(|&i| found[i].is_none() && candidates[i].len() > rank)
+                .collect();
+            if open.is_empty() {
+                break;
+            }
+            let pointers: Vec<&str> = open.iter().map(|&i| candidates[i][rank].as_str()).collect();
+            for (i, range) in open.into_iter().zip(locate::locate_all(text, &pointers)) {
+                found[i] = range;
+            }
+        }
+        found
+            .into_iter()
+            .map(|range| {
+                range.map_or(whole, |range| {
                     let span = Span::new(self.whole.file, start + range.start, start + range.end);
                     (span, "here")
                 })
@@ -553,7 +564,7 @@ pub(crate) fn push_warnings(report: &Report, at: &Placement, diagnostics: &mut D
     let candidates: Vec<Vec<String>> = warnings
         .iter()
         .map(|note| {
-            let keyword = format!("{}/{}", note.pointer, schema::escape(&note.keyword));
+            let keyword = schema::pointer_to(&note.pointer, &note.keyword);
             vec![keyword, note.pointer.clone()]
         })
         .collect();
@@ -581,5 +592,47 @@ pub(crate) fn push_errors(errors: &[SchemaError], at: &Placement, diagnostics: &
             span,
             label,
         ));
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Placement;
+    use crate::source::{Sources, Span};
+
+    /// Each list takes its first pointer that the text has; a later one is
+    /// only read where the earlier ones are missing, and a list with none
+    /// goes to the whole schema.
+    #[test]
+    fn each_list_of_pointers_is_placed_at_its_first_found() {
+        let text = r#"{"properties": {"a": {"type": "string", "x-unknown": 17}}}"#;
+        let mut sources = Sources::new();
+        let file = sources.add("schema.json", text.to_string(), None);
+        let whole = Span::new(file, 0, text.len());
+        let placement = Placement {
+            whole,
+            text: Some((text, 0)),
+        };
+        let lists = |pointers: &[&[&str]]| -> Vec<Vec<String>> {
+            let list = |p: &&[&str]| p.iter().map(ToString::to_string).collect();
+            pointers.iter().map(list).collect()
+        };
+        let placed = placement.place_each(&lists(&[
+            &["#/properties/a/x-unknown", "#/properties/a"],
+            &["#/properties/a/minLength", "#/properties/a"],
+            &["#/properties/b", "#/nothing"],
+        ]));
+        let shown: Vec<(&str, &str)> = placed
+            .iter()
+            .map(|(span, label)| (&text[span.start..span.end], *label))
+            .collect();
+        assert_eq!(
+            shown,
+            [
+                ("17", "here"),
+                (r#"{"type": "string", "x-unknown": 17}"#, "here"),
+                (text, "in this JSON Schema"),
+            ]
+        );
     }
 }

@@ -293,14 +293,14 @@ pub(crate) fn anchors(root: &Value) -> HashMap<String, String> {
                     }
                 }
                 for (key, child) in map {
-                    let at = format!("{pointer}/{}", escape(key));
+                    let at = pointer_to(pointer, key);
                     if DATA.contains(&key.as_str()) {
                         continue;
                     }
                     match child {
                         Value::Object(named) if NAMED.contains(&key.as_str()) => {
                             for (name, schema) in named {
-                                walk(schema, &format!("{at}/{}", escape(name)), depth, out);
+                                walk(schema, &pointer_to(&at, name), depth, out);
                             }
                         }
                         _ => walk(child, &at, depth, out),
@@ -324,6 +324,20 @@ pub(crate) fn anchors(root: &Value) -> HashMap<String, String> {
 /// A key as a JSON-pointer token.
 pub(crate) fn escape(key: &str) -> String {
     key.replace('~', "~0").replace('/', "~1")
+}
+
+/// The pointer of `token` (a keyword, a property name) under the schema
+/// at `pointer`, made in one allocation.
+pub(crate) fn pointer_to(pointer: &str, token: &str) -> String {
+    let mut at = String::with_capacity(pointer.len() + 1 + token.len());
+    at.push_str(pointer);
+    at.push('/');
+    if token.contains(['~', '/']) {
+        at.push_str(&escape(token));
+    } else {
+        at.push_str(token);
+    }
+    at
 }
 
 /// The key a JSON pointer token names (the inverse of [`escape`]); most
@@ -569,44 +583,46 @@ impl<'a> Emitter<'a> {
             return Some((map.len(), inner));
         }
         for (index, (keyword, value)) in map.iter().enumerate().skip(from) {
-            let at = format!("{pointer}/{}", escape(keyword));
+            // Made only where a keyword needs it: most keywords of a large
+            // schema are annotations.
+            let at = || pointer_to(pointer, keyword);
             match keyword.as_str() {
                 "type" => {
-                    let mut bits = self.types(pointer, &at, value);
+                    let mut bits = self.types(pointer, value);
                     if map.get("nullable").and_then(Value::as_bool) == Some(true) {
                         bits |= types::NULL;
                     }
                     node.types &= bits;
                 }
                 "$ref" => self.reference(pointer, value, &mut inner),
-                "enum" | "const" => self.values(node, pointer, &at, keyword, value),
+                "enum" | "const" => self.values(node, pointer, &at(), keyword, value),
                 "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
-                | "maxProperties" => self.size(node, pointer, &at, keyword, value),
+                | "maxProperties" => self.size(node, pointer, keyword, value),
                 "pattern" => match value.as_str() {
                     Some(p) => node.patterns.push((p.to_string(), pointer.to_string())),
-                    None => self.error(&at, "`pattern` must be a string".into()),
+                    None => self.error(&at(), "`pattern` must be a string".into()),
                 },
                 "format" => match value.as_str() {
                     Some(f) => node.formats.push((f.to_string(), pointer.to_string())),
-                    None => self.error(&at, "`format` must be a string".into()),
+                    None => self.error(&at(), "`format` must be a string".into()),
                 },
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
                     self.bound(node, pointer, map, keyword, value);
                 }
                 "multipleOf" => match value
                     .as_number()
-                    .and_then(|n| Decimal::parse(&self.written(&at, n)))
+                    .and_then(|n| Decimal::parse(&self.written(&at(), n)))
                 {
                     Some(d) if !d.negative && (d.integer > 0 || !d.fraction.is_empty()) => {
                         node.multiple_of.push((d, pointer.to_string()));
                     }
-                    _ => self.error(&at, "`multipleOf` must be a positive number".into()),
+                    _ => self.error(&at(), "`multipleOf` must be a positive number".into()),
                 },
                 "properties" | "patternProperties" | "additionalProperties" => {
                     self.object_keyword(node, pointer, map);
                 }
-                "required" => self.required(node, pointer, &at, value),
-                "propertyNames" => node.property_names.push(at),
+                "required" => self.required(node, pointer, value),
+                "propertyNames" => node.property_names.push(at()),
                 "items" | "prefixItems" | "additionalItems" => {
                     self.array_keyword(node, pointer, map);
                 }
@@ -615,27 +631,29 @@ impl<'a> Emitter<'a> {
                         node.unique_items = Some(pointer.to_string());
                     }
                 }
-                "contains" => node.contains.push(at),
+                "contains" => node.contains.push(at()),
                 "allOf" => match value.as_array() {
                     Some(items) => {
                         self.enforced(pointer, keyword);
+                        let at = at();
                         inner.extend((0..items.len()).map(|i| format!("{at}/{i}")));
                     }
-                    None => self.error(&at, "`allOf` must be an array".into()),
+                    None => self.error(&at(), "`allOf` must be an array".into()),
                 },
                 "anyOf" | "oneOf" => {
-                    if let Some(chosen) = self.alternatives(node, pointer, &at, keyword, value, key)
+                    if let Some(chosen) =
+                        self.alternatives(node, pointer, &at(), keyword, value, key)
                     {
                         inner.extend(chosen);
                     }
                 }
                 "if" => {
-                    if let Some(chosen) = self.conditional(node, pointer, &at, map, key) {
+                    if let Some(chosen) = self.conditional(node, pointer, &at(), map, key) {
                         inner.extend(chosen);
                     }
                 }
                 "nullable" => self.enforced(pointer, keyword),
-                "not" => node.nots.push(at),
+                "not" => node.nots.push(at()),
                 // Read with `if` above.
                 "then" | "else" => {}
                 k if is_annotation(k) => {}
@@ -664,7 +682,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `type`: the type bits it allows.
-    fn types(&mut self, pointer: &str, at: &str, value: &Value) -> u8 {
+    fn types(&mut self, pointer: &str, value: &Value) -> u8 {
         let names: Vec<&Value> = match value {
             Value::Array(items) => items.iter().collect(),
             other => vec![other],
@@ -673,7 +691,7 @@ impl<'a> Emitter<'a> {
         for name in names {
             match name.as_str().and_then(types::of) {
                 Some(b) => bits |= b,
-                None => self.error(at, format!("unknown type {name}")),
+                None => self.error(&pointer_to(pointer, "type"), format!("unknown type {name}")),
             }
         }
         self.enforced(pointer, "type");
@@ -698,8 +716,8 @@ impl<'a> Emitter<'a> {
     }
 
     /// The length and size bounds of strings, arrays and objects.
-    fn size(&mut self, node: &mut Node, pointer: &str, at: &str, keyword: &str, value: &Value) {
-        let Some(n) = self.count(at, value) else {
+    fn size(&mut self, node: &mut Node, pointer: &str, keyword: &str, value: &Value) {
+        let Some(n) = self.count(pointer, keyword, value) else {
             return;
         };
         let at_most = |old: Option<u64>| Some(old.map_or(n, |m| m.min(n)));
@@ -722,7 +740,7 @@ impl<'a> Emitter<'a> {
     }
 
     /// `required`: names added to the node's.
-    fn required(&mut self, node: &mut Node, pointer: &str, at: &str, value: &Value) {
+    fn required(&mut self, node: &mut Node, pointer: &str, value: &Value) {
         let Some(names) = value.as_array() else {
             // Draft 3's boolean `required` on a property.
             self.note(
@@ -739,7 +757,10 @@ impl<'a> Emitter<'a> {
                     node.required.push(n.to_string());
                 }
                 Some(_) => {}
-                None => self.error(at, "`required` must list strings".into()),
+                None => self.error(
+                    &pointer_to(pointer, "required"),
+                    "`required` must list strings".into(),
+                ),
             }
         }
         self.enforced(pointer, "required");
@@ -831,8 +852,9 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    /// A non-negative integer keyword's value.
-    fn count(&mut self, at: &str, value: &Value) -> Option<u64> {
+    /// The value of `keyword`, a non-negative integer keyword of the schema
+    /// at `pointer`.
+    fn count(&mut self, pointer: &str, keyword: &str, value: &Value) -> Option<u64> {
         let n = value.as_u64().or_else(|| {
             value
                 .as_f64()
@@ -850,9 +872,9 @@ impl<'a> Emitter<'a> {
                 })
         });
         if n.is_none() {
-            self.error(at, "must be a non-negative integer".into());
+            let at = pointer_to(pointer, keyword);
+            self.error(&at, "must be a non-negative integer".into());
         } else {
-            let (pointer, keyword) = at.rsplit_once('/').unwrap_or(("", at));
             self.enforced(pointer, keyword);
         }
         n
@@ -975,7 +997,7 @@ impl<'a> Emitter<'a> {
         Some(
             entries
                 .keys()
-                .map(|name| (name.clone(), format!("{at}/{}", escape(name))))
+                .map(|name| (name.clone(), pointer_to(&at, name)))
                 .collect(),
         )
     }
