@@ -328,6 +328,48 @@ proptest! {
     }
 }
 
+proptest! {
+    #![proptest_config(common::cases(64))]
+
+    /// A choice of rules of byte patterns (a JSON Schema `anyOf` of
+    /// patterns): the choice takes the bodies of those that call no rule
+    /// once normalized (a large counted repetition becomes a rule of its
+    /// own), is minimal, and has the language of the IR.
+    #[test]
+    fn choices_of_pattern_rules_compile_to_one_minimal_equivalent_automaton(
+        source in common::choice_of_pattern_rules(),
+        seed in any::<u64>(),
+    ) {
+        check_automata(&source, seed)?;
+        let automata = fsm::build(
+            &normalize::normalize(compile(&source)),
+            &Budget::unlimited(),
+            &CACHE,
+        )
+        .unwrap();
+        let fsm::Body::Automaton(root) = &automata.rules[0].body else {
+            panic!("the root is an automaton");
+        };
+        let callees = |fsm: &fsm::Fsm| -> Vec<usize> {
+            let labels = fsm.nodes.iter().flat_map(|n| &n.edges).map(|e| e.label);
+            labels
+                .filter_map(|label| match label {
+                    fsm::Label::Rule(rule) | fsm::Label::Repeat { rule, .. } => Some(rule.as_usize()),
+                    _ => None,
+                })
+                .collect()
+        };
+        for callee in callees(root) {
+            let rule = &automata.rules[callee];
+            let calls = match &rule.body {
+                fsm::Body::Automaton(fsm) => !callees(fsm).is_empty(),
+                _ => true,
+            };
+            prop_assert!(calls, "{} calls {}, which calls no rule", source, rule.name);
+        }
+    }
+}
+
 #[test]
 fn nested_repetitions_do_not_explode() {
     // 8^6 copies if expanded naively.

@@ -540,6 +540,24 @@ pub fn random_grammar() -> impl Strategy<Value = String> {
     })
 }
 
+/// A choice of 2 to 5 rules of random byte patterns, some between
+/// `[a-c]*`s (as an unanchored JSON Schema `pattern` is): normalizing
+/// writes them into the choice, built as one automaton.
+pub fn choice_of_pattern_rules() -> impl Strategy<Value = String> {
+    prop::collection::vec((expression(0, 1), any::<bool>()), 2..6).prop_map(|alternatives| {
+        let names: Vec<String> = (1..=alternatives.len()).map(|i| format!("t{i}")).collect();
+        let mut text = format!("root ::= {}\n", names.join(" | "));
+        for (name, (body, unanchored)) in names.iter().zip(&alternatives) {
+            if *unanchored {
+                let _ = writeln!(text, "{name} ::= [a-c]* ({body}) [a-c]*");
+            } else {
+                let _ = writeln!(text, "{name} ::= {body}");
+            }
+        }
+        text
+    })
+}
+
 /// A grammar whose rows hold more items than the matcher indexes by awaited
 /// rule: 40 nullable rules called side by side, each with its own short
 /// words, some sharing first bytes.
