@@ -126,7 +126,8 @@ pub(crate) fn ir_hashes_with(
 ) -> Result<Vec<IrHash>, Exceeded> {
     let mut hashes: Vec<Option<IrHash>> = vec![None; grammar.rules.len()];
     for component in xg_runtime::strongly_connected_components(references) {
-        budget.check()?;
+        // Hashing spends per node; the clock is read once per batch.
+        budget.spend(component.len())?;
         let cyclic = component.len() > 1 || references[component[0]].contains(&component[0]);
         if !cyclic {
             // Every reference is to a rule hashed already.
@@ -222,7 +223,7 @@ fn component_colours(
         .collect::<Result<_, Exceeded>>()?;
     let mut distinct = distinct_count(&colours);
     for _ in 0..component.len() {
-        budget.check()?;
+        budget.spend(component.len())?;
         let next: Vec<u64> = component
             .iter()
             .zip(&colours)

@@ -34,15 +34,20 @@ pub const CHOICE_SIZE: usize = 4 * RULE_SIZE;
 /// Inlines fragments until nothing changes.
 pub(super) fn inline(grammar: &mut Grammar, budget: &Budget) -> Result<(), Exceeded> {
     loop {
-        let fragments: Vec<Option<Expr>> = (0..grammar.rules.len())
+        let terminal: Vec<bool> = (0..grammar.rules.len())
             .map(|i| {
-                let rule = &grammar.rules[i];
-                budget.spend(units(&rule.body))?;
-                let is_fragment = is_terminal(grammar, i) && size(&rule.body) <= FRAGMENT_SIZE;
-                Ok(is_fragment.then(|| rule.body.clone()))
+                budget.spend(units(&grammar.rules[i].body))?;
+                Ok(is_terminal(grammar, i))
             })
             .collect::<Result<_, Exceeded>>()?;
-        let mut changed = inline_choices(grammar, budget)?;
+        // Neither kind of inlining changes a terminal rule this round.
+        let fragments: Vec<Option<Expr>> = (grammar.rules.iter().zip(&terminal))
+            .map(|(rule, &terminal)| {
+                let is_fragment = terminal && size(&rule.body) <= FRAGMENT_SIZE;
+                is_fragment.then(|| rule.body.clone())
+            })
+            .collect();
+        let mut changed = inline_choices(grammar, &terminal, budget)?;
         for rule in &mut grammar.rules {
             for part in std::iter::once(&mut rule.body).chain(rule.lookahead.as_mut()) {
                 budget.spend(units(part))?;
@@ -69,10 +74,14 @@ fn is_terminal(grammar: &Grammar, i: usize) -> bool {
 }
 
 /// Replaces, in each rule whose body is a choice, its alternatives that
-/// are references to terminal rules ([`is_terminal`]) by the rules'
+/// are references to `terminal` rules ([`is_terminal`]) by the rules'
 /// bodies, if the choice stays within [`CHOICE_SIZE`]. Whether any rule
 /// changed.
-fn inline_choices(grammar: &mut Grammar, budget: &Budget) -> Result<bool, Exceeded> {
+fn inline_choices(
+    grammar: &mut Grammar,
+    terminal: &[bool],
+    budget: &Budget,
+) -> Result<bool, Exceeded> {
     let mut changed = false;
     for i in 0..grammar.rules.len() {
         let Expr::Choice(items) = &grammar.rules[i].body else {
@@ -83,7 +92,7 @@ fn inline_choices(grammar: &mut Grammar, budget: &Budget) -> Result<bool, Exceed
         let mut refers = false;
         for item in items {
             total = total.saturating_add(match item {
-                Expr::Ref(id) if is_terminal(grammar, id.as_usize()) => {
+                Expr::Ref(id) if terminal[id.as_usize()] => {
                     refers = true;
                     size(&grammar.rules[id.as_usize()].body)
                 }
@@ -99,7 +108,7 @@ fn inline_choices(grammar: &mut Grammar, budget: &Budget) -> Result<bool, Exceed
         let bodies: Vec<Expr> = items
             .iter()
             .map(|item| match item {
-                Expr::Ref(id) if is_terminal(grammar, id.as_usize()) => {
+                Expr::Ref(id) if terminal[id.as_usize()] => {
                     grammar.rules[id.as_usize()].body.clone()
                 }
                 item => item.clone(),
