@@ -51,9 +51,38 @@ const UNKNOWN: u32 = u32::MAX;
 const DEAD: u32 = u32::MAX - 1;
 /// An origin that is the row itself, in a configuration.
 pub(super) const SELF: u32 = u32::MAX;
-/// The most configurations one walk keeps (a table of 1 KiB each); past
-/// it, new rows are computed without memoizing.
+/// The most configurations one walk keeps (a table of 512 bytes each);
+/// past it, new rows are computed without memoizing.
 const MAX_CONFIGS: usize = 1 << 14;
+
+/// One entry of [`StepMemo::next`]: a configuration below [`MAX_CONFIGS`],
+/// [`DEAD`] or [`UNKNOWN`], in 16 bits. Half the size of a `u32` table: a
+/// step that builds a hundred entries at once (after `,"` in an object of
+/// a hundred optional properties) spent two fifths of its time growing and
+/// first touching these tables.
+type NextStep = u16;
+/// [`UNKNOWN`] and [`DEAD`] in a [`NextStep`].
+const UNKNOWN_STEP: NextStep = NextStep::MAX;
+const DEAD_STEP: NextStep = NextStep::MAX - 1;
+const _: () = assert!(MAX_CONFIGS < DEAD_STEP as usize);
+
+/// `step` as [`StepMemo::next`] stores it.
+fn stored(step: u32) -> NextStep {
+    match step {
+        UNKNOWN => UNKNOWN_STEP,
+        DEAD => DEAD_STEP,
+        config => NextStep::try_from(config).expect("configurations below MAX_CONFIGS"),
+    }
+}
+
+/// A step [`StepMemo::next`] stores.
+fn loaded(step: NextStep) -> u32 {
+    match step {
+        UNKNOWN_STEP => UNKNOWN,
+        DEAD_STEP => DEAD,
+        config => u32::from(config),
+    }
+}
 /// The configuration of a path row built past [`MAX_CONFIGS`].
 const NONE: u32 = u32::MAX;
 /// Rows before every walk that configurations name as they are: row 0, the
@@ -171,7 +200,7 @@ pub(super) struct StepMemo {
     at_arm: Vec<bool>,
     /// Per configuration and byte: the configuration after it, [`DEAD`] or
     /// [`UNKNOWN`].
-    next: Vec<[u32; 256]>,
+    next: Vec<[NextStep; 256]>,
     /// Per configuration: the first byte of each run of bytes its items
     /// scan alike (the same automaton edges take every byte of a run), so
     /// one step computed stands for its whole run.
@@ -382,7 +411,7 @@ impl StepMemo {
         stop_at_arms: bool,
     ) -> Option<Settled> {
         let from = self.path[depth - 1];
-        let to = *self.next.get(from as usize)?.get(usize::from(byte))?;
+        let to = loaded(*self.next.get(from as usize)?.get(usize::from(byte))?);
         match to {
             DEAD => Some(Settled::Dead),
             UNKNOWN => None,
@@ -406,7 +435,7 @@ impl StepMemo {
         let known = self
             .next
             .get(from as usize)
-            .map_or(UNKNOWN, |next| next[usize::from(byte)]);
+            .map_or(UNKNOWN, |next| loaded(next[usize::from(byte)]));
         match known {
             DEAD => return false,
             UNKNOWN => {}
@@ -431,7 +460,7 @@ impl StepMemo {
             let end = (usize::from(byte) + 1..256)
                 .find(|&b| starts.contains(u8::try_from(b).expect("a byte")))
                 .unwrap_or(256);
-            next[usize::from(first)..end].fill(to);
+            next[usize::from(first)..end].fill(stored(to));
         }
         if viable {
             self.path.push(to);
@@ -899,7 +928,7 @@ fn enters_arm(row: &[Item]) -> bool {
 /// rejects most of a trie level by a lookup instead of an Earley step.
 /// A dispatch's free text scans each byte its own way: its bytes are runs
 /// of one.
-fn first_steps(grammar: &Grammar, row: &[Item]) -> ([u32; 256], ByteSet) {
+fn first_steps(grammar: &Grammar, row: &[Item]) -> ([NextStep; 256], ByteSet) {
     let mut scanned = ByteSet::default();
     let mut starts = ByteSet::default();
     starts.insert(0);
@@ -919,17 +948,19 @@ fn first_steps(grammar: &Grammar, row: &[Item]) -> ([u32; 256], ByteSet) {
                     }
                 }
             }
-            Kind::Free => return ([UNKNOWN; 256], ByteSet::full()),
+            Kind::Free => return ([stored(UNKNOWN); 256], ByteSet::full()),
             Kind::TokenFree | Kind::Any => any_byte = true,
             _ => {}
         }
     }
     let next = std::array::from_fn(|byte| {
-        if any_byte || scanned.contains(u8::try_from(byte).expect("a byte")) {
-            UNKNOWN
-        } else {
-            DEAD
-        }
+        stored(
+            if any_byte || scanned.contains(u8::try_from(byte).expect("a byte")) {
+                UNKNOWN
+            } else {
+                DEAD
+            },
+        )
     });
     (next, starts)
 }
