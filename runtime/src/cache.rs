@@ -141,24 +141,10 @@ impl TokenSet {
         // walk of most entries (every 10th MaskBench-full file with
         // flexible white space: 6 % of the time building entries).
         if smallest <= SORTED_IDS_UP_TO && (smallest == count || smallest == total - count) {
-            let total = u32::try_from(total).expect("trie ranks fit in u32");
             let mut ids: Vec<u32> = Vec::with_capacity(smallest);
-            let mut gather = |ranks: std::ops::Range<u32>| {
-                let ranks = ranks.start as usize..ranks.end as usize;
+            each_range(ranges, total, smallest == count, |ranks| {
                 ids.extend(ranked[ranks].iter().map(|id| id.as_u32()));
-            };
-            if smallest == count {
-                for &(start, end) in ranges {
-                    gather(start..end);
-                }
-            } else {
-                let mut next = 0;
-                for &(start, end) in ranges {
-                    gather(next..start);
-                    next = end;
-                }
-                gather(next..total);
-            }
+            });
             ids.sort_unstable();
             return if smallest == count {
                 Self::Ids(ids.into())
@@ -174,25 +160,13 @@ impl TokenSet {
         let (universe, total, ranked) = (trie.universe(), trie.universe_len(), trie.ranked());
         let smallest = count.min(total - count).min(universe.len());
         let mut bits = vec![0u32; universe.len()];
-        let mut mark = |ranks: std::ops::Range<u32>| {
-            for &id in &ranked[ranks.start as usize..ranks.end as usize] {
+        let marks_the_set = count <= total - count;
+        each_range(ranges, total, marks_the_set, |ranks| {
+            for &id in &ranked[ranks] {
                 let id = id.as_usize();
                 bits[id / 32] |= 1 << (id % 32);
             }
-        };
-        let marks_the_set = count <= total - count;
-        if marks_the_set {
-            for &(start, end) in ranges {
-                mark(start..end);
-            }
-        } else {
-            let mut next = 0;
-            for &(start, end) in ranges {
-                mark(next..start);
-                next = end;
-            }
-            mark(next..u32::try_from(total).expect("trie ranks fit in u32"));
-        }
+        });
         if smallest == count {
             Self::Ids(ids_of(bits.into_iter(), count))
         } else if smallest == total - count {
@@ -250,6 +224,29 @@ impl TokenSet {
     fn bytes(&self) -> usize {
         let (Self::Ids(words) | Self::Complement(words) | Self::Bits(words)) = self;
         words.len() * 4
+    }
+}
+
+/// Calls `f` with each range of `ranges` (sorted and disjoint trie ranks)
+/// if `inside`, else with each range between them, up to `total`.
+fn each_range(
+    ranges: &[(u32, u32)],
+    total: usize,
+    inside: bool,
+    mut f: impl FnMut(std::ops::Range<usize>),
+) {
+    let mut next = 0;
+    for &(start, end) in ranges {
+        let (start, end) = (start as usize, end as usize);
+        if inside {
+            f(start..end);
+        } else {
+            f(next..start);
+        }
+        next = end;
+    }
+    if !inside {
+        f(next..total);
     }
 }
 
