@@ -131,10 +131,7 @@ pub(crate) fn numbers(text: &str) -> Option<HashMap<String, String>> {
     let mut found = HashMap::new();
     let here = |open: &[(String, Member)]| match open.last() {
         None => Some("#".to_string()),
-        Some((pointer, Member::Key(Some(key)))) => Some(format!(
-            "{pointer}/{}",
-            key.replace('~', "~0").replace('/', "~1")
-        )),
+        Some((pointer, Member::Key(Some(key)))) => Some(super::schema::pointer_to(pointer, key)),
         Some((pointer, Member::Index(index))) => Some(format!("{pointer}/{index}")),
         Some((_, Member::Key(None))) => None,
     };

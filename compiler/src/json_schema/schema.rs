@@ -172,9 +172,11 @@ impl Default for Node {
 }
 
 impl Node {
-    /// A hash of the constraints, for finding equal nodes: every field but
-    /// the values of `enum`/`const` (their count and pointer stand for
-    /// them) and the numeric bounds, which [`PartialEq`] compares.
+    /// A hash of the constraints, for finding equal nodes without choices
+    /// (`Emitter::shared_body`): every field but the
+    /// choices, the values of `enum`/`const` (their count and pointer stand
+    /// for them) and the numbers (bounds, `multipleOf`), which
+    /// [`PartialEq`] compares.
     pub(crate) fn fingerprint(&self) -> u64 {
         let mut hasher = rustc_hash::FxHasher::default();
         (self.nothing, self.types, self.min_length, self.max_length).hash(&mut hasher);
@@ -195,11 +197,6 @@ impl Node {
             &self.forbidden,
         )
             .hash(&mut hasher);
-        let choices = self
-            .choices
-            .iter()
-            .map(|choice| (&choice.pointer, &choice.branches));
-        choices.for_each(|choice| choice.hash(&mut hasher));
         hasher.finish()
     }
 }
