@@ -28,12 +28,10 @@ pub(crate) enum Input<'a> {
 pub(crate) const EMBEDDED_NAME: &str = "qwen3";
 
 /// The embedded Qwen3 `tokenizer.json`, gzip-compressed.
-const EMBEDDED_JSON_GZ: &[u8] =
-    include_bytes!("../../../../data/tokenizers/qwen3/tokenizer.json.gz");
+const EMBEDDED_JSON_GZ: &[u8] = include_bytes!("../../data/tokenizers/qwen3/tokenizer.json.gz");
 
 /// The embedded Qwen3 `tokenizer_config.json`.
-const EMBEDDED_CONFIG: &[u8] =
-    include_bytes!("../../../../data/tokenizers/qwen3/tokenizer_config.json");
+const EMBEDDED_CONFIG: &[u8] = include_bytes!("../../data/tokenizers/qwen3/tokenizer_config.json");
 
 /// A model's tokenizer files as read from disk.
 pub(crate) struct TokenizerFiles {
