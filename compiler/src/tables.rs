@@ -3,7 +3,7 @@
 
 use xg_runtime::Automaton;
 use xg_runtime::tables::{
-    DispatchRecord, EdgeRecord, NodeRecord, PatternRecord, RuleRecord, Tables, TokenSetRecord,
+    DispatchRecord, Edge, EdgeRecord, NodeRecord, PatternRecord, RuleRecord, Tables, TokenSetRecord,
 };
 
 use crate::fsm::{self, Body, Fsm, Label};
@@ -165,32 +165,26 @@ pub fn records(fsm: &Fsm, order: &dyn Fn(u32) -> u64) -> Automaton {
             is_final: u32::from(node.is_final),
         });
         for edge in &node.edges {
-            let (kind, a, b, c) = match edge.label {
-                Label::Bytes { lo, hi } => (EdgeRecord::BYTES, u32::from(lo), u32::from(hi), 0),
-                Label::Rule(rule) => (EdgeRecord::RULE, rule.as_u32(), 0, 0),
-                Label::Repeat { rule, min, max } => (
-                    EdgeRecord::REPEAT,
-                    rule.as_u32(),
+            let label = match edge.label {
+                Label::Bytes { lo, hi } => Edge::Bytes { lo, hi },
+                Label::Rule(rule) => Edge::Rule {
+                    rule: rule.as_u32(),
+                },
+                Label::Repeat { rule, min, max } => Edge::Repeat {
+                    rule: rule.as_u32(),
                     min,
-                    max.unwrap_or(EdgeRecord::UNBOUNDED),
-                ),
-                Label::Tokens(set) => (EdgeRecord::TOKENS, set, 0, 0),
+                    max,
+                },
+                Label::Tokens(set) => Edge::Tokens { set },
                 // Epsilon edges are removed before automata are finished.
                 Label::Epsilon => unreachable!("epsilon edge in a finished automaton"),
             };
-            built.edges.push(EdgeRecord {
-                kind,
-                a,
-                b,
-                c,
-                target: edge.target,
-            });
+            built.edges.push(EdgeRecord::new(label, edge.target));
         }
+        // By kind, then by what the edge matches (a callee by its order),
+        // then by the record's other fields.
         built.edges[first..].sort_by_key(|edge| {
-            let label = match edge.kind {
-                EdgeRecord::RULE | EdgeRecord::REPEAT => order(edge.a),
-                _ => u64::from(edge.a),
-            };
+            let label = edge.callee().map_or(u64::from(edge.a), order);
             (edge.kind, label, edge.b, edge.c, edge.target)
         });
     }

@@ -49,8 +49,8 @@ pub(crate) struct Key {
     /// The structural hash of the item's rule; in free text, the hash of
     /// what the dispatch does with text (its arms left out).
     pub rule_hash: u64,
-    /// Which kind of item: [`Key::NODE`], [`Key::FREE`] or [`Key::TOKEN_FREE`].
-    pub kind: u32,
+    /// Which kind of item.
+    pub kind: KeyKind,
     /// Node: its canonical index within the rule; free text: the scanner state.
     pub state: u32,
     /// The item that waits for the item's rule, the one that waits for
@@ -64,33 +64,80 @@ pub(crate) struct Parent {
     /// The structural hash of the item's rule.
     pub rule_hash: u64,
     /// The canonical index of its node within the rule; with
-    /// [`Parent::AFTER`], of the node the match of the rule it waits for
+    /// [`Place::After`], of the node the match of the rule it waits for
     /// takes it to.
     pub node: u32,
-    /// A counted repetition: which edge of the node (else
-    /// [`Parent::AT_NODE`] or [`Parent::AFTER`]).
-    pub edge: u32,
+    /// Where at the node it is.
+    pub place: Place,
     /// A counted repetition: the matches it still needs and the most it
     /// may still take, each capped where a token cannot tell them apart
     /// (`needed << 16 | room`).
     pub count: u32,
 }
 
-impl Parent {
-    /// [`Parent::edge`] of an item at a node rather than in a repetition.
-    pub(crate) const AT_NODE: u32 = u32::MAX;
-    /// [`Parent::edge`] of an item known by the node the rule it waits
-    /// for takes it to (its node has one such edge, or all lead there).
-    pub(crate) const AFTER: u32 = u32::MAX - 1;
+/// Which kind of item a [`Key`] is for (its number in bundles is its
+/// place in this list).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum KeyKind {
+    /// At an automaton node.
+    Node,
+    /// In a tag dispatch's free text.
+    Free,
+    /// In a token dispatch's free region.
+    TokenFree,
 }
 
-impl Key {
-    /// At an automaton node.
-    pub(crate) const NODE: u32 = 0;
-    /// In a tag dispatch's free text.
-    pub(crate) const FREE: u32 = 1;
-    /// In a token dispatch's free region.
-    pub(crate) const TOKEN_FREE: u32 = 2;
+impl KeyKind {
+    /// The kind's number in bundles.
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            Self::Node => 0,
+            Self::Free => 1,
+            Self::TokenFree => 2,
+        }
+    }
+
+    /// The kind numbered `code` in a bundle, if any.
+    pub(crate) fn from_code(code: u32) -> Option<Self> {
+        [Self::Node, Self::Free, Self::TokenFree]
+            .into_iter()
+            .find(|kind| kind.code() == code)
+    }
+}
+
+/// Where at its node a [`Parent`] is. Ordered as the numbers bundles give
+/// them ([`Place::code`]), so that keys sort alike in and out of bundles.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
+pub(crate) enum Place {
+    /// In the counted repetition of this edge of the node (its index among
+    /// the node's edges).
+    Repeat(u32),
+    /// Known by the node the rule it waits for takes it to (its node has
+    /// one such edge, or all lead there).
+    After,
+    /// At the node.
+    AtNode,
+}
+
+impl Place {
+    /// The place's number in bundles: a repetition's edge, else one of
+    /// the two highest numbers (no node has that many edges).
+    pub(crate) fn code(self) -> u32 {
+        match self {
+            Self::Repeat(edge) => edge,
+            Self::After => u32::MAX - 1,
+            Self::AtNode => u32::MAX,
+        }
+    }
+
+    /// The place numbered `code` in a bundle.
+    pub(crate) fn from_code(code: u32) -> Self {
+        match code {
+            u32::MAX => Self::AtNode,
+            0xFFFF_FFFE => Self::After,
+            edge => Self::Repeat(edge),
+        }
+    }
 }
 
 /// A set of tokens in the smallest of three forms.

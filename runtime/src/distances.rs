@@ -23,7 +23,7 @@
 use crate::grammar::Grammar;
 use crate::graph::strongly_connected_components;
 use crate::scanner;
-use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+use crate::tables::{Edge, EdgeRecord, PatternRecord, RuleRecord};
 
 /// "No end can be reached" (or, for [`Distances::most`], "no bound").
 pub(crate) const UNREACHABLE: u64 = u64::MAX;
@@ -201,13 +201,13 @@ impl Distances {
         let mut most = here;
         for edge in grammar.edges(node) {
             let after = self.to_end(edge.target);
-            let inside = match edge.kind {
-                EdgeRecord::RULE => most_of(edge.a).saturating_add(after),
-                EdgeRecord::REPEAT => {
-                    let left = times(u64::from(edge.b.saturating_sub(1)), self.shortest(edge.a));
-                    most_of(edge.a).saturating_add(left).saturating_add(after)
+            let inside = match edge.label() {
+                Edge::Rule { rule } => most_of(rule).saturating_add(after),
+                Edge::Repeat { rule, min, .. } => {
+                    let left = times(u64::from(min.saturating_sub(1)), self.shortest(rule));
+                    most_of(rule).saturating_add(left).saturating_add(after)
                 }
-                _ => 0,
+                Edge::Bytes { .. } | Edge::Tokens { .. } => 0,
             };
             most = most.max(inside);
         }
@@ -268,11 +268,10 @@ impl Distances {
 
     /// What an edge costs to cross, with its rule's shortest match.
     fn edge_cost(&self, edge: &EdgeRecord) -> u64 {
-        match edge.kind {
-            EdgeRecord::BYTES | EdgeRecord::TOKENS => 1,
-            EdgeRecord::RULE => self.shortest(edge.a),
-            EdgeRecord::REPEAT => times(u64::from(edge.b), self.shortest(edge.a)),
-            _ => UNREACHABLE,
+        match edge.label() {
+            Edge::Bytes { .. } | Edge::Tokens { .. } => 1,
+            Edge::Rule { rule } => self.shortest(rule),
+            Edge::Repeat { rule, min, .. } => times(u64::from(min), self.shortest(rule)),
         }
     }
 
@@ -443,8 +442,8 @@ fn callees(grammar: &Grammar, rule: u32) -> Vec<u32> {
         RuleRecord::AUTOMATON => {
             for node in record.body..record.body + record.node_count {
                 for edge in grammar.edges(node) {
-                    if matches!(edge.kind, EdgeRecord::RULE | EdgeRecord::REPEAT) {
-                        callees.push(edge.a);
+                    if let Some(callee) = edge.callee() {
+                        callees.push(callee);
                     }
                 }
             }

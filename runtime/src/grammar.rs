@@ -13,10 +13,11 @@ use crate::vocab::Vocabulary;
 use crate::byteset::ByteSet;
 use crate::distances::Distances;
 use crate::fnv::Fnv;
+use crate::id::RuleId;
 use crate::lazy::{self, Lazy, RuleBuilder};
 use crate::matcher::{ContextVerdicts, StateNames, StepStore};
 use crate::scanner::Scanner;
-use crate::tables::{EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
+use crate::tables::{Edge, EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
 
 /// The id of the next grammar built.
 static NEXT_ID: AtomicU64 = AtomicU64::new(0);
@@ -87,6 +88,24 @@ pub struct Grammar {
 
 /// The newest snapshot of a lazy grammar (see [`Grammar::latest`]).
 type Newest = Mutex<Option<Arc<Grammar>>>;
+
+/// A counted repetition edge: `min` to `max` consecutive matches of
+/// `rule`, then on to `target`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Repeat {
+    pub rule: u32,
+    pub min: u32,
+    /// `None`: no bound.
+    pub max: Option<u32>,
+    pub target: u32,
+}
+
+impl Repeat {
+    /// Whether `count` matches done leave room for one more.
+    pub(crate) fn below_max(&self, count: u32) -> bool {
+        self.max.is_none_or(|max| count < max)
+    }
+}
 
 impl fmt::Debug for Grammar {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
@@ -285,7 +304,7 @@ impl Grammar {
         let scanners = scanners(&tables)?;
         let free_hashes = free_hashes(&tables);
         let uses_tokens = !tables.token_sets.is_empty()
-            || tables.edges.iter().any(|e| e.kind == EdgeRecord::TOKENS)
+            || (tables.edges.iter()).any(|e| matches!(e.label(), Edge::Tokens { .. }))
             || tables
                 .rules
                 .iter()
@@ -449,13 +468,13 @@ impl Grammar {
     }
 
     /// The entry rule.
-    pub fn root(&self) -> u32 {
-        self.tables.root
+    pub fn root(&self) -> RuleId {
+        RuleId::of_table(self.tables.root)
     }
 
     /// The name of `rule` (empty if out of range).
-    pub fn rule_name(&self, rule: u32) -> &str {
-        self.tables.rule_name(rule)
+    pub fn rule_name(&self, rule: RuleId) -> &str {
+        self.tables.rule_name(rule.as_u32())
     }
 
     pub(crate) fn rule(&self, rule: u32) -> &RuleRecord {
@@ -468,8 +487,19 @@ impl Grammar {
         &self.tables.edges[first..first + node.edge_count as usize]
     }
 
-    pub(crate) fn edge(&self, edge: u32) -> &EdgeRecord {
-        &self.tables.edges[edge as usize]
+    /// The counted repetition of edge `edge` (the edge a repetition's
+    /// Earley item names).
+    pub(crate) fn repeat(&self, edge: u32) -> Repeat {
+        let record = &self.tables.edges[edge as usize];
+        match record.label() {
+            Edge::Repeat { rule, min, max } => Repeat {
+                rule,
+                min,
+                max,
+                target: record.target,
+            },
+            other => unreachable!("a repetition's item names a repeat edge, not {other:?}"),
+        }
     }
 
     /// The index of the first edge of `node` (edges of a node are contiguous).
@@ -665,13 +695,13 @@ impl Owners {
         for node in &tables.nodes[first..] {
             let edges = &tables.edges
                 [node.first_edge as usize..(node.first_edge + node.edge_count) as usize];
-            self.node_waits.push(
+            self.node_waits
+                .push(edges.iter().any(|e| e.callee().is_some()));
+            self.node_scans.push(
                 edges
                     .iter()
-                    .any(|e| e.kind == EdgeRecord::RULE || e.kind == EdgeRecord::REPEAT),
+                    .any(|e| matches!(e.label(), Edge::Bytes { .. })),
             );
-            self.node_scans
-                .push(edges.iter().any(|e| e.kind == EdgeRecord::BYTES));
         }
         for (n, node) in tables.nodes.iter().enumerate().skip(first) {
             let n = u32::try_from(n).expect("validated tables index in u32");
@@ -839,10 +869,10 @@ fn calls_at(tables: &Tables, node: u32) -> impl Iterator<Item = (Caller, u32)> +
     let count = tables.nodes[node as usize].edge_count;
     (first..first + count).filter_map(move |edge| {
         let record = &tables.edges[edge as usize];
-        match record.kind {
-            EdgeRecord::RULE => Some((Caller::Node(node), record.a)),
-            EdgeRecord::REPEAT => Some((Caller::Repeat { node, edge }, record.a)),
-            _ => None,
+        match record.label() {
+            Edge::Rule { rule } => Some((Caller::Node(node), rule)),
+            Edge::Repeat { rule, .. } => Some((Caller::Repeat { node, edge }, rule)),
+            Edge::Bytes { .. } | Edge::Tokens { .. } => None,
         }
     })
 }
@@ -936,12 +966,14 @@ fn reads_white_space_only(
     let nodes = record.body as usize..(record.body + record.node_count) as usize;
     let found = tables.nodes[nodes].iter().all(|node| {
         let first = node.first_edge as usize;
-        (tables.edges[first..first + node.edge_count as usize].iter()).all(|edge| match edge.kind {
-            EdgeRecord::BYTES => (edge.a..=edge.b).all(white),
-            EdgeRecord::RULE | EdgeRecord::REPEAT => {
-                reads_white_space_only(tables, edge.a as usize, known, depth + 1)
+        (tables.edges[first..first + node.edge_count as usize].iter()).all(|edge| {
+            match edge.label() {
+                Edge::Bytes { lo, hi } => (u32::from(lo)..=u32::from(hi)).all(white),
+                Edge::Rule { rule } | Edge::Repeat { rule, .. } => {
+                    reads_white_space_only(tables, rule as usize, known, depth + 1)
+                }
+                Edge::Tokens { .. } => false,
             }
-            _ => false,
         })
     });
     known[rule] = Some(found);
@@ -987,20 +1019,18 @@ fn longest_path(
         let record = tables.nodes[node];
         let first = record.first_edge as usize;
         for edge in &tables.edges[first..first + record.edge_count as usize] {
-            let bytes = match edge.kind {
-                EdgeRecord::BYTES => 1,
-                EdgeRecord::RULE => longest_match(tables, edge.a as usize, memo, depth + 1)?,
-                EdgeRecord::REPEAT => {
-                    let body = longest_match(tables, edge.a as usize, memo, depth + 1)?;
+            let bytes = match edge.label() {
+                Edge::Bytes { .. } => 1,
+                Edge::Rule { rule } => longest_match(tables, rule as usize, memo, depth + 1)?,
+                Edge::Repeat { rule, max, .. } => {
+                    let body = longest_match(tables, rule as usize, memo, depth + 1)?;
                     if body == 0 {
                         0
-                    } else if edge.c == EdgeRecord::UNBOUNDED {
-                        return None;
                     } else {
-                        body.checked_mul(edge.c)?
+                        body.checked_mul(max?)?
                     }
                 }
-                _ => return None,
+                Edge::Tokens { .. } => return None,
             };
             let there = here.checked_add(bytes)?;
             if there > limit {
@@ -1055,10 +1085,10 @@ fn shape(tables: &Tables, rule: &RuleRecord) -> Vec<u64> {
             shape.push(u64::from(node.is_final));
             let first = node.first_edge as usize;
             for edge in &tables.edges[first..first + node.edge_count as usize] {
-                let label = match edge.kind {
-                    EdgeRecord::RULE | EdgeRecord::REPEAT => callee(edge.a),
-                    EdgeRecord::TOKENS => {
-                        let set = tables.token_sets[edge.a as usize];
+                let label = match edge.label() {
+                    Edge::Rule { rule } | Edge::Repeat { rule, .. } => callee(rule),
+                    Edge::Tokens { set } => {
+                        let set = tables.token_sets[set as usize];
                         shape.push(u64::from(set.negated));
                         shape.extend(
                             tables.token_pool[set.offset as usize..(set.offset + set.len) as usize]
@@ -1067,7 +1097,7 @@ fn shape(tables: &Tables, rule: &RuleRecord) -> Vec<u64> {
                         );
                         u64::from(set.len)
                     }
-                    _ => u64::from(edge.a),
+                    Edge::Bytes { lo, .. } => u64::from(lo),
                 };
                 shape.extend([
                     u64::from(edge.kind),

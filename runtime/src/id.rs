@@ -75,6 +75,14 @@ define_id!(
     "token"
 );
 
+impl RuleId {
+    /// The rule `index` of validated tables: below their rule count,
+    /// which is below [`RuleId::LIMIT`].
+    pub(crate) const fn of_table(index: u32) -> Self {
+        Self(index)
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -19,7 +19,7 @@ use std::sync::{Mutex, PoisonError};
 
 use crate::byteset::ByteSet;
 use crate::id::RuleId;
-use crate::tables::{EdgeRecord, NodeRecord, RuleRecord, Tables, TablesError};
+use crate::tables::{Edge, EdgeRecord, NodeRecord, RuleRecord, Tables, TablesError};
 
 /// Builds the automata of a grammar's pending rules, so that a grammar
 /// compiled while a request waits builds only the rules its output enters
@@ -168,8 +168,8 @@ fn entered(automaton: &Automaton) -> Vec<u32> {
         let record = automaton.nodes[node];
         let edges = record.first_edge as usize..(record.first_edge + record.edge_count) as usize;
         for edge in &automaton.edges[edges] {
-            if matches!(edge.kind, EdgeRecord::RULE | EdgeRecord::REPEAT) {
-                callees.push(edge.a);
+            if let Some(callee) = edge.callee() {
+                callees.push(callee);
                 let target = edge.target as usize;
                 if !seen[target] {
                     seen[target] = true;
@@ -230,14 +230,13 @@ fn check(tables: &Tables, automaton: &Automaton) -> Result<(), TablesError> {
         }
     }
     for edge in &automaton.edges {
-        let label = match edge.kind {
-            EdgeRecord::BYTES => edge.a <= edge.b && edge.b <= 255,
-            EdgeRecord::RULE => (edge.a as usize) < tables.rules.len(),
-            EdgeRecord::REPEAT => {
-                (edge.a as usize) < tables.rules.len() && edge.b <= edge.c && edge.c > 0
+        let label = match edge.decode() {
+            Some(Edge::Bytes { .. }) => true,
+            Some(Edge::Rule { rule } | Edge::Repeat { rule, .. }) => {
+                (rule as usize) < tables.rules.len()
             }
-            EdgeRecord::TOKENS => (edge.a as usize) < tables.token_sets.len(),
-            _ => false,
+            Some(Edge::Tokens { set }) => (set as usize) < tables.token_sets.len(),
+            None => false,
         };
         if !label || edge.target as usize >= nodes {
             return fail("has a malformed edge");

@@ -126,6 +126,116 @@ impl EdgeRecord {
     pub const TOKENS: u32 = 3;
     /// A repeat's `c` when it has no upper bound.
     pub const UNBOUNDED: u32 = u32::MAX;
+
+    /// The record of an edge that matches `edge` and leads to `target`.
+    pub fn new(edge: Edge, target: u32) -> Self {
+        let (kind, a, b, c) = match edge {
+            Edge::Bytes { lo, hi } => (Self::BYTES, u32::from(lo), u32::from(hi), 0),
+            Edge::Rule { rule } => (Self::RULE, rule, 0, 0),
+            Edge::Repeat { rule, min, max } => {
+                (Self::REPEAT, rule, min, max.unwrap_or(Self::UNBOUNDED))
+            }
+            Edge::Tokens { set } => (Self::TOKENS, set, 0, 0),
+        };
+        Self {
+            kind,
+            a,
+            b,
+            c,
+            target,
+        }
+    }
+
+    /// What the edge matches, if the record says something an edge can:
+    /// a known kind, bytes within a byte and in order, a repeat whose
+    /// bounds can be met. (Its rule or token set is checked against the
+    /// tables that hold it.)
+    pub fn decode(&self) -> Option<Edge> {
+        match self.kind {
+            Self::BYTES => Some(Edge::Bytes {
+                lo: u8::try_from(self.a).ok()?,
+                hi: u8::try_from(self.b)
+                    .ok()
+                    .filter(|&hi| u32::from(hi) >= self.a)?,
+            }),
+            Self::RULE => Some(Edge::Rule { rule: self.a }),
+            Self::REPEAT if self.b <= self.c && self.c > 0 => Some(Edge::Repeat {
+                rule: self.a,
+                min: self.b,
+                max: (self.c != Self::UNBOUNDED).then_some(self.c),
+            }),
+            Self::TOKENS => Some(Edge::Tokens { set: self.a }),
+            _ => None,
+        }
+    }
+
+    /// What the edge of validated tables matches (their every record
+    /// decodes; read without checking again, as matchers do per step).
+    #[inline]
+    pub fn label(&self) -> Edge {
+        // Validated: a byte edge's bounds are bytes.
+        #[allow(clippy::cast_possible_truncation)]
+        let byte = |value: u32| value as u8;
+        match self.kind {
+            Self::BYTES => Edge::Bytes {
+                lo: byte(self.a),
+                hi: byte(self.b),
+            },
+            Self::RULE => Edge::Rule { rule: self.a },
+            Self::REPEAT => Edge::Repeat {
+                rule: self.a,
+                min: self.b,
+                max: (self.c != Self::UNBOUNDED).then_some(self.c),
+            },
+            Self::TOKENS => Edge::Tokens { set: self.a },
+            kind => unreachable!("validated edges have a known kind, not {kind}"),
+        }
+    }
+
+    /// The rule the edge matches, once or repeatedly; `None` for bytes
+    /// and tokens.
+    #[inline]
+    pub fn callee(&self) -> Option<u32> {
+        matches!(self.kind, Self::RULE | Self::REPEAT).then_some(self.a)
+    }
+
+    /// Whether the edge matches `rule` once: `label() == Edge::Rule { rule }`,
+    /// asked of every edge of a node when a rule's match completes.
+    #[inline]
+    pub fn calls(&self, rule: u32) -> bool {
+        self.kind == Self::RULE && self.a == rule
+    }
+}
+
+/// What an edge matches: an [`EdgeRecord`] read by its kind.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Edge {
+    /// One byte in `lo..=hi`.
+    Bytes {
+        /// The lowest byte.
+        lo: u8,
+        /// The highest byte.
+        hi: u8,
+    },
+    /// One match of a rule.
+    Rule {
+        /// The rule.
+        rule: u32,
+    },
+    /// `min` to `max` consecutive matches of a rule.
+    Repeat {
+        /// The rule.
+        rule: u32,
+        /// The fewest matches.
+        min: u32,
+        /// The most matches; `None` for no bound.
+        max: Option<u32>,
+    },
+    /// One token of a token set.
+    Tokens {
+        /// The token set (an index into [`Tables::token_sets`]).
+        set: u32,
+    },
 }
 
 /// A set of token ids: a slice of the token pool.
@@ -283,12 +393,11 @@ impl Tables {
             check((edge.target as usize) < self.nodes.len(), || {
                 format!("edge {i} target")
             })?;
-            let ok = match edge.kind {
-                EdgeRecord::BYTES => edge.a <= edge.b && edge.b <= 255,
-                EdgeRecord::RULE => (edge.a as usize) < rules,
-                EdgeRecord::REPEAT => (edge.a as usize) < rules && edge.b <= edge.c && edge.c > 0,
-                EdgeRecord::TOKENS => (edge.a as usize) < self.token_sets.len(),
-                _ => false,
+            let ok = match edge.decode() {
+                Some(Edge::Bytes { .. }) => true,
+                Some(Edge::Rule { rule } | Edge::Repeat { rule, .. }) => (rule as usize) < rules,
+                Some(Edge::Tokens { set }) => (set as usize) < self.token_sets.len(),
+                None => false,
             };
             check(ok, || format!("edge {i} label"))?;
         }

@@ -14,7 +14,7 @@ use bytemuck::Zeroable;
 
 use super::format::{EntryHead, EntryRecord, GroupRecord, ParentRecord};
 use super::{Backing, read_record};
-use crate::cache::{Classified, Group, Key, MAX_PARENTS, Parent, TokenSet};
+use crate::cache::{Classified, Group, Key, KeyKind, MAX_PARENTS, Parent, Place, TokenSet};
 use crate::vocab::Vocabulary;
 
 /// The precomputed entries of a bundle, used in place.
@@ -98,7 +98,7 @@ fn record_key(record: &EntryRecord) -> Option<Key> {
             1 => Some(Parent {
                 rule_hash: parent.rule_hash,
                 node: parent.node,
-                edge: parent.edge,
+                place: Place::from_code(parent.edge),
                 count: parent.count,
             }),
             _ => return None,
@@ -106,7 +106,7 @@ fn record_key(record: &EntryRecord) -> Option<Key> {
     }
     Some(Key {
         rule_hash: record.rule_hash,
-        kind: record.kind,
+        kind: KeyKind::from_code(record.kind)?,
         state: record.state,
         parents,
     })
@@ -145,14 +145,14 @@ pub(crate) fn encode(key: &Key, entry: &Classified, data: &mut Vec<u8>) -> Entry
                 present: 1,
                 node: parent.node,
                 rule_hash: parent.rule_hash,
-                edge: parent.edge,
+                edge: parent.place.code(),
                 count: parent.count,
             };
         }
     }
     let mut record = EntryRecord {
         rule_hash: key.rule_hash,
-        kind: key.kind,
+        kind: key.kind.code(),
         state: key.state,
         parents,
         offset: offset as u64,

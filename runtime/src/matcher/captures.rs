@@ -234,7 +234,7 @@ impl Matcher {
                 _ => longest.push(found),
             }
         }
-        let name = |found: &Match| self.grammar.rule_name(found.rule);
+        let name = |found: &Match| self.grammar.tables().rule_name(found.rule);
         longest.sort_by(|a, b| (a.origin, a.end, name(a)).cmp(&(b.origin, b.end, name(b))));
         // Rules captured under one name that match the same text are one
         // capture.

@@ -25,7 +25,7 @@ use super::Matcher;
 use super::item::Item;
 use super::mask::{MaskError, Seed};
 use super::memo::{Settled, StepMemo, Subtree, WalkKind};
-use crate::cache::{Classified, Group, Key, TokenSet};
+use crate::cache::{Classified, Group, KeyKind, TokenSet};
 use crate::grammar::Grammar;
 use crate::trie::TokenTrie;
 use crate::vocab::Vocabulary;
@@ -68,7 +68,7 @@ pub(super) fn classify(
     let kept = (grammar.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
     let mut steps = StepMemo::new(&matcher, vocabulary.fingerprint(), kept);
     let mut found = Found::default();
-    found.kind.stop_at_arms = seed.key.kind == Key::FREE;
+    found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
     // Plain tokens sorted at once by their number of characters (the
     // inside of a bounded string): the walk skips subtrees of them.
     let run = steps.plain_run(&mut matcher, trie.longest_plain());

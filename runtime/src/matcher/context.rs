@@ -414,7 +414,7 @@ fn waiting_items(grammar: &Grammar, rule: u32, limits: ContextLimits) -> Waiting
         if pending.len() > limits.builds || too_many(&row, &pending) {
             return Waiting::TooMany;
         }
-        if r == grammar.root() {
+        if r == grammar.root().as_u32() {
             row.push(item(Kind::Top, r, 0));
         }
         for &caller in grammar.callers(r) {

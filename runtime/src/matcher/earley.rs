@@ -15,7 +15,7 @@ use super::lookahead::{Lookahead, Settled};
 use crate::TokenId;
 use crate::grammar::Grammar;
 use crate::scanner;
-use crate::tables::{EdgeRecord, PatternRecord, RuleRecord};
+use crate::tables::{Edge, PatternRecord, RuleRecord};
 
 /// One input symbol.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -133,7 +133,7 @@ pub(super) fn build(
     match start {
         Start::Entry => builder.add(Item {
             kind: Kind::Top,
-            a: grammar.root(),
+            a: grammar.root().as_u32(),
             aux: 0,
             origin: 0,
             pred: 0,
@@ -203,12 +203,10 @@ impl Builder<'_> {
         match item.kind {
             Kind::Node => {
                 for edge in grammar.edges(item.a) {
-                    let moves = match (edge.kind, symbol) {
-                        (EdgeRecord::BYTES, Symbol::Byte(b)) => {
-                            (edge.a..=edge.b).contains(&u32::from(b))
-                        }
-                        (EdgeRecord::TOKENS, Symbol::Token(t)) => {
-                            grammar.token_set_contains(edge.a, t.as_u32())
+                    let moves = match (edge.label(), symbol) {
+                        (Edge::Bytes { lo, hi }, Symbol::Byte(b)) => (lo..=hi).contains(&b),
+                        (Edge::Tokens { set }, Symbol::Token(t)) => {
+                            grammar.token_set_contains(set, t.as_u32())
                         }
                         _ => false,
                     };
@@ -296,32 +294,32 @@ impl Builder<'_> {
                 }
                 let first = grammar.first_edge(node);
                 for (i, edge) in grammar.edges(node).iter().enumerate() {
-                    match edge.kind {
-                        EdgeRecord::RULE => {
+                    match edge.label() {
+                        Edge::Rule { rule } => {
                             let target = item.with(Kind::Node, edge.target, 0);
-                            self.call(edge.a, item.ctx, |builder, ctx| {
+                            self.call(rule, item.ctx, |builder, ctx| {
                                 builder.add(Item { ctx, ..target });
                             });
                         }
-                        EdgeRecord::REPEAT => {
+                        Edge::Repeat { .. } => {
                             let index = first + u32::try_from(i).expect("edge index fits");
                             self.add(item.with(Kind::Repeat, index, 0));
                         }
-                        _ => {}
+                        Edge::Bytes { .. } | Edge::Tokens { .. } => {}
                     }
                 }
             }
             Kind::Repeat => {
-                let edge = *grammar.edge(item.a);
-                let target = item.with(Kind::Node, edge.target, 0);
-                if item.aux >= edge.b {
+                let repeat = grammar.repeat(item.a);
+                let target = item.with(Kind::Node, repeat.target, 0);
+                if item.aux >= repeat.min {
                     self.add(target);
                 }
-                if edge.c == EdgeRecord::UNBOUNDED || item.aux < edge.c {
+                if repeat.below_max(item.aux) {
                     // An empty iteration can be repeated up to the bound, so
                     // it satisfies the least count; the item itself stays
                     // for non-empty iterations.
-                    self.call(edge.a, item.ctx, |builder, ctx| {
+                    self.call(repeat.rule, item.ctx, |builder, ctx| {
                         builder.add(Item { ctx, ..target });
                     });
                 }
@@ -506,7 +504,7 @@ impl Builder<'_> {
         match parent.kind {
             Kind::Node if grammar.waits(parent.a) => {
                 for edge in grammar.edges(parent.a) {
-                    if edge.kind == EdgeRecord::RULE && edge.a == rule {
+                    if edge.calls(rule) {
                         self.add(Item {
                             kind: Kind::Node,
                             a: edge.target,
@@ -518,19 +516,18 @@ impl Builder<'_> {
                 }
             }
             Kind::Repeat => {
-                let edge = *grammar.edge(parent.a);
-                let below_max = edge.c == EdgeRecord::UNBOUNDED || parent.aux < edge.c;
-                if edge.a != rule || !below_max {
+                let repeat = grammar.repeat(parent.a);
+                if repeat.rule != rule || !repeat.below_max(parent.aux) {
                     return;
                 }
                 if empty {
-                    self.add(parent.with(Kind::Node, edge.target, 0).with_ctx(ctx));
+                    self.add(parent.with(Kind::Node, repeat.target, 0).with_ctx(ctx));
                 } else {
                     // Without an upper bound, counts past the least one are
                     // all alike.
                     let mut count = parent.aux + 1;
-                    if edge.c == EdgeRecord::UNBOUNDED {
-                        count = count.min(edge.b);
+                    if repeat.max.is_none() {
+                        count = count.min(repeat.min);
                     }
                     self.add(parent.with(Kind::Repeat, parent.a, count).with_ctx(ctx));
                 }

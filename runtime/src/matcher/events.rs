@@ -289,7 +289,7 @@ fn role_of(grammar: &Grammar, rule: u32) -> Option<Role> {
     if !grammar.tables().rules[rule as usize].is_captured() {
         return None;
     }
-    match grammar.rule_name(rule) {
+    match grammar.tables().rule_name(rule) {
         TEXT_CAPTURE => Some(Role::Text),
         REASONING_CAPTURE => Some(Role::Reasoning),
         name => name

@@ -6,7 +6,7 @@ use std::fmt;
 use super::item::{Item, Kind};
 use crate::byteset::ByteSet;
 use crate::grammar::Grammar;
-use crate::tables::EdgeRecord;
+use crate::tables::Edge;
 
 /// The most rule names an [`Expected`] keeps.
 const MAX_RULES: usize = 4;
@@ -37,19 +37,16 @@ impl Expected {
                 Kind::Node => {
                     let mut scans = false;
                     for edge in grammar.edges(item.a) {
-                        match edge.kind {
-                            EdgeRecord::BYTES => {
-                                expected.bytes.insert_range(
-                                    u8::try_from(edge.a).expect("validated byte"),
-                                    u8::try_from(edge.b).expect("validated byte"),
-                                );
+                        match edge.label() {
+                            Edge::Bytes { lo, hi } => {
+                                expected.bytes.insert_range(lo, hi);
                                 scans = true;
                             }
-                            EdgeRecord::TOKENS => {
+                            Edge::Tokens { .. } => {
                                 expected.tokens = true;
                                 scans = true;
                             }
-                            _ => {}
+                            Edge::Rule { .. } | Edge::Repeat { .. } => {}
                         }
                     }
                     if !scans {
@@ -68,7 +65,7 @@ impl Expected {
                 }
                 _ => continue,
             };
-            let name = grammar.rule_name(rule);
+            let name = grammar.tables().rule_name(rule);
             if expected.rules.len() < MAX_RULES && !expected.rules.iter().any(|r| r == name) {
                 expected.rules.push(name.to_owned());
             }

@@ -35,9 +35,8 @@ use super::{MaskError, Matcher};
 use crate::TokenId;
 use crate::cache::{Classified, EndCosts, TokenSet};
 use crate::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
-use crate::grammar::Grammar;
+use crate::grammar::{Grammar, Repeat};
 use crate::scanner;
-use crate::tables::EdgeRecord;
 use crate::trie::TokenTrie;
 use crate::vocab::{TokenKind, Vocabulary};
 
@@ -124,23 +123,23 @@ fn threshold(room: u64, before: u64, symbols: u64) -> u64 {
     }
 }
 
-/// The most a place may need inside the counted repetition `edge` after
+/// The most a place may need inside the counted repetition `repeat` after
 /// `count` matches of its rule: in a further match (with the matches still
 /// needed after it), or past the repetition.
 /// For tokens of up to `TOKEN_LENGTHS[length]` bytes.
 fn repeat_most(
     grammar: &Grammar,
     distances: &Distances,
-    edge: &EdgeRecord,
+    repeat: Repeat,
     count: u32,
     length: usize,
 ) -> u64 {
-    let left = u64::from(edge.b.saturating_sub(count + 1));
+    let left = u64::from(repeat.min.saturating_sub(count + 1));
     let again = distances
-        .most_within(length, edge.a)
-        .saturating_add(left.saturating_mul(distances.shortest(edge.a)))
-        .saturating_add(distances.to_end(edge.target));
-    again.max(distances.most_from_within(grammar, length, edge.target))
+        .most_within(length, repeat.rule)
+        .saturating_add(left.saturating_mul(distances.shortest(repeat.rule)))
+        .saturating_add(distances.to_end(repeat.target));
+    again.max(distances.most_from_within(grammar, length, repeat.target))
 }
 
 /// What `item` (of the last row) needs to end its own match, and the match
@@ -163,16 +162,16 @@ fn own_rest(grammar: &Grammar, distances: &Distances, item: &Item) -> Option<Res
         Kind::Node if grammar.in_lookahead(item.a) => return None,
         Kind::Node => Rest::Then(distances.to_end(item.a), open(grammar.node_rule(item.a))),
         Kind::Repeat => {
-            let edge = grammar.edge(item.a);
-            let left = u64::from(edge.b.saturating_sub(item.aux));
+            let repeat = grammar.repeat(item.a);
+            let left = u64::from(repeat.min.saturating_sub(item.aux));
             let repeats = if left == 0 {
                 0
             } else {
-                left.saturating_mul(distances.shortest(edge.a))
+                left.saturating_mul(distances.shortest(repeat.rule))
             };
             Rest::Then(
-                repeats.saturating_add(distances.to_end(edge.target)),
-                open(grammar.node_rule(edge.target)),
+                repeats.saturating_add(distances.to_end(repeat.target)),
+                open(grammar.node_rule(repeat.target)),
             )
         }
         Kind::Free => Rest::Then(distances.free(grammar, item.a, item.aux), open(item.a)),
@@ -206,26 +205,25 @@ fn rest_after(grammar: &Grammar, distances: &Distances, parent: &Item, rule: u32
             let cost = grammar
                 .edges(parent.a)
                 .iter()
-                .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == rule)
+                .filter(|edge| edge.calls(rule))
                 .map(|edge| distances.to_end(edge.target))
                 .min()?;
             Some(Rest::Then(cost, open(grammar.node_rule(parent.a))))
         }
         Kind::Repeat => {
-            let edge = grammar.edge(parent.a);
-            let below_max = edge.c == EdgeRecord::UNBOUNDED || parent.aux < edge.c;
-            if edge.a != rule || !below_max {
+            let repeat = grammar.repeat(parent.a);
+            if repeat.rule != rule || !repeat.below_max(parent.aux) {
                 return None;
             }
-            let left = u64::from(edge.b.saturating_sub(parent.aux + 1));
+            let left = u64::from(repeat.min.saturating_sub(parent.aux + 1));
             let repeats = if left == 0 {
                 0
             } else {
                 left.saturating_mul(distances.shortest(rule))
             };
             Some(Rest::Then(
-                repeats.saturating_add(distances.to_end(edge.target)),
-                open(grammar.node_rule(edge.target)),
+                repeats.saturating_add(distances.to_end(repeat.target)),
+                open(grammar.node_rule(repeat.target)),
             ))
         }
         Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => {
@@ -788,9 +786,9 @@ impl Matcher {
                     open(grammar.node_rule(item.a), item),
                 ),
                 Kind::Repeat => {
-                    let edge = grammar.edge(item.a);
-                    let inside = repeat_most(grammar, distances, edge, item.aux, length);
-                    (inside, open(grammar.node_rule(edge.target), item))
+                    let repeat = grammar.repeat(item.a);
+                    let inside = repeat_most(grammar, distances, repeat, item.aux, length);
+                    (inside, open(grammar.node_rule(repeat.target), item))
                 }
                 Kind::Free | Kind::Arm | Kind::TokenFree | Kind::TokenArm => {
                     (distances.most_within(length, item.a), open(item.a, item))
@@ -811,7 +809,7 @@ impl Matcher {
                 let (inside, open) = match parent.kind {
                     Kind::Node if grammar.waits(parent.a) => {
                         let Some(inside) = (grammar.edges(parent.a).iter())
-                            .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == child.rule)
+                            .filter(|edge| edge.calls(child.rule))
                             .map(|edge| distances.most_from_within(grammar, length, edge.target))
                             .max()
                         else {
@@ -820,12 +818,13 @@ impl Matcher {
                         (inside, open(grammar.node_rule(parent.a), parent))
                     }
                     Kind::Repeat => {
-                        let edge = grammar.edge(parent.a);
-                        if edge.a != child.rule {
+                        let repeat = grammar.repeat(parent.a);
+                        if repeat.rule != child.rule {
                             continue;
                         }
-                        let inside = repeat_most(grammar, distances, edge, parent.aux + 1, length);
-                        (inside, open(grammar.node_rule(edge.target), parent))
+                        let inside =
+                            repeat_most(grammar, distances, repeat, parent.aux + 1, length);
+                        (inside, open(grammar.node_rule(repeat.target), parent))
                     }
                     Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == child.rule => {
                         (
@@ -871,16 +870,17 @@ impl Matcher {
             let (rule, inside) = match parent.kind {
                 Kind::Node => {
                     let inside = (grammar.edges(parent.a).iter())
-                        .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == below)
+                        .filter(|edge| edge.calls(below))
                         .map(|edge| distances.most_from(edge.target))
                         .max()
                         .unwrap_or(0);
                     (grammar.node_rule(parent.a), inside)
                 }
                 Kind::Repeat => {
-                    let edge = grammar.edge(parent.a);
-                    let inside = repeat_most(grammar, distances, edge, parent.aux + 1, ANY_LENGTH);
-                    (grammar.node_rule(edge.target), inside)
+                    let repeat = grammar.repeat(parent.a);
+                    let inside =
+                        repeat_most(grammar, distances, repeat, parent.aux + 1, ANY_LENGTH);
+                    (grammar.node_rule(repeat.target), inside)
                 }
                 _ => return UNREACHABLE,
             };

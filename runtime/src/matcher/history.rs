@@ -11,7 +11,7 @@ use rustc_hash::FxHashMap;
 
 use super::item::{Item, Kind};
 use crate::grammar::Grammar;
-use crate::tables::EdgeRecord;
+use crate::tables::Edge;
 
 /// Rows per segment.
 const SEGMENT_ROWS: usize = 64;
@@ -30,12 +30,12 @@ pub(super) fn awaited_rules(grammar: &Grammar, item: &Item, mut f: impl FnMut(u3
     match item.kind {
         Kind::Node if grammar.waits(item.a) => {
             for edge in grammar.edges(item.a) {
-                if edge.kind == EdgeRecord::RULE {
-                    f(edge.a);
+                if let Edge::Rule { rule } = edge.label() {
+                    f(rule);
                 }
             }
         }
-        Kind::Repeat => f(grammar.edge(item.a).a),
+        Kind::Repeat => f(grammar.repeat(item.a).rule),
         Kind::Arm | Kind::TokenArm => f(grammar.pattern(item.aux).arm),
         Kind::Top => f(item.a),
         _ => {}

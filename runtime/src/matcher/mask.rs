@@ -36,9 +36,8 @@ use super::earley::{Start, Symbol};
 use super::history::History;
 use super::item::{Item, Kind};
 use crate::TokenId;
-use crate::cache::{Combined, Key, Lookup, MAX_PARENTS, Parent, TokenSet};
-use crate::grammar::Grammar;
-use crate::tables::EdgeRecord;
+use crate::cache::{Combined, Key, KeyKind, Lookup, MAX_PARENTS, Parent, Place, TokenSet};
+use crate::grammar::{Grammar, Repeat};
 use crate::vocab::{TokenKind, Vocabulary};
 
 /// The default bound on the work of one mask, in Earley items tried (see
@@ -675,13 +674,13 @@ impl Seed {
         let (rule, kind, state) = match item.kind {
             Kind::Node if grammar.scans(item.a) => {
                 let rule = grammar.node_rule(item.a);
-                (rule, Key::NODE, item.a - grammar.rule(rule).body)
+                (rule, KeyKind::Node, item.a - grammar.rule(rule).body)
             }
-            Kind::Free => (item.a, Key::FREE, item.aux),
-            Kind::TokenFree => (item.a, Key::TOKEN_FREE, 0),
+            Kind::Free => (item.a, KeyKind::Free, item.aux),
+            Kind::TokenFree => (item.a, KeyKind::TokenFree, 0),
             _ => return,
         };
-        let rule_hash = if kind == Key::NODE {
+        let rule_hash = if kind == KeyKind::Node {
             grammar.rule(rule).hash
         } else {
             grammar.free_hash(rule)
@@ -747,24 +746,21 @@ fn waiting_parents(
         if parent.ctx != child.pred {
             continue;
         }
-        let (node, edge) = match parent.kind {
+        let (node, repeat) = match parent.kind {
             Kind::Node => {
                 let waits = grammar.waits(parent.a)
-                    && grammar
-                        .edges(parent.a)
-                        .iter()
-                        .any(|e| e.kind == EdgeRecord::RULE && e.a == rule);
+                    && grammar.edges(parent.a).iter().any(|e| e.calls(rule));
                 if !waits {
                     continue;
                 }
                 (parent.a, None)
             }
             Kind::Repeat => {
-                let edge = *grammar.edge(parent.a);
-                if edge.a != rule || (edge.c != EdgeRecord::UNBOUNDED && parent.aux >= edge.c) {
+                let repeat = grammar.repeat(parent.a);
+                if repeat.rule != rule || !repeat.below_max(parent.aux) {
                     continue;
                 }
-                (grammar.edge_node(parent.a), Some(edge))
+                (grammar.edge_node(parent.a), Some(repeat))
             }
             Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => return None,
             Kind::Top if parent.a == rule => return None,
@@ -777,14 +773,14 @@ fn waiting_parents(
         found.push((
             parent,
             owner,
-            link(grammar, parent, node, edge, rule, longest_token),
+            link(grammar, parent, node, repeat, rule, longest_token),
         ));
     }
     (!found.is_empty()).then_some(found)
 }
 
 /// The place in a [`Key`] of `parent`, an item at `node` (in the counted
-/// repetition `edge` if any) that waits for the short rule `rule`. An item
+/// repetition `repeat` if any) that waits for the short rule `rule`. An item
 /// at a node is known by where the match takes it: all a walk from the
 /// seed sees of it, so the items of a property name's every prefix that
 /// wait for one escaped character share the entry. Counts of repetitions
@@ -793,40 +789,38 @@ pub(super) fn link(
     grammar: &Grammar,
     parent: Item,
     node: u32,
-    edge: Option<EdgeRecord>,
+    repeat: Option<Repeat>,
     rule: u32,
     longest_token: usize,
 ) -> Parent {
     let record = grammar.rule(grammar.node_rule(node));
-    let Some(edge) = edge else {
+    let Some(repeat) = repeat else {
         let mut targets = (grammar.edges(node).iter())
-            .filter(|edge| edge.kind == EdgeRecord::RULE && edge.a == rule)
+            .filter(|edge| edge.calls(rule))
             .map(|edge| edge.target);
         let first = targets.next();
-        let (place, edge) = match first {
-            Some(target) if targets.all(|other| other == target) => (target, Parent::AFTER),
-            _ => (node, Parent::AT_NODE),
+        let (at, place) = match first {
+            Some(target) if targets.all(|other| other == target) => (target, Place::After),
+            _ => (node, Place::AtNode),
         };
         return Parent {
             rule_hash: record.hash,
-            node: place - record.body,
-            edge,
+            node: at - record.body,
+            place,
             count: 0,
         };
     };
     // A token ends at most one match per byte, plus one: counts further
     // from the bounds than that behave alike.
     let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
-    let needed = edge.b.saturating_sub(parent.aux).min(cap);
-    let room = if edge.c == EdgeRecord::UNBOUNDED {
-        cap
-    } else {
-        edge.c.saturating_sub(parent.aux).min(cap)
-    };
+    let needed = repeat.min.saturating_sub(parent.aux).min(cap);
+    let room = repeat
+        .max
+        .map_or(cap, |max| max.saturating_sub(parent.aux).min(cap));
     Parent {
         rule_hash: record.hash,
         node: node - record.body,
-        edge: parent.a - grammar.first_edge(node),
+        place: Place::Repeat(parent.a - grammar.first_edge(node)),
         count: needed << 16 | room,
     }
 }

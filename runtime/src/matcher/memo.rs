@@ -42,7 +42,7 @@ use super::item::{Item, Kind};
 use crate::byteset::ByteSet;
 use crate::cache::Group;
 use crate::grammar::Grammar;
-use crate::tables::EdgeRecord;
+use crate::tables::Edge;
 use crate::trie::{MALFORMED, PLAIN_CLASSES, TEXT_CHARS, Utf8, class_bytes};
 
 /// A step not computed yet.
@@ -937,9 +937,7 @@ fn first_steps(grammar: &Grammar, row: &[Item]) -> ([NextStep; 256], ByteSet) {
         match item.kind {
             Kind::Node => {
                 for edge in grammar.edges(item.a) {
-                    if edge.kind == EdgeRecord::BYTES {
-                        let lo = u8::try_from(edge.a).expect("validated byte");
-                        let hi = u8::try_from(edge.b).expect("validated byte");
+                    if let Edge::Bytes { lo, hi } = edge.label() {
                         scanned.insert_range(lo, hi);
                         starts.insert(lo);
                         if let Some(after) = hi.checked_add(1) {

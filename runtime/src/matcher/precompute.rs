@@ -18,9 +18,9 @@ use super::classify::{Cost, classify};
 use super::item::{Item, Kind};
 use super::mask::{MAX_WAITING, Seed, link};
 use crate::bundle::Precompute;
-use crate::cache::{Classified, Key, MAX_PARENTS};
-use crate::grammar::{Caller, Grammar};
-use crate::tables::{EdgeRecord, RuleRecord};
+use crate::cache::{Classified, Key, KeyKind, MAX_PARENTS};
+use crate::grammar::{Caller, Grammar, Repeat};
+use crate::tables::{Edge, RuleRecord};
 use crate::vocab::Vocabulary;
 
 /// Under [`Precompute::Auto`], entries estimated cheaper than this share
@@ -116,7 +116,7 @@ fn candidates(grammar: &Grammar, longest_token: usize) -> Vec<Seed> {
                     let item = item(Kind::Node, node, 0);
                     let key = Key {
                         rule_hash: record.hash,
-                        kind: Key::NODE,
+                        kind: KeyKind::Node,
                         state: node - record.body,
                         parents: [None; MAX_PARENTS],
                     };
@@ -134,14 +134,14 @@ fn candidates(grammar: &Grammar, longest_token: usize) -> Vec<Seed> {
                     .scanner(record.body)
                     .map_or(0, crate::scanner::Scanner::states);
                 for state in 0..states {
-                    seeds.push(free_seed(grammar, rule, Kind::Free, Key::FREE, state));
+                    seeds.push(free_seed(grammar, rule, Kind::Free, KeyKind::Free, state));
                 }
             }
             _ => seeds.push(free_seed(
                 grammar,
                 rule,
                 Kind::TokenFree,
-                Key::TOKEN_FREE,
+                KeyKind::TokenFree,
                 0,
             )),
         }
@@ -151,7 +151,7 @@ fn candidates(grammar: &Grammar, longest_token: usize) -> Vec<Seed> {
     seeds
 }
 
-fn free_seed(grammar: &Grammar, rule: u32, kind: Kind, key_kind: u32, state: u32) -> Seed {
+fn free_seed(grammar: &Grammar, rule: u32, kind: Kind, key_kind: KeyKind, state: u32) -> Seed {
     Seed {
         key: Key {
             rule_hash: grammar.free_hash(rule),
@@ -196,7 +196,7 @@ impl Waiters {
             places: vec![0; rules],
             other: vec![false; rules],
         };
-        waiters.other[grammar.root() as usize] = true;
+        waiters.other[grammar.root().as_usize()] = true;
         for r in 0..rules {
             let rule = u32::try_from(r).expect("rule ids fit in u32");
             waiters.places[r] = grammar.callers(rule).len();
@@ -208,12 +208,12 @@ impl Waiters {
                         waiters.items[r].push((parent, node, place));
                     }
                     Caller::Repeat { node, edge } => {
-                        let record = *grammar.edge(edge);
+                        let repeat = grammar.repeat(edge);
                         let mut seen = Vec::new();
-                        for aux in repeat_counts(&record, longest_token) {
+                        for aux in repeat_counts(repeat, longest_token) {
                             let parent = item(Kind::Repeat, edge, aux);
                             let place =
-                                link(grammar, parent, node, Some(record), rule, longest_token);
+                                link(grammar, parent, node, Some(repeat), rule, longest_token);
                             if !seen.contains(&place.count) {
                                 seen.push(place.count);
                                 waiters.items[r].push((parent, node, place));
@@ -250,21 +250,18 @@ impl Waiters {
     }
 }
 
-/// Counts of matches done in the repetition `edge` that cover every key a
-/// waiting item in it can have: near zero, near the least count and near
+/// Counts of matches done in the repetition `repeat` that cover every key
+/// a waiting item in it can have: near zero, near the least count and near
 /// the most (counts further from them than a token's length behave alike).
-fn repeat_counts(edge: &EdgeRecord, longest_token: usize) -> Vec<u32> {
+fn repeat_counts(repeat: Repeat, longest_token: usize) -> Vec<u32> {
     let reach = u32::try_from(longest_token + 3).unwrap_or(u32::MAX);
-    // A waiting item has done fewer matches than the most.
-    let last = if edge.c == EdgeRecord::UNBOUNDED {
-        u32::MAX
-    } else {
-        edge.c - 1
-    };
+    // A waiting item has done fewer matches than the most (validated
+    // tables have no repetition of at most 0).
+    let last = repeat.max.map_or(u32::MAX, |max| max - 1);
     let mut counts: Vec<u32> = (0..=last.min(reach)).collect();
-    counts.extend(edge.b.saturating_sub(reach)..=edge.b.min(last));
-    if edge.c != EdgeRecord::UNBOUNDED {
-        counts.extend(edge.c.saturating_sub(reach)..=last);
+    counts.extend(repeat.min.saturating_sub(reach)..=repeat.min.min(last));
+    if let Some(max) = repeat.max {
+        counts.extend(max.saturating_sub(reach)..=last);
     }
     counts.sort_unstable();
     counts.dedup();
@@ -293,11 +290,13 @@ fn estimate(grammar: &Grammar, seed: &Seed, sizes: &[usize; 256], trie_len: usiz
     grammar
         .edges(seed.item.a)
         .iter()
-        .filter(|edge| edge.kind == EdgeRecord::BYTES)
-        .map(|edge| {
-            sizes[edge.a as usize..=edge.b as usize]
-                .iter()
-                .sum::<usize>()
+        .filter_map(|edge| match edge.label() {
+            Edge::Bytes { lo, hi } => Some(
+                sizes[usize::from(lo)..=usize::from(hi)]
+                    .iter()
+                    .sum::<usize>(),
+            ),
+            _ => None,
         })
         .sum::<usize>()
         .min(trie_len)
