@@ -14,7 +14,6 @@
 use std::sync::OnceLock;
 
 use crate::TokenId;
-use crate::vocab::{TokenKind, Vocabulary};
 
 /// A vocabulary's text tokens as a prefix tree in depth-first order.
 #[derive(Clone, Debug)]
@@ -270,12 +269,14 @@ const BY_CLASS: ([u8; 256], [u16; CLASSES as usize + 1]) = {
 };
 
 impl TokenTrie {
-    pub(crate) fn new(vocabulary: &Vocabulary) -> Self {
-        let mut ids: Vec<TokenId> = (0..vocabulary.len())
-            .filter_map(|i| TokenId::new(i).ok())
-            .filter(|&id| vocabulary.kind_of(id) == TokenKind::Text && !vocabulary.is_stop(id))
-            .collect();
-        ids.sort_by(|&a, &b| vocabulary.bytes(a).cmp(vocabulary.bytes(b)));
+    /// The trie of `tokens` (the text tokens of a vocabulary, each with
+    /// its bytes) for masks of `mask_words` 32-bit words.
+    pub(crate) fn new<'a>(
+        tokens: impl Iterator<Item = (TokenId, &'a [u8])>,
+        mask_words: usize,
+    ) -> Self {
+        let mut tokens: Vec<(TokenId, &[u8])> = tokens.collect();
+        tokens.sort_by(|a, b| a.1.cmp(b.1));
         let mut trie = Self {
             bytes: Vec::new(),
             depths: Vec::new(),
@@ -283,7 +284,7 @@ impl TokenTrie {
             tokens_start: vec![0],
             tokens: Vec::new(),
             empty: Vec::new(),
-            universe: vec![0; vocabulary.mask_words()],
+            universe: vec![0; mask_words],
             max_depth: 0,
             classes_below: Vec::new(),
             heights: Vec::new(),
@@ -295,8 +296,7 @@ impl TokenTrie {
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
-        for id in ids {
-            let bytes = vocabulary.bytes(id);
+        for (id, bytes) in tokens {
             if bytes.is_empty() {
                 trie.empty.push(id);
                 continue;

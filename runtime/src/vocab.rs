@@ -454,7 +454,13 @@ impl Vocabulary {
     }
 
     pub(crate) fn trie(&self) -> &TokenTrie {
-        self.trie.get_or_init(|| TokenTrie::new(self))
+        self.trie.get_or_init(|| {
+            let text = (0..self.len())
+                .filter_map(|i| TokenId::new(i).ok())
+                .filter(|&id| self.kind_of(id) == TokenKind::Text && !self.is_stop(id))
+                .map(|id| (id, self.bytes(id)));
+            TokenTrie::new(text, self.mask_words())
+        })
     }
 
     /// Builds the token trie masks walk now, if it is not built yet, instead
