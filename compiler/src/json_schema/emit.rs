@@ -2,7 +2,6 @@
 //! subschemas, built breadth-first from the root (no recursion on the
 //! schema's depth), plus the shared JSON building blocks.
 
-use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, VecDeque};
 use std::rc::Rc;
 
@@ -13,11 +12,12 @@ use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
 
 use super::content::{self, Contents};
 use super::grammar::{Except, G, Rules};
+use super::notes::Notes;
 use super::numbers::{self, Decimal};
-use super::schema::{self, ArrayPart, Node, Others, types};
+use super::schema::{self, ArrayPart, Node, Others, Reader, types};
 use super::{
-    EXACT_ANY_ORDER, Generated, Literals, MAX_INDENT, MAX_TRACKED, Note, Options, PRETTY_DEPTH,
-    PropertyOrder, Report, SchemaError, Treatment, Whitespace, formats, strings,
+    EXACT_ANY_ORDER, Generated, Literals, MAX_INDENT, MAX_TRACKED, Options, PRETTY_DEPTH,
+    PropertyOrder, SchemaError, Treatment, Whitespace, formats, strings,
 };
 
 /// The content hashes of a conjunction's schemas, and its level.
@@ -49,23 +49,17 @@ struct Members {
 
 /// The state of one schema's compilation.
 pub(crate) struct Emitter<'a> {
-    pub(crate) doc: &'a Value,
+    /// The schema, read and merged.
+    reader: Reader<'a>,
+    /// What became of each keyword, and the errors.
+    notes: Notes,
     options: &'a Options,
-    /// Draft-07 or earlier: keywords next to `$ref` are ignored.
-    pub(crate) legacy_ref: bool,
     /// Draft-06 or later (or none named): `type: integer` counts `1.0` an
     /// integer, as drafts 3 and 4 do not.
     zero_fraction_integers: bool,
     /// Whether `-0` is an integer (see [`Options::plain_integers`]).
     negative_zero: bool,
-    /// The root's `$id`, so absolute `$ref`s into the same document resolve.
-    pub(crate) root_id: Option<String>,
-    /// Each anchor's pointer, read (a walk of the whole schema) when a
-    /// `$ref` first names one.
-    anchors: OnceCell<HashMap<String, String>>,
     rules: Rules,
-    /// The schema at each pointer looked up so far.
-    pub(super) found: RefCell<FxHashMap<Box<str>, Option<&'a Value>>>,
     /// The rule of each conjunction at each nesting level (always level 0
     /// unless the layout is pretty).
     memo: FxHashMap<(Vec<String>, u32), usize>,
@@ -94,43 +88,32 @@ pub(crate) struct Emitter<'a> {
     by_node: FxHashMap<(u64, u32), Vec<(Node, usize)>>,
     /// The nesting depth of the rule being built.
     depth: u32,
-    report: Report,
-    /// Where each note is in the report, by pointer, then keyword (looked
-    /// up without making strings: most notes repeat one already made).
-    noted: FxHashMap<String, FxHashMap<String, usize>>,
     /// Per rule name, the JSON pointer of the schema it was made for.
     origins: HashMap<String, String>,
-    errors: Vec<SchemaError>,
     /// How the budget ran out, if it did (its error is in `errors`).
     exhausted: Option<Exceeded>,
     budget: &'a Budget,
-    /// The schema's numbers as its text writes them, by pointer (empty
-    /// without the text): bounds are read from them, not from doubles.
-    pub(crate) written_numbers: HashMap<String, String>,
 }
 
 impl<'a> Emitter<'a> {
-    pub(crate) fn new(doc: &'a Value, options: &'a Options, budget: &'a Budget) -> Self {
+    /// The compilation of `doc`, whose numbers as its text writes them are
+    /// `written_numbers` (by pointer), with `options`, within `budget`.
+    pub(crate) fn new(
+        doc: &'a Value,
+        written_numbers: HashMap<String, String>,
+        options: &'a Options,
+        budget: &'a Budget,
+    ) -> Self {
         let draft = doc.get("$schema").and_then(Value::as_str).unwrap_or("");
-        let legacy_ref = ["draft-03", "draft-04", "draft-06", "draft-07"]
-            .iter()
-            .any(|d| draft.contains(d));
         let zero_fraction_integers =
             !options.plain_integers && !["draft-03", "draft-04"].iter().any(|d| draft.contains(d));
-        let root_id = ["$id", "id"]
-            .iter()
-            .find_map(|k| doc.get(*k).and_then(Value::as_str))
-            .map(str::to_string);
         Self {
-            doc,
+            reader: Reader::new(doc, written_numbers),
+            notes: Notes::new(options.strict),
             options,
-            legacy_ref,
             zero_fraction_integers,
             negative_zero: !options.plain_integers,
-            root_id,
-            anchors: OnceCell::new(),
             rules: Rules::default(),
-            found: RefCell::default(),
             memo: FxHashMap::default(),
             by_content: FxHashMap::default(),
             contents: Contents::default(),
@@ -141,13 +124,9 @@ impl<'a> Emitter<'a> {
             other_keys: FxHashMap::default(),
             by_node: FxHashMap::default(),
             depth: 0,
-            report: Report::default(),
-            noted: FxHashMap::default(),
             origins: HashMap::new(),
-            errors: Vec::new(),
             exhausted: None,
             budget,
-            written_numbers: HashMap::new(),
         }
     }
 
@@ -163,7 +142,7 @@ impl<'a> Emitter<'a> {
             std::mem::take(&mut self.by_content),
             std::mem::take(&mut self.queue),
             std::mem::take(&mut self.copies),
-            std::mem::take(&mut self.noted),
+            std::mem::take(&mut self.notes.noted),
         );
         let large = memos.0.len() + memos.1.len() >= FREE_ASIDE_AT;
         match outcome {
@@ -173,7 +152,7 @@ impl<'a> Emitter<'a> {
                 }
                 Ok(Generated {
                     rules: self.rules,
-                    report: self.report,
+                    report: self.notes.report,
                     origins: self.origins,
                 })
             }
@@ -181,7 +160,7 @@ impl<'a> Emitter<'a> {
                 // Stopped: the rules and the report (a note per keyword)
                 // go too.
                 if large {
-                    free_aside((memos, self.rules, self.report, self.origins));
+                    free_aside((memos, self.rules, self.notes.report, self.origins));
                 }
                 Err(errors)
             }
@@ -190,7 +169,7 @@ impl<'a> Emitter<'a> {
 
     /// Generates the rules of every conjunction reached from the root.
     fn generate(&mut self) -> Result<(), Vec<SchemaError>> {
-        if !(self.doc.is_object() || self.doc.is_boolean()) {
+        if !(self.reader.doc.is_object() || self.reader.doc.is_boolean()) {
             return Err(vec![SchemaError {
                 pointer: "#".into(),
                 message: "a JSON Schema must be an object or a boolean".into(),
@@ -207,7 +186,7 @@ impl<'a> Emitter<'a> {
             }]);
         }
         if self.out_of_budget() {
-            return Err(std::mem::take(&mut self.errors));
+            return Err(std::mem::take(&mut self.notes.errors));
         }
         self.rule_for(vec![String::new()], 0, "root");
         while let Some((rule, key, depth)) = self.queue.pop_front() {
@@ -235,8 +214,8 @@ impl<'a> Emitter<'a> {
             }
         }
         self.report_copies();
-        if !self.errors.is_empty() {
-            return Err(std::mem::take(&mut self.errors));
+        if !self.notes.errors.is_empty() {
+            return Err(std::mem::take(&mut self.notes.errors));
         }
         match self.rules.prune(self.budget) {
             Ok(true) => Ok(()),
@@ -252,79 +231,9 @@ impl<'a> Emitter<'a> {
         }
     }
 
-    // ---- Reporting -------------------------------------------------------
-
-    /// Records what became of `keyword` at `pointer`: one note per place,
-    /// the weakest treatment winning (a keyword enforced on one path and
-    /// approximated on another is approximated).
-    pub(crate) fn note(
-        &mut self,
-        pointer: &str,
-        keyword: &str,
-        treatment: Treatment,
-        detail: &str,
-    ) {
-        let note = || Note {
-            pointer: schema::shown(pointer),
-            keyword: keyword.to_string(),
-            treatment,
-            detail: detail.to_string(),
-        };
-        if let Some(at) = self.noted_at(pointer, keyword) {
-            if treatment > self.report.notes[at].treatment {
-                self.report.notes[at] = note();
-            }
-            return;
-        }
-        let keywords = match self.noted.get_mut(pointer) {
-            Some(keywords) => keywords,
-            None => self.noted.entry(pointer.to_string()).or_default(),
-        };
-        keywords.insert(keyword.to_string(), self.report.notes.len());
-        self.report.notes.push(note());
-    }
-
-    /// Where the note of `keyword` at `pointer` is in the report, if made.
-    fn noted_at(&self, pointer: &str, keyword: &str) -> Option<usize> {
-        self.noted.get(pointer)?.get(keyword).copied()
-    }
-
-    pub(crate) fn enforced(&mut self, pointer: &str, keyword: &str) {
-        self.note(pointer, keyword, Treatment::Enforced, "");
-    }
-
-    /// An over-approximation: a warning, or an error in strict mode.
-    pub(crate) fn approximate(&mut self, pointer: &str, keyword: &str, detail: &str) {
-        if self.options.strict {
-            let at = schema::pointer_to(pointer, keyword);
-            self.error(
-                &at,
-                format!("`{keyword}` cannot be enforced exactly: {detail} (strict mode)"),
-            );
-        } else {
-            self.note(pointer, keyword, Treatment::Approximated, detail);
-        }
-    }
-
-    /// A keyword xg does not know: ignored with a warning, or an error in
-    /// strict mode.
-    pub(crate) fn unknown(&mut self, pointer: &str, keyword: &str) {
-        if self.options.strict {
-            let at = schema::pointer_to(pointer, keyword);
-            self.error(&at, format!("unknown keyword `{keyword}` (strict mode)"));
-        } else {
-            self.note(pointer, keyword, Treatment::Ignored, "unknown keyword");
-        }
-    }
-
-    pub(crate) fn error(&mut self, pointer: &str, message: String) {
-        let error = SchemaError {
-            pointer: schema::shown(pointer),
-            message,
-        };
-        if !self.errors.contains(&error) {
-            self.errors.push(error);
-        }
+    /// The conjunction `key` merged into one node ([`Reader::collect`]).
+    fn collect(&mut self, key: &[String]) -> Node {
+        self.reader.collect(&mut self.notes, key)
     }
 
     // ---- Rules -----------------------------------------------------------
@@ -389,7 +298,7 @@ impl<'a> Emitter<'a> {
     /// exist: its error is reported where it is built).
     fn content_key(&mut self, key: &[String]) -> Option<Vec<u64>> {
         key.iter()
-            .map(|pointer| Some(self.contents.hash(self.lookup(pointer)?)))
+            .map(|pointer| Some(self.contents.hash(self.reader.lookup(pointer)?)))
             .collect()
     }
 
@@ -399,7 +308,7 @@ impl<'a> Emitter<'a> {
         let candidates = self.by_content.get(content_key)?;
         let (original, rule) = candidates.iter().find(|(original, _)| {
             original.iter().zip(key).all(|(a, b)| {
-                let (a, b) = (self.lookup(a), self.lookup(b));
+                let (a, b) = (self.reader.lookup(a), self.reader.lookup(b));
                 a.zip(b).is_some_and(|(a, b)| content::same(a, b))
             })
         })?;
@@ -408,11 +317,6 @@ impl<'a> Emitter<'a> {
         let pairs: Vec<(String, String)> = pairs.map(|(a, b)| (a.clone(), b.clone())).collect();
         self.copies.extend(pairs);
         Some(rule)
-    }
-
-    /// Each anchor the schema declares, and the pointer of its schema.
-    pub(crate) fn anchors(&self) -> &HashMap<String, String> {
-        self.anchors.get_or_init(|| schema::anchors(self.doc))
     }
 
     /// Whether the budget has run out, checked inside the loops over an
@@ -432,7 +336,7 @@ impl<'a> Emitter<'a> {
 
     /// Records that the budget ran out.
     fn exhaust(&mut self, exceeded: Exceeded) {
-        self.errors.push(SchemaError {
+        self.notes.errors.push(SchemaError {
             pointer: "#".into(),
             message: exceeded.to_string(),
         });
@@ -472,36 +376,37 @@ impl<'a> Emitter<'a> {
         while changed {
             changed = false;
             let mut i = 0;
-            while i < self.report.notes.len() {
+            while i < self.notes.report.notes.len() {
                 if self.out_of_budget() {
                     return;
                 }
-                let pointers = moved(&self.report.notes[i].pointer[1..]);
+                let pointers = moved(&self.notes.report.notes[i].pointer[1..]);
                 if pointers.is_empty() {
                     i += 1;
                     continue;
                 }
-                let note = self.report.notes[i].clone();
+                let note = self.notes.report.notes[i].clone();
                 for pointer in pointers {
                     if self.out_of_budget() {
                         return;
                     }
-                    let before = self.noted_at(&pointer, &note.keyword);
-                    let before = before.map(|n| self.report.notes[n].treatment);
+                    let before = self.notes.noted_at(&pointer, &note.keyword);
+                    let before = before.map(|n| self.notes.report.notes[n].treatment);
                     if before.is_none_or(|t| t < note.treatment) {
-                        self.note(&pointer, &note.keyword, note.treatment, &note.detail);
+                        self.notes
+                            .note(&pointer, &note.keyword, note.treatment, &note.detail);
                         changed = true;
                     }
                 }
                 i += 1;
             }
             let mut i = 0;
-            while i < self.errors.len() {
-                let error = self.errors[i].clone();
+            while i < self.notes.errors.len() {
+                let error = self.notes.errors[i].clone();
                 for pointer in moved(&error.pointer[1..]) {
-                    let before = self.errors.len();
-                    self.error(&pointer, error.message.clone());
-                    changed |= self.errors.len() > before;
+                    let before = self.notes.errors.len();
+                    self.notes.error(&pointer, error.message.clone());
+                    changed |= self.notes.errors.len() > before;
                 }
                 i += 1;
             }
@@ -512,7 +417,7 @@ impl<'a> Emitter<'a> {
     /// every schema of `key` (any value if `key` is empty).
     fn child(&mut self, key: Vec<String>, name: &str) -> G {
         let depth = self.depth + 1;
-        let trivial = key.iter().all(|p| match self.lookup(p) {
+        let trivial = key.iter().all(|p| match self.reader.lookup(p) {
             Some(Value::Bool(true)) => true,
             Some(Value::Object(map)) => map.is_empty(),
             _ => false,
@@ -694,19 +599,19 @@ impl<'a> Emitter<'a> {
         }
         if let Some(choice) = node.choices.first().cloned() {
             match choice.keyword {
-                "anyOf" => self.enforced(&choice.pointer, "anyOf"),
+                "anyOf" => self.notes.enforced(&choice.pointer, "anyOf"),
                 "oneOf" => {
                     if self.exclusive(key, &choice.branches) {
-                        self.enforced(&choice.pointer, "oneOf");
+                        self.notes.enforced(&choice.pointer, "oneOf");
                     } else {
-                        self.approximate(
+                        self.notes.approximate(
                             &choice.pointer,
                             "oneOf",
                             "a value matching several branches is not rejected (the branches overlap)",
                         );
                     }
                 }
-                _ => self.approximate(
+                _ => self.notes.approximate(
                     &choice.pointer,
                     "if",
                     "a value may take the `else` branch even where `if` holds",
@@ -791,7 +696,7 @@ impl<'a> Emitter<'a> {
         };
         if !branch
             .iter()
-            .any(|pointer| self.lookup(pointer).is_some_and(lists_values))
+            .any(|pointer| self.reader.lookup(pointer).is_some_and(lists_values))
         {
             return None;
         }
@@ -807,9 +712,9 @@ impl<'a> Emitter<'a> {
     fn note_value_patterns(&mut self, node: &Node) {
         for (pattern, pointer) in &node.patterns {
             if strings::pattern_regex(pattern).is_some() {
-                self.enforced(pointer, "pattern");
+                self.notes.enforced(pointer, "pattern");
             } else {
-                self.approximate(
+                self.notes.approximate(
                     pointer,
                     "pattern",
                     "the pattern cannot be read; the listed values are not checked against it",
@@ -882,19 +787,19 @@ impl<'a> Emitter<'a> {
         let blank = Node::default();
         let only_types = negated.types != types::ALL && is_blank_except_types(&negated);
         if negated.nothing {
-            self.enforced(parent, "not");
+            self.notes.enforced(parent, "not");
         } else if only_types {
             node.types &= !negated.types;
             if node.types & types::INTEGER == 0 && node.types & types::FRACTION != 0 {
                 // "A number that is not an integer" is not a grammar xg writes.
-                self.approximate(
+                self.notes.approximate(
                     parent,
                     "not",
                     "a non-integer number is only checked to be a number",
                 );
                 node.types |= types::INTEGER;
             } else {
-                self.enforced(parent, "not");
+                self.notes.enforced(parent, "not");
             }
         } else if negated.types == types::ALL
             && let Some((excluded, _)) = &negated.values
@@ -905,7 +810,7 @@ impl<'a> Emitter<'a> {
             && let Some((values, _)) = &mut node.values
         {
             values.retain(|v| !excluded.contains(v));
-            self.enforced(parent, "not");
+            self.notes.enforced(parent, "not");
         } else if negated.required.len() == 1
             && is_blank_except_types(&Node {
                 required: Vec::new(),
@@ -914,9 +819,9 @@ impl<'a> Emitter<'a> {
             && negated.types == blank.types
         {
             node.forbidden.push(negated.required[0].clone());
-            self.enforced(parent, "not");
+            self.notes.enforced(parent, "not");
         } else {
-            self.approximate(
+            self.notes.approximate(
                 parent,
                 "not",
                 "only `not` of a type, of constants or of one required property is enforced",
@@ -989,13 +894,13 @@ impl<'a> Emitter<'a> {
                     .all(|&d| d == 0);
             if one {
                 integer_only = true;
-                self.enforced(&pointer, "multipleOf");
+                self.notes.enforced(&pointer, "multipleOf");
             } else if power_of_ten && node.lower.is_none() && node.upper.is_none() {
                 let digits = u32::try_from(step.fraction.len()).unwrap_or(u32::MAX);
                 fraction_digits = Some(fraction_digits.map_or(digits, |d| d.min(digits)));
-                self.enforced(&pointer, "multipleOf");
+                self.notes.enforced(&pointer, "multipleOf");
             } else {
-                self.approximate(
+                self.notes.approximate(
                     &pointer,
                     "multipleOf",
                     "only multiples of 1, and of 0.1, 0.01, … without bounds, are enforced",
@@ -1042,7 +947,7 @@ impl<'a> Emitter<'a> {
         let mut body = None;
         for (pattern, pointer) in node.patterns.clone() {
             if body.is_some() {
-                self.approximate(
+                self.notes.approximate(
                     &pointer,
                     "pattern",
                     "only one `pattern` per string is enforced",
@@ -1051,10 +956,10 @@ impl<'a> Emitter<'a> {
             }
             match strings::pattern_body(&pattern) {
                 Ok(g) => {
-                    self.enforced(&pointer, "pattern");
+                    self.notes.enforced(&pointer, "pattern");
                     body = Some(g);
                 }
-                Err(err) => self.approximate(
+                Err(err) => self.notes.approximate(
                     &pointer,
                     "pattern",
                     &format!("{}; any string is allowed", err.0),
@@ -1065,21 +970,21 @@ impl<'a> Emitter<'a> {
             match formats::body(&format) {
                 Some(g) if body.is_none() => {
                     match formats::approximation(&format) {
-                        Some(detail) => self.approximate(&pointer, "format", detail),
-                        None => self.enforced(&pointer, "format"),
+                        Some(detail) => self.notes.approximate(&pointer, "format", detail),
+                        None => self.notes.enforced(&pointer, "format"),
                     }
                     body = Some(g);
                 }
-                Some(_) => self.approximate(
+                Some(_) => self.notes.approximate(
                     &pointer,
                     "format",
                     "only one of `pattern` and `format` is enforced",
                 ),
-                None if self.options.strict => self.error(
+                None if self.options.strict => self.notes.error(
                     &format!("{pointer}/format"),
                     format!("format `{format}` is not one xg checks (strict mode)"),
                 ),
-                None => self.note(
+                None => self.notes.note(
                     &pointer,
                     "format",
                     Treatment::Ignored,
@@ -1099,7 +1004,7 @@ impl<'a> Emitter<'a> {
                         .or(node.formats.first())
                         .map_or("", |(_, p)| p.as_str())
                         .to_string();
-                    self.approximate(
+                    self.notes.approximate(
                         &pointer,
                         "maxLength",
                         "length limits next to a pattern or format are not enforced",
@@ -1145,14 +1050,16 @@ impl<'a> Emitter<'a> {
         };
         if let Some(pointer) = node.unique_items.clone() {
             if max_items.is_some_and(|m| m <= 1) {
-                self.enforced(&pointer, "uniqueItems");
+                self.notes.enforced(&pointer, "uniqueItems");
             } else {
-                self.approximate(&pointer, "uniqueItems", "repeated items are not rejected");
+                self.notes
+                    .approximate(&pointer, "uniqueItems", "repeated items are not rejected");
             }
         }
         for pointer in node.contains.clone() {
             let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
-            self.approximate(parent, "contains", "not enforced by a grammar");
+            self.notes
+                .approximate(parent, "contains", "not enforced by a grammar");
         }
         let items: Vec<G> = (0..prefix_len)
             .map(|i| {
@@ -1269,7 +1176,7 @@ impl<'a> Emitter<'a> {
             ("maxProperties", &node.max_properties),
         ] {
             if let Some((_, pointer)) = bound {
-                self.enforced(pointer, keyword);
+                self.notes.enforced(pointer, keyword);
             }
         }
         match extra {
@@ -1289,9 +1196,9 @@ impl<'a> Emitter<'a> {
         let declared = members.len() as u64;
         if let Some((min, pointer)) = node.min_properties.clone() {
             if min <= required_count {
-                self.enforced(&pointer, "minProperties");
+                self.notes.enforced(&pointer, "minProperties");
             } else {
-                self.approximate(
+                self.notes.approximate(
                     &pointer,
                     "minProperties",
                     "a count over optional properties is not enforced",
@@ -1300,9 +1207,9 @@ impl<'a> Emitter<'a> {
         }
         if let Some((max, pointer)) = node.max_properties.clone() {
             if !extras && max >= declared {
-                self.enforced(&pointer, "maxProperties");
+                self.notes.enforced(&pointer, "maxProperties");
             } else {
-                self.approximate(
+                self.notes.approximate(
                     &pointer,
                     "maxProperties",
                     "a count over optional properties is not enforced",
@@ -1396,14 +1303,14 @@ impl<'a> Emitter<'a> {
             .map_or("", |o| o.pointer.as_str())
             .to_string();
         if required > MAX_TRACKED {
-            self.approximate(
+            self.notes.approximate(
                 &pointer,
                 "required",
                 &format!("in any order, only {MAX_TRACKED} of the {required} required properties are checked to be present once"),
             );
         }
         if !track_all {
-            self.approximate(&pointer, "properties", "in any order, an optional property may appear twice (too many properties to track)");
+            self.notes.approximate(&pointer, "properties", "in any order, an optional property may appear twice (too many properties to track)");
         }
         // Untracked members stay expressions: in one choice their keys
         // share one automaton.
@@ -1497,7 +1404,7 @@ impl<'a> Emitter<'a> {
         if let Some(part) = pattern_parts.first() {
             let part = (*part).clone();
             if pattern_parts.len() > 1 || part.patterns.len() > 1 {
-                self.approximate(
+                self.notes.approximate(
                     &part.pointer,
                     "patternProperties",
                     "a key matching several patterns needs only one pattern's schema",
@@ -1507,7 +1414,7 @@ impl<'a> Emitter<'a> {
             if part.additional == Others::None {
                 return Some(G::alt(alternatives));
             }
-            self.approximate(
+            self.notes.approximate(
                 &part.pointer,
                 "patternProperties",
                 "a key matching a pattern may take the `additionalProperties` schema instead",
@@ -1528,17 +1435,17 @@ impl<'a> Emitter<'a> {
             let (parent, _) = pointer.rsplit_once('/').unwrap_or(("", &pointer));
             if names.nothing || names.types & types::STRING == 0 {
                 // No name is allowed: only pattern members, if any.
-                self.enforced(parent, "propertyNames");
+                self.notes.enforced(parent, "propertyNames");
                 return (!alternatives.is_empty()).then(|| G::alt(alternatives));
             }
             if declared.is_empty() {
-                self.enforced(parent, "propertyNames");
+                self.notes.enforced(parent, "propertyNames");
                 // A quoted string (or the shared string block).
                 let key = self.string(&names);
                 alternatives.push(G::seq([key, key_separator, value]));
                 return Some(G::alt(alternatives));
             }
-            self.approximate(
+            self.notes.approximate(
                 parent,
                 "propertyNames",
                 "only checked when no properties are declared",
@@ -1596,7 +1503,7 @@ impl<'a> Emitter<'a> {
         let mut members = Vec::new();
         for (pattern, pointer) in &part.patterns {
             if declared.iter().any(|d| pattern_matches(pattern, d)) {
-                self.approximate(
+                self.notes.approximate(
                     &part.pointer,
                     "patternProperties",
                     "a declared property may appear again under a pattern",
@@ -1605,11 +1512,11 @@ impl<'a> Emitter<'a> {
             let value = self.child(vec![pointer.clone()], &format!("{name}_pattern"));
             match strings::pattern_body(pattern) {
                 Ok(key) => {
-                    self.enforced(&part.pointer, "patternProperties");
+                    self.notes.enforced(&part.pointer, "patternProperties");
                     members.push(G::seq([quoted(key), key_separator.clone(), value]));
                 }
                 Err(err) => {
-                    self.approximate(
+                    self.notes.approximate(
                         &part.pointer,
                         "patternProperties",
                         &format!("{}; any key is allowed", err.0),

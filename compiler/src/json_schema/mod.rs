@@ -19,6 +19,7 @@ mod emit;
 mod formats;
 mod grammar;
 pub(crate) mod locate;
+mod notes;
 mod numbers;
 mod schema;
 mod strings;
@@ -416,9 +417,7 @@ pub(crate) fn generate_shallow(
     options: &Options,
     budget: &Budget,
 ) -> Result<Generated, Vec<SchemaError>> {
-    let mut emitter = emit::Emitter::new(schema, options, budget);
-    emitter.written_numbers = written.0;
-    emitter.run()
+    emit::Emitter::new(schema, written.0, options, budget).run()
 }
 
 /// A schema's numbers that serde_json does not print as its text writes

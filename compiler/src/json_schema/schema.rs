@@ -2,12 +2,14 @@
 //! conjunction of subschemas (a schema, its `$ref`, its `allOf` members and
 //! the `anyOf` branches chosen so far) into one [`Node`] of constraints.
 
+use std::cell::{OnceCell, RefCell};
 use std::collections::{HashMap, HashSet};
 use std::hash::{Hash, Hasher};
 
+use rustc_hash::FxHashMap;
 use serde_json::{Map, Value};
 
-use super::emit::Emitter;
+use super::notes::Notes;
 use super::numbers::{Bound, Decimal};
 
 /// JSON types as bits.
@@ -384,14 +386,59 @@ fn is_branch(pointer: &str) -> bool {
     (matches!(last, "if" | "then" | "else") && !named) || matches!(before, "anyOf" | "oneOf")
 }
 
-/// A step of [`Emitter::collect`]: a subschema to merge, or the rest of
+/// A step of [`Reader::collect`]: a subschema to merge, or the rest of
 /// one whose merging stopped to merge the subschemas it names first.
 enum Merge {
     Schema(String),
     Rest { pointer: String, from: usize },
 }
 
-impl<'a> Emitter<'a> {
+/// One schema document as the emitter reads it: subschemas by pointer,
+/// `$ref`s followed, conjunctions merged into [`Node`]s. What it makes of
+/// each keyword goes into the [`Notes`] it is given.
+pub(crate) struct Reader<'a> {
+    pub(crate) doc: &'a Value,
+    /// Draft-07 or earlier: keywords next to `$ref` are ignored.
+    legacy_ref: bool,
+    /// The root's `$id`, so absolute `$ref`s into the same document resolve.
+    root_id: Option<String>,
+    /// Each anchor's pointer, read (a walk of the whole schema) when a
+    /// `$ref` first names one.
+    anchors: OnceCell<HashMap<String, String>>,
+    /// The schema at each pointer looked up so far.
+    found: RefCell<FxHashMap<Box<str>, Option<&'a Value>>>,
+    /// The schema's numbers as its text writes them, by pointer (empty
+    /// without the text): bounds are read from them, not from doubles.
+    written_numbers: HashMap<String, String>,
+}
+
+impl<'a> Reader<'a> {
+    /// A reader of `doc`, whose numbers as its text writes them are
+    /// `written_numbers` (by pointer).
+    pub(crate) fn new(doc: &'a Value, written_numbers: HashMap<String, String>) -> Self {
+        let draft = doc.get("$schema").and_then(Value::as_str).unwrap_or("");
+        let legacy_ref = ["draft-03", "draft-04", "draft-06", "draft-07"]
+            .iter()
+            .any(|d| draft.contains(d));
+        let root_id = ["$id", "id"]
+            .iter()
+            .find_map(|k| doc.get(*k).and_then(Value::as_str))
+            .map(str::to_string);
+        Self {
+            doc,
+            legacy_ref,
+            root_id,
+            anchors: OnceCell::new(),
+            found: RefCell::default(),
+            written_numbers,
+        }
+    }
+
+    /// Each anchor the schema declares, and the pointer of its schema.
+    fn anchors(&self) -> &HashMap<String, String> {
+        self.anchors.get_or_init(|| anchors(self.doc))
+    }
+
     /// The schema at `pointer`. A schema is looked up several times (as a
     /// child, for its content, to merge it), and each level of a walk
     /// hashes its name again: the answers are kept.
@@ -459,7 +506,7 @@ impl<'a> Emitter<'a> {
     /// keyword in document order, so that properties keep the order a
     /// reader of the schema sees; without recursion (a chain of `$ref`s is
     /// as long as the schema).
-    pub(crate) fn collect(&mut self, key: &[String]) -> Node {
+    pub(crate) fn collect(&self, notes: &mut Notes, key: &[String]) -> Node {
         let mut node = Node::default();
         // The branches `key` chose merge where their choice is met; the
         // rest first (a key is sorted, and a branch's pointer may sort
@@ -501,7 +548,7 @@ impl<'a> Emitter<'a> {
                 }
             };
             let Some(value) = self.lookup(&pointer) else {
-                self.error(&pointer, "this schema does not exist".to_string());
+                notes.error(&pointer, "this schema does not exist".to_string());
                 node.nothing = true;
                 continue;
             };
@@ -509,7 +556,7 @@ impl<'a> Emitter<'a> {
                 Value::Bool(true) => {}
                 Value::Bool(false) => node.nothing = true,
                 Value::Object(map) => {
-                    let stop = self.apply(&mut node, &pointer, map, key, from);
+                    let stop = self.apply(notes, &mut node, &pointer, map, key, from);
                     let merged_to = stop.as_ref().map_or(map.len(), |(next, _)| *next);
                     asserted |= map
                         .keys()
@@ -526,7 +573,7 @@ impl<'a> Emitter<'a> {
                     }
                 }
                 _ => {
-                    self.error(
+                    notes.error(
                         &pointer,
                         "a schema must be an object or a boolean".to_string(),
                     );
@@ -540,7 +587,7 @@ impl<'a> Emitter<'a> {
             && !asserted
             && !node.nothing
         {
-            self.error(
+            notes.error(
                 &pointer,
                 "this schema leads back to itself through `$ref`/`allOf` alone, with no \
                  keyword that constrains a value: it defines nothing"
@@ -556,7 +603,8 @@ impl<'a> Emitter<'a> {
     /// merge, stops and returns the index of the keyword after it and the
     /// subschemas: they merge before the rest of `map`.
     fn apply(
-        &mut self,
+        &self,
+        notes: &mut Notes,
         node: &mut Node,
         pointer: &str,
         map: &Map<String, Value>,
@@ -568,9 +616,9 @@ impl<'a> Emitter<'a> {
             && self.legacy_ref
             && let Some(reference) = map.get("$ref")
         {
-            self.reference(pointer, reference, &mut inner);
+            self.reference(notes, pointer, reference, &mut inner);
             for keyword in map.keys().filter(|k| *k != "$ref" && !is_annotation(k)) {
-                self.note(
+                notes.note(
                     pointer,
                     keyword,
                     super::Treatment::Ignored,
@@ -585,26 +633,26 @@ impl<'a> Emitter<'a> {
             let at = || pointer_to(pointer, keyword);
             match keyword.as_str() {
                 "type" => {
-                    let mut bits = self.types(pointer, value);
+                    let mut bits = Self::types(notes, pointer, value);
                     if map.get("nullable").and_then(Value::as_bool) == Some(true) {
                         bits |= types::NULL;
                     }
                     node.types &= bits;
                 }
-                "$ref" => self.reference(pointer, value, &mut inner),
-                "enum" | "const" => self.values(node, pointer, &at(), keyword, value),
+                "$ref" => self.reference(notes, pointer, value, &mut inner),
+                "enum" | "const" => Self::values(notes, node, pointer, &at(), keyword, value),
                 "minLength" | "maxLength" | "minItems" | "maxItems" | "minProperties"
-                | "maxProperties" => self.size(node, pointer, keyword, value),
+                | "maxProperties" => Self::size(notes, node, pointer, keyword, value),
                 "pattern" => match value.as_str() {
                     Some(p) => node.patterns.push((p.to_string(), pointer.to_string())),
-                    None => self.error(&at(), "`pattern` must be a string".into()),
+                    None => notes.error(&at(), "`pattern` must be a string".into()),
                 },
                 "format" => match value.as_str() {
                     Some(f) => node.formats.push((f.to_string(), pointer.to_string())),
-                    None => self.error(&at(), "`format` must be a string".into()),
+                    None => notes.error(&at(), "`format` must be a string".into()),
                 },
                 "minimum" | "maximum" | "exclusiveMinimum" | "exclusiveMaximum" => {
-                    self.bound(node, pointer, map, keyword, value);
+                    self.bound(notes, node, pointer, map, keyword, value);
                 }
                 "multipleOf" => match value
                     .as_number()
@@ -613,15 +661,15 @@ impl<'a> Emitter<'a> {
                     Some(d) if !d.negative && (d.integer > 0 || !d.fraction.is_empty()) => {
                         node.multiple_of.push((d, pointer.to_string()));
                     }
-                    _ => self.error(&at(), "`multipleOf` must be a positive number".into()),
+                    _ => notes.error(&at(), "`multipleOf` must be a positive number".into()),
                 },
                 "properties" | "patternProperties" | "additionalProperties" => {
-                    self.object_keyword(node, pointer, map);
+                    Self::object_keyword(notes, node, pointer, map);
                 }
-                "required" => self.required(node, pointer, value),
+                "required" => Self::required(notes, node, pointer, value),
                 "propertyNames" => node.property_names.push(at()),
                 "items" | "prefixItems" | "additionalItems" => {
-                    self.array_keyword(node, pointer, map);
+                    Self::array_keyword(notes, node, pointer, map);
                 }
                 "uniqueItems" => {
                     if value.as_bool() == Some(true) {
@@ -631,33 +679,33 @@ impl<'a> Emitter<'a> {
                 "contains" => node.contains.push(at()),
                 "allOf" => match value.as_array() {
                     Some(items) => {
-                        self.enforced(pointer, keyword);
+                        notes.enforced(pointer, keyword);
                         let at = at();
                         inner.extend((0..items.len()).map(|i| format!("{at}/{i}")));
                     }
-                    None => self.error(&at(), "`allOf` must be an array".into()),
+                    None => notes.error(&at(), "`allOf` must be an array".into()),
                 },
                 "anyOf" | "oneOf" => {
                     if let Some(chosen) =
-                        self.alternatives(node, pointer, &at(), keyword, value, key)
+                        Self::alternatives(notes, node, pointer, &at(), keyword, value, key)
                     {
                         inner.extend(chosen);
                     }
                 }
                 "if" => {
-                    if let Some(chosen) = self.conditional(node, pointer, &at(), map, key) {
+                    if let Some(chosen) = Self::conditional(notes, node, pointer, &at(), map, key) {
                         inner.extend(chosen);
                     }
                 }
-                "nullable" => self.enforced(pointer, keyword),
+                "nullable" => notes.enforced(pointer, keyword),
                 "not" => node.nots.push(at()),
                 // Read with `if` above.
                 "then" | "else" => {}
                 k if is_annotation(k) => {}
                 k if UNENFORCED.contains(&k) => {
-                    self.approximate(pointer, k, "not enforced by a grammar");
+                    notes.approximate(pointer, k, "not enforced by a grammar");
                 }
-                k => self.unknown(pointer, k),
+                k => notes.unknown(pointer, k),
             }
             if !inner.is_empty() {
                 return Some((index + 1, inner));
@@ -667,19 +715,25 @@ impl<'a> Emitter<'a> {
     }
 
     /// `$ref`: the target goes on `work`.
-    fn reference(&mut self, pointer: &str, reference: &Value, work: &mut Vec<String>) {
+    fn reference(
+        &self,
+        notes: &mut Notes,
+        pointer: &str,
+        reference: &Value,
+        work: &mut Vec<String>,
+    ) {
         match reference.as_str().map(|r| self.resolve_ref(r)) {
             Some(Ok(target)) => {
-                self.enforced(pointer, "$ref");
+                notes.enforced(pointer, "$ref");
                 work.push(target);
             }
-            Some(Err(message)) => self.error(&format!("{pointer}/$ref"), message),
-            None => self.error(&format!("{pointer}/$ref"), "`$ref` must be a string".into()),
+            Some(Err(message)) => notes.error(&format!("{pointer}/$ref"), message),
+            None => notes.error(&format!("{pointer}/$ref"), "`$ref` must be a string".into()),
         }
     }
 
     /// `type`: the type bits it allows.
-    fn types(&mut self, pointer: &str, value: &Value) -> u8 {
+    fn types(notes: &mut Notes, pointer: &str, value: &Value) -> u8 {
         let names: Vec<&Value> = match value {
             Value::Array(items) => items.iter().collect(),
             other => vec![other],
@@ -688,20 +742,27 @@ impl<'a> Emitter<'a> {
         for name in names {
             match name.as_str().and_then(types::of) {
                 Some(b) => bits |= b,
-                None => self.error(&pointer_to(pointer, "type"), format!("unknown type {name}")),
+                None => notes.error(&pointer_to(pointer, "type"), format!("unknown type {name}")),
             }
         }
-        self.enforced(pointer, "type");
+        notes.enforced(pointer, "type");
         bits
     }
 
     /// `enum` and `const`: the allowed values, intersected with earlier ones.
-    fn values(&mut self, node: &mut Node, pointer: &str, at: &str, keyword: &str, value: &Value) {
+    fn values(
+        notes: &mut Notes,
+        node: &mut Node,
+        pointer: &str,
+        at: &str,
+        keyword: &str,
+        value: &Value,
+    ) {
         let values = match (keyword, value) {
             ("const", v) => vec![v.clone()],
             (_, Value::Array(items)) => items.clone(),
             _ => {
-                self.error(at, "`enum` must be an array".into());
+                notes.error(at, "`enum` must be an array".into());
                 return;
             }
         };
@@ -709,12 +770,12 @@ impl<'a> Emitter<'a> {
             None => (values, at.to_string()),
             Some((old, p)) => (old.into_iter().filter(|v| values.contains(v)).collect(), p),
         });
-        self.enforced(pointer, keyword);
+        notes.enforced(pointer, keyword);
     }
 
     /// The length and size bounds of strings, arrays and objects.
-    fn size(&mut self, node: &mut Node, pointer: &str, keyword: &str, value: &Value) {
-        let Some(n) = self.count(pointer, keyword, value) else {
+    fn size(notes: &mut Notes, node: &mut Node, pointer: &str, keyword: &str, value: &Value) {
+        let Some(n) = Self::count(notes, pointer, keyword, value) else {
             return;
         };
         let at_most = |old: Option<u64>| Some(old.map_or(n, |m| m.min(n)));
@@ -737,10 +798,10 @@ impl<'a> Emitter<'a> {
     }
 
     /// `required`: names added to the node's.
-    fn required(&mut self, node: &mut Node, pointer: &str, value: &Value) {
+    fn required(notes: &mut Notes, node: &mut Node, pointer: &str, value: &Value) {
         let Some(names) = value.as_array() else {
             // Draft 3's boolean `required` on a property.
-            self.note(
+            notes.note(
                 pointer,
                 "required",
                 super::Treatment::Ignored,
@@ -754,19 +815,19 @@ impl<'a> Emitter<'a> {
                     node.required.push(n.to_string());
                 }
                 Some(_) => {}
-                None => self.error(
+                None => notes.error(
                     &pointer_to(pointer, "required"),
                     "`required` must list strings".into(),
                 ),
             }
         }
-        self.enforced(pointer, "required");
+        notes.enforced(pointer, "required");
     }
 
     /// `anyOf` and `oneOf`: a choice; or, where `key` already chose a
     /// branch, the branch, which merges here.
     fn alternatives(
-        &mut self,
+        notes: &mut Notes,
         node: &mut Node,
         pointer: &str,
         at: &str,
@@ -804,7 +865,7 @@ impl<'a> Emitter<'a> {
                 None
             }
             _ => {
-                self.error(at, format!("`{keyword}` must be a non-empty array"));
+                notes.error(at, format!("`{keyword}` must be a non-empty array"));
                 None
             }
         }
@@ -812,7 +873,7 @@ impl<'a> Emitter<'a> {
 
     /// `if`/`then`/`else`: a choice between `if ∧ then` and `else`.
     fn conditional(
-        &mut self,
+        notes: &mut Notes,
         node: &mut Node,
         pointer: &str,
         at: &str,
@@ -839,7 +900,7 @@ impl<'a> Emitter<'a> {
             }
             (None, None) => None,
             _ => {
-                self.approximate(
+                notes.approximate(
                     pointer,
                     "if",
                     "a conditional with only one branch is not enforced",
@@ -851,7 +912,7 @@ impl<'a> Emitter<'a> {
 
     /// The value of `keyword`, a non-negative integer keyword of the schema
     /// at `pointer`.
-    fn count(&mut self, pointer: &str, keyword: &str, value: &Value) -> Option<u64> {
+    fn count(notes: &mut Notes, pointer: &str, keyword: &str, value: &Value) -> Option<u64> {
         let n = value.as_u64().or_else(|| {
             value
                 .as_f64()
@@ -870,9 +931,9 @@ impl<'a> Emitter<'a> {
         });
         if n.is_none() {
             let at = pointer_to(pointer, keyword);
-            self.error(&at, "must be a non-negative integer".into());
+            notes.error(&at, "must be a non-negative integer".into());
         } else {
-            self.enforced(pointer, keyword);
+            notes.enforced(pointer, keyword);
         }
         n
     }
@@ -888,7 +949,8 @@ impl<'a> Emitter<'a> {
     }
 
     fn bound(
-        &mut self,
+        &self,
+        notes: &mut Notes,
         node: &mut Node,
         pointer: &str,
         map: &Map<String, Value>,
@@ -898,16 +960,16 @@ impl<'a> Emitter<'a> {
         let at = format!("{pointer}/{keyword}");
         // Draft 4: `exclusiveMinimum: true` modifies `minimum`.
         if let Value::Bool(_) = value {
-            self.enforced(pointer, keyword);
+            notes.enforced(pointer, keyword);
             return;
         }
         let Some(number) = value.as_number() else {
-            self.error(&at, format!("`{keyword}` must be a number"));
+            notes.error(&at, format!("`{keyword}` must be a number"));
             return;
         };
         let Some(decimal) = Decimal::parse(&self.written(&at, number)) else {
             // Generated schemas bound doubles by `±1.7976931348623157e308`.
-            self.approximate(
+            notes.approximate(
                 pointer,
                 keyword,
                 "bounds of 10^38 and beyond are not enforced",
@@ -950,10 +1012,10 @@ impl<'a> Emitter<'a> {
         if tighter {
             *slot = Some(bound);
         }
-        self.enforced(pointer, keyword);
+        notes.enforced(pointer, keyword);
     }
 
-    fn object_keyword(&mut self, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
+    fn object_keyword(notes: &mut Notes, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
         if node.objects.iter().any(|o| o.pointer == pointer) {
             return;
         }
@@ -963,16 +1025,15 @@ impl<'a> Emitter<'a> {
             patterns: Vec::new(),
             additional: Others::Unsaid,
         };
-        if let Some(properties) = self.named_schemas(map, "properties", pointer) {
+        if let Some(properties) = Self::named_schemas(notes, map, "properties", pointer) {
             part.properties = properties;
-            self.enforced(pointer, "properties");
+            notes.enforced(pointer, "properties");
         }
-        part.patterns = self
-            .named_schemas(map, "patternProperties", pointer)
-            .unwrap_or_default();
+        part.patterns =
+            Self::named_schemas(notes, map, "patternProperties", pointer).unwrap_or_default();
         if let Some(additional) = map.get("additionalProperties") {
             part.additional = others(additional, format!("{pointer}/additionalProperties"));
-            self.enforced(pointer, "additionalProperties");
+            notes.enforced(pointer, "additionalProperties");
         }
         node.objects.push(part);
     }
@@ -981,14 +1042,14 @@ impl<'a> Emitter<'a> {
     /// `properties`) as `(name, pointer)`; `None` if absent or not an
     /// object (an error).
     fn named_schemas(
-        &mut self,
+        notes: &mut Notes,
         map: &Map<String, Value>,
         keyword: &str,
         pointer: &str,
     ) -> Option<Vec<(String, String)>> {
         let at = format!("{pointer}/{keyword}");
         let Some(entries) = map.get(keyword)?.as_object() else {
-            self.error(&at, format!("`{keyword}` must be an object"));
+            notes.error(&at, format!("`{keyword}` must be an object"));
             return None;
         };
         Some(
@@ -999,7 +1060,7 @@ impl<'a> Emitter<'a> {
         )
     }
 
-    fn array_keyword(&mut self, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
+    fn array_keyword(notes: &mut Notes, node: &mut Node, pointer: &str, map: &Map<String, Value>) {
         let mut part = ArrayPart {
             prefix: Vec::new(),
             rest: Others::Unsaid,
@@ -1033,7 +1094,7 @@ impl<'a> Emitter<'a> {
         }
         for keyword in ["items", "prefixItems", "additionalItems"] {
             if map.contains_key(keyword) {
-                self.enforced(pointer, keyword);
+                notes.enforced(pointer, keyword);
             }
         }
         if seen_here
