@@ -27,25 +27,12 @@ pub(crate) use self::masks::MaskSection;
 pub use self::read::{Info, SectionInfo, inspect};
 pub(crate) use self::read::{open_bytes, open_path};
 pub use self::write::write;
+pub use crate::matcher::Precompute;
 
 use crate::cache::{Classified, Key};
 use crate::grammar::Grammar;
 use crate::tables::TablesError;
 use crate::vocab::Vocabulary;
-
-/// Which mask-cache entries a bundle carries.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub enum Precompute {
-    /// None: every entry is built on first use.
-    None,
-    /// The costliest entries, within a budget that keeps compiling to
-    /// seconds; cheap ones are left to first use.
-    Auto,
-    /// The `K` costliest entries.
-    Costliest(usize),
-    /// Every entry the grammar's items can ask for.
-    All,
-}
 
 /// Mask-cache entries of one grammar, built ahead of time for one vocabulary.
 pub struct Masks {

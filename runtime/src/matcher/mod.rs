@@ -47,6 +47,7 @@ pub use self::expected::Expected;
 pub use self::forced::{CONTEXT_TOKENS, ForcedTokens};
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
 pub(crate) use self::memo::StepStore;
+pub use self::precompute::Precompute;
 pub(crate) use self::precompute::precompute;
 use self::states::RowStates;
 pub(crate) use self::states::StateNames;

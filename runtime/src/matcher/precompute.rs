@@ -17,11 +17,24 @@ use rayon::prelude::*;
 use super::classify::{Cost, classify};
 use super::item::{Item, Kind};
 use super::mask::{MAX_WAITING, Seed, link};
-use crate::bundle::Precompute;
 use crate::cache::{Classified, Key, KeyKind, MAX_PARENTS};
 use crate::grammar::{Caller, Grammar, Repeat};
 use crate::tables::{Edge, RuleRecord};
 use crate::vocab::Vocabulary;
+
+/// Which mask-cache entries a bundle carries.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Precompute {
+    /// None: every entry is built on first use.
+    None,
+    /// The costliest entries, within a budget that keeps compiling to
+    /// seconds; cheap ones are left to first use.
+    Auto,
+    /// The `K` costliest entries.
+    Costliest(usize),
+    /// Every entry the grammar's items can ask for.
+    All,
+}
 
 /// Under [`Precompute::Auto`], entries estimated cheaper than this share
 /// of the token trie are left to be built on first use.
