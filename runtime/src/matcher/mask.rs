@@ -29,11 +29,13 @@
 use std::fmt;
 use std::sync::Arc;
 
+use rustc_hash::{FxHashMap, FxHashSet};
+
 use super::Matcher;
 use super::classify::{Cost, classify};
 use super::context::{ContextLimits, FirstBytes, Rest, expand};
 use super::earley::{Start, Symbol};
-use super::history::History;
+use super::history::{History, awaited_rules};
 use super::item::{Item, Kind};
 use crate::TokenId;
 use crate::cache::{Combined, Key, KeyKind, Lookup, MAX_PARENTS, Parent, Place, TokenSet};
@@ -290,7 +292,11 @@ impl Matcher {
         // Equal rules share entries, but not contexts: a combination is
         // keyed by entry and rule.
         let mut seeds: Vec<Seed> = Vec::new();
+        let entered = entered_by_seeds(&grammar, &self.history);
         for &item in self.history.last() {
+            if !entered.is_empty() && entered_at_start(&grammar, &self.history, item, &entered) {
+                continue;
+            }
             Seed::add(&grammar, &self.history, item, longest_token, &mut seeds);
         }
         seeds.sort_unstable_by_key(|seed| (seed.key, seed.rule));
@@ -729,6 +735,55 @@ impl Seed {
             }
         }
     }
+}
+
+/// The rules every item of the last row that waits for them is a seed of
+/// the mask at (a node that scans, in a rule without limits), where the
+/// grammar has no lookahead: such a seed's walk enters the rule itself, so
+/// the items at the rule's start that this row predicted need no entry of
+/// their own (see [`entered_at_start`]).
+fn entered_by_seeds(grammar: &Grammar, history: &History) -> FxHashSet<u32> {
+    if grammar.has_lookahead() {
+        return FxHashSet::default();
+    }
+    let mut by_seeds: FxHashMap<u32, bool> = FxHashMap::default();
+    for item in history.last() {
+        let seed = item.kind == Kind::Node
+            && grammar.scans(item.a)
+            && !grammar.rule(grammar.node_rule(item.a)).is_limited();
+        awaited_rules(grammar, item, |rule| {
+            *by_seeds.entry(rule).or_insert(true) &= seed;
+        });
+    }
+    by_seeds
+        .into_iter()
+        .filter(|&(rule, by_seeds)| by_seeds && !grammar.rule(rule).is_limited())
+        .map(|(rule, _)| rule)
+        .collect()
+}
+
+/// Whether `item` is at the start of a rule of `entered` that the last row
+/// predicted. Each item that waits for the rule is a seed whose walk
+/// predicts the rule as the row did and follows its match on into the
+/// waiting item, which is all the item's own entry would find, and more:
+/// where the rule ends inside a token, the walk knows what comes after.
+/// (Followed back through the items that predicted it, a dropped item
+/// reaches a seed that is kept: the first item to predict a rule came
+/// before it in the row.) Objects of a hundred optional properties chain
+/// their rules, each able to skip to the next: after a value, every rule
+/// still ahead starts in the row, each an entry whose walk predicted the
+/// whole rest of the chain.
+fn entered_at_start(
+    grammar: &Grammar,
+    history: &History,
+    item: Item,
+    entered: &FxHashSet<u32>,
+) -> bool {
+    if item.kind != Kind::Node || item.origin as usize + 1 != history.rows() {
+        return false;
+    }
+    let rule = grammar.node_rule(item.a);
+    grammar.rule(rule).body == item.a && entered.contains(&rule)
 }
 
 /// The items that wait for `rule`, begun by `child`: each with its rule
