@@ -769,10 +769,7 @@ fn entered_by_seeds(grammar: &Grammar, history: &History) -> FxHashSet<u32> {
 /// where the rule ends inside a token, the walk knows what comes after.
 /// (Followed back through the items that predicted it, a dropped item
 /// reaches a seed that is kept: the first item to predict a rule came
-/// before it in the row.) Objects of a hundred optional properties chain
-/// their rules, each able to skip to the next: after a value, every rule
-/// still ahead starts in the row, each an entry whose walk predicted the
-/// whole rest of the chain.
+/// before it in the row.)
 fn entered_at_start(
     grammar: &Grammar,
     history: &History,
