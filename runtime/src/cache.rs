@@ -29,9 +29,7 @@ use std::sync::{Arc, Mutex, PoisonError, Weak};
 use rustc_hash::FxHashMap;
 
 use crate::TokenId;
-use crate::bundle::MaskSection;
 use crate::trie::TokenTrie;
-use crate::vocab::Vocabulary;
 
 /// The default bound on a cache's size: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -443,6 +441,22 @@ fn shard_of<K: std::hash::Hash>(key: &K) -> usize {
     usize::try_from(hash >> 58).expect("six bits") % SHARDS
 }
 
+/// Mask-cache entries computed ahead of time and read in place (a
+/// bundle's mask section): the cache asks for an entry when a matcher
+/// first needs its key, so holding many costs nothing until then.
+pub(crate) trait PrecomputedEntries: Send + Sync {
+    /// The fingerprint of the vocabulary the entries are for.
+    fn fingerprint(&self) -> u64;
+    /// Identifies the entries' content: a section attached twice is
+    /// looked up once.
+    fn id(&self) -> u64;
+    /// The number of entries.
+    fn len(&self) -> usize;
+    /// The entry for `key`, if there is one and it is sound for the
+    /// vocabulary of `trie` (a damaged entry is as good as absent).
+    fn find(&self, key: &Key, trie: &TokenTrie) -> Option<Classified>;
+}
+
 /// The mask cache shared by every grammar and matcher of one vocabulary.
 ///
 /// It holds two kinds of entries: per item (shared across grammars by rule
@@ -464,7 +478,7 @@ pub struct MaskCache {
     state_hits: AtomicU64,
     /// Precomputed entries of the bundles of live grammars, looked up
     /// when an entry is not in the pool.
-    sections: Mutex<Vec<Weak<MaskSection>>>,
+    sections: Mutex<Vec<Weak<dyn PrecomputedEntries>>>,
     /// What ends each entry's match after its accepted tokens, for token
     /// budgets, and the bytes they take: at most [`END_COSTS_BYTES`], all
     /// dropped when full (only matchers with a budget make them, and
@@ -617,30 +631,28 @@ impl MaskCache {
 
     /// Makes the precomputed entries of `section` (for this cache's
     /// vocabulary) available, for as long as a grammar holds them.
-    pub(crate) fn attach(&self, section: &Arc<MaskSection>) {
+    pub(crate) fn attach(&self, section: &Arc<dyn PrecomputedEntries>) {
         let mut sections = self.sections.lock().unwrap_or_else(PoisonError::into_inner);
         sections.retain(|weak| weak.strong_count() > 0);
         let known = sections
             .iter()
             .filter_map(Weak::upgrade)
-            .any(|known| known.id == section.id);
+            .any(|known| known.id() == section.id());
         if !known {
             sections.push(Arc::downgrade(section));
         }
     }
 
     /// The precomputed entry for `key` in an attached section, if any.
-    fn precomputed(&self, key: &Key, vocabulary: &Vocabulary) -> Option<Classified> {
-        let sections: Vec<Arc<MaskSection>> = self
+    fn precomputed(&self, key: &Key, trie: &TokenTrie) -> Option<Classified> {
+        let sections: Vec<Arc<dyn PrecomputedEntries>> = self
             .sections
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
             .iter()
             .filter_map(Weak::upgrade)
             .collect();
-        sections
-            .iter()
-            .find_map(|section| section.find(key, vocabulary))
+        sections.iter().find_map(|section| section.find(key, trie))
     }
 
     /// The entry for `key` if the pool holds it (nothing is built, loaded
@@ -685,7 +697,7 @@ impl MaskCache {
     pub(crate) fn entry<E>(
         &self,
         key: Key,
-        vocabulary: &Vocabulary,
+        trie: &TokenTrie,
         build: impl FnOnce() -> Result<Classified, E>,
     ) -> Result<(Arc<Classified>, Lookup), E> {
         let mut loaded = false;
@@ -693,7 +705,7 @@ impl MaskCache {
             |pool| &mut pool.entries,
             key,
             || {
-                let classified = match self.precomputed(&key, vocabulary) {
+                let classified = match self.precomputed(&key, trie) {
                     Some(classified) => {
                         loaded = true;
                         self.loaded.fetch_add(1, Ordering::Relaxed);

@@ -37,7 +37,6 @@
 pub mod bundle;
 mod byteset;
 mod cache;
-mod distances;
 mod embedded;
 mod fnv;
 mod grammar;

@@ -14,8 +14,10 @@ use bytemuck::Zeroable;
 
 use super::format::{EntryHead, EntryRecord, GroupRecord, ParentRecord};
 use super::{Backing, read_record};
-use crate::cache::{Classified, Group, Key, KeyKind, MAX_PARENTS, Parent, Place, TokenSet};
-use crate::vocab::Vocabulary;
+use crate::cache::{
+    Classified, Group, Key, KeyKind, MAX_PARENTS, Parent, Place, PrecomputedEntries, TokenSet,
+};
+use crate::trie::TokenTrie;
 
 /// The precomputed entries of a bundle, used in place.
 pub(crate) struct MaskSection {
@@ -25,9 +27,9 @@ pub(crate) struct MaskSection {
     /// The data's bytes within `bytes`.
     data: Range<usize>,
     /// The vocabulary the entries are for.
-    pub fingerprint: u64,
+    fingerprint: u64,
     /// Identifies the section's content (its index checksum).
-    pub id: u64,
+    id: u64,
 }
 
 impl MaskSection {
@@ -49,20 +51,26 @@ impl MaskSection {
         }
     }
 
-    /// The number of entries.
-    pub(crate) fn len(&self) -> usize {
-        self.index.len() / size_of::<EntryRecord>()
-    }
-
     fn record(&self, i: usize) -> EntryRecord {
         let start = self.index.start + i * size_of::<EntryRecord>();
         read_record(&self.bytes.as_slice()[start..start + size_of::<EntryRecord>()])
     }
+}
 
-    /// The entry for `key`, if the bundle has it and it is sound for
-    /// `vocabulary` (a damaged entry is as good as absent: the matcher
-    /// builds it instead).
-    pub(crate) fn find(&self, key: &Key, vocabulary: &Vocabulary) -> Option<Classified> {
+impl PrecomputedEntries for MaskSection {
+    fn fingerprint(&self) -> u64 {
+        self.fingerprint
+    }
+
+    fn id(&self) -> u64 {
+        self.id
+    }
+
+    fn len(&self) -> usize {
+        self.index.len() / size_of::<EntryRecord>()
+    }
+
+    fn find(&self, key: &Key, trie: &TokenTrie) -> Option<Classified> {
         let (mut low, mut high) = (0, self.len());
         while low < high {
             let mid = low + (high - low) / 2;
@@ -72,7 +80,7 @@ impl MaskSection {
                 std::cmp::Ordering::Greater => high = mid,
                 std::cmp::Ordering::Equal => {
                     let data = &self.bytes.as_slice()[self.data.clone()];
-                    return decode(&record, data, vocabulary).ok();
+                    return decode(&record, data, trie).ok();
                 }
             }
         }
@@ -186,11 +194,7 @@ fn entry_bytes<'a>(record: &EntryRecord, data: &'a [u8]) -> Option<&'a [u8]> {
 /// Decodes and checks `record`'s entry: ids of text tokens in order, a
 /// bitset of the mask's width within the text tokens, groups of trie
 /// ranks in order.
-fn decode(
-    record: &EntryRecord,
-    data: &[u8],
-    vocabulary: &Vocabulary,
-) -> Result<Classified, &'static str> {
+fn decode(record: &EntryRecord, data: &[u8], trie: &TokenTrie) -> Result<Classified, &'static str> {
     let bytes = entry_bytes(record, data).ok_or("checksum")?;
     let head_len = size_of::<EntryHead>();
     let head: EntryHead = read_record(bytes.get(..head_len).ok_or("short")?);
@@ -203,7 +207,6 @@ fn decode(
         .chunks_exact(4)
         .map(|w| u32::from_le_bytes([w[0], w[1], w[2], w[3]]))
         .collect();
-    let trie = vocabulary.trie();
     let universe = trie.universe();
     let is_text = |id: u32| {
         universe

@@ -20,10 +20,9 @@ mod read;
 mod write;
 
 use std::fmt;
-use std::path::PathBuf;
+use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
-pub(crate) use self::masks::MaskSection;
 pub use self::read::{Info, SectionInfo, inspect};
 pub(crate) use self::read::{open_bytes, open_path};
 pub use self::write::write;
@@ -33,6 +32,56 @@ use crate::cache::{Classified, Key};
 use crate::grammar::Grammar;
 use crate::tables::TablesError;
 use crate::vocab::Vocabulary;
+
+/// Grammars open bundles and write themselves as one: the bundle layer
+/// adds these to [`Grammar`] (which knows nothing of the format).
+impl Grammar {
+    /// Opens the bundle `path` (written by `xg compile`), memory-mapped.
+    ///
+    /// The header and the tables are checked; the precomputed mask entries
+    /// stay in the file until a matcher needs one. With `vocabulary`, a
+    /// bundle compiled for another vocabulary is refused, and the bundle's
+    /// entries join that vocabulary's mask cache, where every grammar with
+    /// rules of the same structure finds them. (A [`Matcher`] with a
+    /// vocabulary the bundle was compiled for does the same.)
+    ///
+    /// The file must not be modified while the grammar lives: replace a
+    /// bundle by renaming a new file into place.
+    ///
+    /// [`Matcher`]: crate::Matcher
+    pub fn open(
+        path: impl AsRef<Path>,
+        vocabulary: Option<&Vocabulary>,
+    ) -> Result<Self, BundleError> {
+        open_path(path.as_ref(), vocabulary)
+    }
+
+    /// Opens a bundle held in `bytes` (read from a file, received over the
+    /// network), like [`Grammar::open`].
+    pub fn from_bundle(
+        bytes: Vec<u8>,
+        vocabulary: Option<&Vocabulary>,
+    ) -> Result<Self, BundleError> {
+        open_bytes(Backing::Owned(bytes), vocabulary)
+    }
+
+    /// Opens a bundle embedded in the program (`include_bytes!`, or the
+    /// `grammar!` macro), like [`Grammar::open`], without copying it.
+    pub fn from_static_bundle(
+        bytes: &'static [u8],
+        vocabulary: Option<&Vocabulary>,
+    ) -> Result<Self, BundleError> {
+        open_bytes(Backing::Static(bytes), vocabulary)
+    }
+
+    /// The grammar as a bundle of its tables alone (masks are built on
+    /// first use); [`bundle::write`](fn@write) adds
+    /// precomputed masks. Rules built on first use are built first; `Err`
+    /// if one cannot be.
+    pub fn to_bundle(&self) -> Result<Vec<u8>, BundleError> {
+        write(self, None)
+    }
+}
 
 /// Mask-cache entries of one grammar, built ahead of time for one vocabulary.
 pub struct Masks {

@@ -34,7 +34,7 @@ use super::mask::{PrefixWalk, Seed, is_set};
 use super::{MaskError, Matcher};
 use crate::TokenId;
 use crate::cache::{Classified, EndCosts, TokenSet};
-use crate::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
+use crate::grammar::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
 use crate::grammar::{Grammar, Repeat};
 use crate::scanner;
 use crate::trie::TokenTrie;

@@ -23,7 +23,7 @@
 //! with the limits checked.
 //!
 //! [`Limits`]: super::earley::Limits
-//! [`Distances::most_within`]: crate::distances::Distances::most_within
+//! [`Distances::most_within`]: crate::grammar::distances::Distances::most_within
 
 use std::sync::Arc;
 
@@ -35,7 +35,7 @@ use super::mask::{Seed, is_set};
 use super::{MaskError, Matcher};
 use crate::TokenId;
 use crate::cache::EndCosts;
-use crate::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
+use crate::grammar::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
 use crate::vocab::{TokenKind, Vocabulary};
 
 /// The costs whose verdicts [`Matcher::keeps_by_costs`] keeps in a table.

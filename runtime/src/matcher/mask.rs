@@ -995,9 +995,11 @@ fn combine(
     let mut scratch = Vec::new();
     for seed in seeds {
         let remaining = budget.saturating_sub(cost.items);
-        let (entry, lookup) = vocabulary.mask_cache().entry(seed.key, vocabulary, || {
-            classify(grammar, vocabulary, seed, remaining, cost)
-        })?;
+        let (entry, lookup) = vocabulary
+            .mask_cache()
+            .entry(seed.key, vocabulary.trie(), || {
+                classify(grammar, vocabulary, seed, remaining, cost)
+            })?;
         if lookup == Lookup::Built {
             *built += 1;
         }

@@ -1,17 +1,18 @@
 //! [`Grammar`]: validated tables plus what the matcher derives from them once.
 
+pub(crate) mod distances;
+
 use std::collections::hash_map::Entry;
 use std::fmt;
 
-use std::path::Path;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
 
-use crate::bundle::{self, Backing, BundleError, MaskSection};
 use crate::vocab::Vocabulary;
 
+use self::distances::Distances;
 use crate::byteset::ByteSet;
-use crate::distances::Distances;
+use crate::cache::PrecomputedEntries;
 use crate::fnv::Fnv;
 use crate::id::RuleId;
 use crate::lazy::{self, Lazy, RuleBuilder};
@@ -58,7 +59,7 @@ pub struct Grammar {
     /// all alike to it.
     named_tokens: Arc<[u32]>,
     /// Mask-cache entries from the bundle the grammar was opened from.
-    precomputed: Option<Arc<MaskSection>>,
+    precomputed: Option<Arc<dyn PrecomputedEntries>>,
     /// Earley steps memoized by the trie walks that build mask-cache
     /// entries, kept for the next walk from the same rule.
     steps: Arc<Mutex<StepStore>>,
@@ -360,58 +361,14 @@ impl Grammar {
         })
     }
 
-    /// Opens the bundle `path` (written by `xg compile`), memory-mapped.
-    ///
-    /// The header and the tables are checked; the precomputed mask entries
-    /// stay in the file until a matcher needs one. With `vocabulary`, a
-    /// bundle compiled for another vocabulary is refused, and the bundle's
-    /// entries join that vocabulary's mask cache, where every grammar with
-    /// rules of the same structure finds them. (A [`Matcher`] with a
-    /// vocabulary the bundle was compiled for does the same.)
-    ///
-    /// The file must not be modified while the grammar lives: replace a
-    /// bundle by renaming a new file into place.
-    ///
-    /// [`Matcher`]: crate::Matcher
-    pub fn open(
-        path: impl AsRef<Path>,
-        vocabulary: Option<&Vocabulary>,
-    ) -> Result<Self, BundleError> {
-        bundle::open_path(path.as_ref(), vocabulary)
-    }
-
-    /// Opens a bundle held in `bytes` (read from a file, received over the
-    /// network), like [`Grammar::open`].
-    pub fn from_bundle(
-        bytes: Vec<u8>,
-        vocabulary: Option<&Vocabulary>,
-    ) -> Result<Self, BundleError> {
-        bundle::open_bytes(Backing::Owned(bytes), vocabulary)
-    }
-
-    /// Opens a bundle embedded in the program (`include_bytes!`, or the
-    /// `grammar!` macro), like [`Grammar::open`], without copying it.
-    pub fn from_static_bundle(
-        bytes: &'static [u8],
-        vocabulary: Option<&Vocabulary>,
-    ) -> Result<Self, BundleError> {
-        bundle::open_bytes(Backing::Static(bytes), vocabulary)
-    }
-
-    /// The grammar as a bundle of its tables alone (masks are built on
-    /// first use); [`bundle::write`](crate::bundle::write) adds
-    /// precomputed masks. Rules built on first use are built first; `Err`
-    /// if one cannot be.
-    pub fn to_bundle(&self) -> Result<Vec<u8>, BundleError> {
-        bundle::write(self, None)
-    }
-
     /// The number of mask-cache entries the grammar's bundle carries.
     pub fn precomputed_entries(&self) -> usize {
         self.precomputed.as_ref().map_or(0, |section| section.len())
     }
 
-    pub(crate) fn set_precomputed(&mut self, section: Arc<MaskSection>) {
+    /// Holds `section`'s entries for as long as the grammar lives, and
+    /// offers them to the mask cache of each vocabulary they are for.
+    pub(crate) fn set_precomputed(&mut self, section: Arc<dyn PrecomputedEntries>) {
         self.precomputed = Some(section);
     }
 
@@ -419,7 +376,7 @@ impl Grammar {
     /// are for that vocabulary.
     pub(crate) fn seed_cache(&self, vocabulary: &Vocabulary) {
         if let Some(section) = &self.precomputed
-            && section.fingerprint == vocabulary.fingerprint()
+            && section.fingerprint() == vocabulary.fingerprint()
         {
             vocabulary.mask_cache().attach(section);
         }
