@@ -494,6 +494,24 @@ fn bad_tags_are_errors_naming_the_place() {
         error.contains("undefined") && error.contains("#/format/grammar:1:10"),
         "{error}"
     );
+    // A tag left out for its begin is still read and lowered: the errors
+    // inside it are reported with the begin's, each at the tag's place in
+    // the list (the second tag here, after one without content).
+    let tag = json!({"type": "structural_tag", "format": {
+        "type": "triggered_tags", "triggers": ["<a"],
+        "tags": [
+            {"begin": "<a>", "end": "</a>"},
+            {"begin": "<b>", "end": "</b>", "content": {"type": "json_schema", "json_schema": {"$ref": "#/nowhere"}}},
+        ],
+    }});
+    let error = compile_with(&tag, None).unwrap_err();
+    for expected in [
+        "#/format/tags/0: a tag needs `content`",
+        "#/format/tags/1/begin: `<b>` must start with exactly one trigger",
+        "#/format/tags/1/content/json_schema/$ref",
+    ] {
+        assert!(error.contains(expected), "{expected}\n{error}");
+    }
 }
 
 /// The `json_schema` format's XML argument styles: a string argument is raw
