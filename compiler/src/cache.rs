@@ -26,11 +26,11 @@
 //! them) and never evicted. They were a third of the automata a schema's
 //! compile built, every time a cache was new.
 
-use std::collections::hash_map::Entry::Vacant;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rustc_hash::FxHashMap;
+use xg_runtime::lru::{self, Lru};
 
 use crate::budget::{Exceeded, free_aside};
 use crate::fsm::Fsm;
@@ -104,16 +104,10 @@ enum Value {
     Schema(Arc<Generated>),
 }
 
-struct Slot {
-    value: Value,
-    bytes: usize,
-    last_used: u64,
-}
-
+/// The cache's entries, and the time of the last use.
 #[derive(Default)]
 struct Pool {
-    entries: FxHashMap<Key, Slot>,
-    bytes: usize,
+    entries: Lru<Key, Value>,
     clock: u64,
 }
 
@@ -192,7 +186,7 @@ impl CompileCache {
             schema_misses: self.shared.schema_misses.load(Ordering::Relaxed),
             evictions: self.shared.evictions.load(Ordering::Relaxed),
             entries: pool.entries.len(),
-            bytes: pool.bytes,
+            bytes: pool.entries.bytes(),
         }
     }
 
@@ -200,7 +194,6 @@ impl CompileCache {
     pub fn clear(&self) {
         let mut pool = self.lock();
         pool.entries.clear();
-        pool.bytes = 0;
     }
 
     /// The automaton of the body `key` (references renumbered), built by
@@ -270,59 +263,22 @@ impl CompileCache {
         let mut pool = self.lock();
         pool.clock += 1;
         let now = pool.clock;
-        let slot = pool.entries.get_mut(key)?;
-        slot.last_used = now;
-        Some(slot.value.clone())
+        pool.entries.get(key, now).cloned()
     }
 
     /// Keeps `value` (about `bytes` bytes) under `key`, unless another
-    /// compilation did meanwhile.
+    /// compilation did meanwhile; past the bound, the least recently used
+    /// entries go until three quarters of it are left.
     fn insert(&self, key: Key, value: Value, bytes: usize) {
-        let bytes = bytes + SLOT_OVERHEAD;
         let mut pool = self.lock();
         pool.clock += 1;
         let now = pool.clock;
-        if let Vacant(vacant) = pool.entries.entry(key) {
-            vacant.insert(Slot {
-                value,
-                bytes,
-                last_used: now,
-            });
-            pool.bytes += bytes;
-            self.evict(&mut pool);
+        if pool.entries.insert(key, value, bytes + SLOT_OVERHEAD, now) {
+            let evicted = lru::evict(&mut [&mut pool.entries], self.shared.limit);
+            self.shared
+                .evictions
+                .fetch_add(evicted as u64, Ordering::Relaxed);
         }
-    }
-
-    /// Past the bound, removes the least recently used entries until the
-    /// pool is back to three quarters of it (keys are never copied: the
-    /// oldest use to keep is found first, then the rest dropped at once).
-    fn evict(&self, pool: &mut Pool) {
-        if pool.bytes <= self.shared.limit {
-            return;
-        }
-        let target = self.shared.limit / 4 * 3;
-        let mut uses: Vec<(u64, usize)> = pool
-            .entries
-            .values()
-            .map(|slot| (slot.last_used, slot.bytes))
-            .collect();
-        uses.sort_unstable();
-        let mut bytes = pool.bytes;
-        let mut oldest_kept = 0;
-        for (used, size) in uses {
-            if bytes <= target {
-                break;
-            }
-            bytes -= size;
-            oldest_kept = used + 1;
-        }
-        let before = pool.entries.len();
-        pool.entries.retain(|_, slot| slot.last_used >= oldest_kept);
-        pool.bytes = bytes;
-        let evicted = before - pool.entries.len();
-        self.shared
-            .evictions
-            .fetch_add(evicted as u64, Ordering::Relaxed);
     }
 
     fn lock(&self) -> MutexGuard<'_, Pool> {
@@ -379,7 +335,7 @@ fn standard_automata() -> &'static FxHashMap<Expr, Arc<Automaton>> {
         let pool = cache.lock();
         pool.entries
             .iter()
-            .filter_map(|(key, slot)| match (key, &slot.value) {
+            .filter_map(|(key, value)| match (key, value) {
                 (Key::Body(body), Value::Automaton(automaton)) => {
                     Some((body.clone(), Arc::clone(automaton)))
                 }

@@ -22,13 +22,13 @@
 //! Entries are vocabulary-specific, so the cache lives in the
 //! [`Vocabulary`](crate::Vocabulary).
 
-use std::collections::hash_map::Entry::Vacant;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
 use rustc_hash::FxHashMap;
 
 use crate::TokenId;
+use crate::lru::{self, Lru};
 use crate::trie::TokenTrie;
 
 /// The default bound on a cache's size: 1 GiB.
@@ -392,18 +392,6 @@ pub struct CacheStats {
     pub bytes: usize,
 }
 
-struct Slot<T> {
-    value: Arc<T>,
-    bytes: usize,
-    last_used: u64,
-}
-
-impl<T> Slot<T> {
-    fn use_and_size(&self) -> (u64, usize) {
-        (self.last_used, self.bytes)
-    }
-}
-
 /// A parse state of some grammar's matcher: its names' generation and its
 /// name (see [`crate::Matcher::fill_next_token_bitmask`]).
 pub(crate) type StateKey = (u64, u32);
@@ -418,12 +406,18 @@ type CombinationKey = (u64, Box<[(Key, u32)]>);
 /// One shard of the cache: the entries whose keys hash to it.
 #[derive(Default)]
 struct Pool {
-    entries: FxHashMap<Key, Slot<Classified>>,
-    combinations: FxHashMap<CombinationKey, Slot<Combined>>,
+    entries: Lru<Key, Arc<Classified>>,
+    combinations: Lru<CombinationKey, Arc<Combined>>,
     /// Per parse state: the uncertain tokens of its row that the full
     /// check accepted.
-    states: FxHashMap<StateKey, Slot<Verdicts>>,
-    bytes: usize,
+    states: Lru<StateKey, Arc<Verdicts>>,
+}
+
+impl Pool {
+    /// The bytes of its entries, combinations and state verdicts.
+    fn bytes(&self) -> usize {
+        self.entries.bytes() + self.combinations.bytes() + self.states.bytes()
+    }
 }
 
 /// Shards of a [`MaskCache`]. A long-running cache holds millions of
@@ -549,7 +543,7 @@ impl MaskCache {
             stats.entries += pool.entries.len();
             stats.combinations += pool.combinations.len();
             stats.states += pool.states.len();
-            stats.bytes += pool.bytes;
+            stats.bytes += pool.bytes();
         }
         stats
     }
@@ -561,7 +555,6 @@ impl MaskCache {
             pool.entries.clear();
             pool.combinations.clear();
             pool.states.clear();
-            pool.bytes = 0;
         }
     }
 
@@ -659,7 +652,7 @@ impl MaskCache {
     /// or counted).
     pub(crate) fn cached_entry(&self, key: &Key) -> Option<Arc<Classified>> {
         let pool = self.lock(shard_of(key));
-        pool.entries.get(key).map(|slot| Arc::clone(&slot.value))
+        pool.entries.peek(key).map(Arc::clone)
     }
 
     /// The [`EndCosts`] of the entry for `key`, made with `make` unless
@@ -731,7 +724,7 @@ impl MaskCache {
     /// inserted unless another thread got there first.
     fn find_or_build<K: std::hash::Hash + Eq, T, E>(
         &self,
-        map: impl Fn(&mut Pool) -> &mut FxHashMap<K, Slot<T>>,
+        map: impl Fn(&mut Pool) -> &mut Lru<K, Arc<T>>,
         key: K,
         build: impl FnOnce() -> Result<(T, usize), E>,
     ) -> Result<(Arc<T>, Lookup), E> {
@@ -739,60 +732,27 @@ impl MaskCache {
         {
             let now = self.tick();
             let mut pool = self.lock(shard);
-            if let Some(slot) = map(&mut pool).get_mut(&key) {
-                slot.last_used = now;
-                return Ok((Arc::clone(&slot.value), Lookup::Hit));
+            if let Some(value) = map(&mut pool).get(&key, now) {
+                return Ok((Arc::clone(value), Lookup::Hit));
             }
         }
         let (value, bytes) = build()?;
         let value = Arc::new(value);
-        let bytes = bytes + SLOT_OVERHEAD;
         let now = self.tick();
         let mut pool = self.lock(shard);
-        if let Vacant(vacant) = map(&mut pool).entry(key) {
-            vacant.insert(Slot {
-                value: Arc::clone(&value),
-                bytes,
-                last_used: now,
-            });
-            pool.bytes += bytes;
-            self.evict(&mut pool);
+        if map(&mut pool).insert(key, Arc::clone(&value), bytes + SLOT_OVERHEAD, now) {
+            // Past its share of the bound, a shard drops its least
+            // recently used entries, combinations and state verdicts
+            // together.
+            let Pool {
+                entries,
+                combinations,
+                states,
+            } = &mut *pool;
+            let evicted = lru::evict(&mut [entries, combinations, states], self.limit / SHARDS);
+            self.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
         }
         Ok((value, Lookup::Built))
-    }
-
-    /// Past its share of the bound, removes a shard's least recently used
-    /// entries, combinations and state verdicts until it is back to three
-    /// quarters of its share: everything used before a cut-off time, chosen
-    /// so that enough bytes go.
-    fn evict(&self, pool: &mut Pool) {
-        let limit = self.limit / SHARDS;
-        if pool.bytes <= limit {
-            return;
-        }
-        let target = limit / 4 * 3;
-        let mut uses: Vec<(u64, usize)> = (pool.entries.values().map(Slot::use_and_size))
-            .chain(pool.combinations.values().map(Slot::use_and_size))
-            .chain(pool.states.values().map(Slot::use_and_size))
-            .collect();
-        uses.sort_unstable();
-        let mut left = pool.bytes;
-        let mut cutoff = 0;
-        for (used, bytes) in uses {
-            if left <= target {
-                break;
-            }
-            left -= bytes;
-            cutoff = used + 1;
-        }
-        let before = pool.entries.len() + pool.combinations.len() + pool.states.len();
-        pool.entries.retain(|_, slot| slot.last_used >= cutoff);
-        pool.combinations.retain(|_, slot| slot.last_used >= cutoff);
-        pool.states.retain(|_, slot| slot.last_used >= cutoff);
-        let after = pool.entries.len() + pool.combinations.len() + pool.states.len();
-        pool.bytes = left;
-        self.evictions
-            .fetch_add((before - after) as u64, Ordering::Relaxed);
     }
 }
 

@@ -43,6 +43,7 @@ mod grammar;
 mod graph;
 mod id;
 mod lazy;
+pub mod lru;
 mod matcher;
 mod scanner;
 pub mod tables;
