@@ -409,6 +409,26 @@ pub fn generate_with_numbers(
     generate_shallow(schema, written, options, budget)
 }
 
+/// A schema embedded in a larger grammar (`%json` in `.xg`, a structural
+/// tag's `json_schema` format): generated through `cache` within `budget`
+/// (a schema an earlier request embedded is not generated again), its
+/// warnings pushed to `diagnostics` at `placement`. Its errors, for the
+/// caller to report where the schema sits, if it does not compile.
+pub(crate) fn embed(
+    schema: &Value,
+    options: &Options,
+    cache: &crate::cache::CompileCache,
+    budget: &Budget,
+    placement: &Placement<'_>,
+    diagnostics: &mut Diagnostics,
+) -> Result<std::sync::Arc<Generated>, Vec<SchemaError>> {
+    let generated = cache.schema(schema.to_string(), options, || {
+        generate(schema, options, budget)
+    })?;
+    push_warnings(&generated.report, placement, diagnostics);
+    Ok(generated)
+}
+
 /// [`generate_with_numbers`] for a schema [`too_deep`] has passed already
 /// (the pipeline checks it before printing the schema as its cache key).
 pub(crate) fn generate_shallow(

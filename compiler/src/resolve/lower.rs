@@ -841,13 +841,16 @@ impl<'a> Lowerer<'a> {
                 ast::JsonSource::File(_) => None,
             },
         };
-        let text = parsed.to_string();
-        let outcome = self.compilation.cache.schema(text, &options, || {
-            json_schema::generate(&parsed, &options, self.compilation.budget)
-        });
+        let outcome = json_schema::embed(
+            &parsed,
+            &options,
+            self.compilation.cache,
+            self.compilation.budget,
+            &placement,
+            self.diagnostics,
+        );
         match outcome {
             Ok(generated) => {
-                json_schema::push_warnings(&generated.report, &placement, self.diagnostics);
                 let id = self.embedded.first + self.embedded.rules.len();
                 self.schemas += 1;
                 let directive = notation.directive();

@@ -616,15 +616,18 @@ impl Lowering<'_> {
         schema: &Value,
         options: &json_schema::Options,
     ) -> Expr {
-        let budget = self.budget;
-        let generated = self.cache.schema(schema.to_string(), options, || {
-            json_schema::generate(schema, options, budget)
-        });
+        let span = self.span;
+        let at = json_schema::Placement::at(span);
+        let generated = json_schema::embed(
+            schema,
+            options,
+            self.cache,
+            self.budget,
+            &at,
+            self.diagnostics,
+        );
         match generated {
             Ok(generated) => {
-                let span = self.span;
-                let at = json_schema::Placement::at(span);
-                json_schema::push_warnings(&generated.report, &at, self.diagnostics);
                 let first = self.rules.len();
                 let prefix = format!("{}%json.", pointer.trim_start_matches('#'));
                 self.rules.extend(generated.to_tree(first, span, &prefix));
