@@ -370,6 +370,40 @@ proptest! {
     }
 }
 
+/// A repetition of at most zero matches is the empty text and leaves no
+/// rule behind, even around a counted repetition (which gets a rule of its
+/// own): the choice below takes `t1`'s body. Found by
+/// `choices_of_pattern_rules_compile_to_one_minimal_equivalent_automaton`.
+#[test]
+fn a_repetition_of_at_most_zero_matches_is_empty_and_calls_no_rule() {
+    let source =
+        "root ::= t1 | t2\nt1 ::= ((\"a\"){1,9}){0,0}\nt2 ::= [a-c]* ([é-ê] \"a\") [a-c]*\n";
+    check_automata(source, 0).unwrap();
+    let normalized = normalize::normalize(compile(source));
+    assert!(
+        normalized
+            .rules
+            .iter()
+            .all(|rule| !rule.name.contains("#repeat")),
+        "{:?}",
+        normalized
+            .rules
+            .iter()
+            .map(|rule| &rule.name)
+            .collect::<Vec<_>>()
+    );
+    let grammar = fsm::build(&normalized, &Budget::unlimited(), &CACHE).unwrap();
+    let fsm::Body::Automaton(root) = &grammar.rules[0].body else {
+        panic!("the root is an automaton");
+    };
+    let calls = root
+        .nodes
+        .iter()
+        .flat_map(|n| &n.edges)
+        .any(|e| matches!(e.label, fsm::Label::Rule(_) | fsm::Label::Repeat { .. }));
+    assert!(!calls, "the root calls a rule");
+}
+
 #[test]
 fn nested_repetitions_do_not_explode() {
     // 8^6 copies if expanded naively.

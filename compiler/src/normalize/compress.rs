@@ -53,6 +53,10 @@ fn rewrite(expr: Expr, grammar: &mut Grammar, name: &str, next_id: &mut usize) -
     match expr {
         Expr::Sequence(items) => Expr::Sequence(items.into_iter().map(&mut recurse).collect()),
         Expr::Choice(items) => Expr::Choice(items.into_iter().map(&mut recurse).collect()),
+        // No copies: only the empty text, whatever is repeated (which
+        // must not leave a rule behind: a choice takes the body of a rule
+        // that calls none).
+        Expr::Repeat { max: Some(0), .. } => Expr::Empty,
         Expr::Repeat { expr, min, max } => {
             let inner = recurse(*expr);
             let copies_needed = max.unwrap_or(min).max(min).saturating_add(1) as usize;
