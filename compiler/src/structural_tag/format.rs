@@ -37,8 +37,7 @@ pub(super) enum Format {
     /// `tags_with_separator`: tags, one after another.
     TagsWithSeparator {
         separator: String,
-        at_least_one: bool,
-        stop_after_first: bool,
+        how: Triggered,
         tags: Vec<Tag>,
     },
     /// `dispatch`: free text in which a trigger starts its format.
@@ -111,8 +110,8 @@ pub(super) enum Closed {
     Token(Option<TokenId>),
 }
 
-/// How triggered tags repeat: whether a tag must come first, and whether
-/// the text stops after one.
+/// How a list of tags repeats: whether a tag must come first, and whether
+/// it stops after one.
 #[derive(Clone, Copy, Debug)]
 pub(super) struct Triggered {
     pub at_least_one: bool,
@@ -261,12 +260,10 @@ impl Reader<'_> {
             "triggered_tags" => self.triggered_tags(&fields),
             "tags_with_separator" => {
                 let separator = self.string(&fields, "separator");
-                let at_least_one = self.flag(&fields, "at_least_one", false);
-                let stop_after_first = self.flag(&fields, "stop_after_first", false);
+                let how = self.triggered(&fields);
                 Format::TagsWithSeparator {
                     separator,
-                    at_least_one,
-                    stop_after_first,
+                    how,
                     tags: self.separated_tags(&fields),
                 }
             }
@@ -515,7 +512,7 @@ impl Reader<'_> {
         }
     }
 
-    /// The `at_least_one` and `stop_after_first` flags of triggered tags.
+    /// The `at_least_one` and `stop_after_first` flags of a list of tags.
     fn triggered(&mut self, fields: &Fields<'_>) -> Triggered {
         Triggered {
             at_least_one: self.flag(fields, "at_least_one", false),

@@ -192,10 +192,9 @@ impl Lowering<'_> {
             } => self.triggered_tags(pointer, triggers, excludes, *how, tags, end),
             Format::TagsWithSeparator {
                 separator,
-                at_least_one,
-                stop_after_first,
+                how,
                 tags,
-            } => self.tags_with_separator(separator, *at_least_one, *stop_after_first, tags, end),
+            } => self.tags_with_separator(separator, *how, tags, end),
             Format::Dispatch {
                 pointer,
                 arms,
@@ -429,8 +428,7 @@ impl Lowering<'_> {
     fn tags_with_separator(
         &mut self,
         separator: &str,
-        at_least_one: bool,
-        stop_after_first: bool,
+        how: Triggered,
         tags: &[Tag],
         end: &End,
     ) -> Expr {
@@ -438,7 +436,7 @@ impl Lowering<'_> {
         // "done": one tag at most, as XGrammar reads it.
         let separator_ends =
             matches!(end, End::Strings(ends) if ends.iter().any(|e| e == separator));
-        let stop_after_first = stop_after_first || separator_ends;
+        let stop_after_first = how.stop_after_first || separator_ends;
         let full_tags: Vec<Expr> = tags
             .iter()
             .map(|tag| {
@@ -460,7 +458,7 @@ impl Lowering<'_> {
             });
             self.sequence_of(vec![any_tag, more])
         };
-        let tags = if at_least_one {
+        let tags = if how.at_least_one {
             tags
         } else {
             self.expr(ExprKind::Repeat {
