@@ -17,7 +17,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use common::strip_spans;
-use xg_compiler::{Diagnostics, Sources, pipeline, syntax};
+use xg_compiler::{Diagnostics, Request, Sources, pipeline, syntax};
 use xg_runtime::{TokenId, Vocabulary};
 
 /// Every diagnostic code the front end can produce; each must appear in some
@@ -91,18 +91,17 @@ fn cases(dir: &Path) -> Vec<PathBuf> {
 /// Checks `path` as the test suite sees it: named relative to the data folder,
 /// so output does not depend on where the checkout is.
 fn check(path: &Path, kind: &str) -> (Sources, Diagnostics) {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
+    let mut request = Request::ahead_of_time();
     let bytes = std::fs::read(path).expect("readable test file");
     let name = format!("{kind}/{}", path.file_name().unwrap().to_string_lossy());
-    let file = sources.add_bytes(
+    let file = request.sources.add_bytes(
         name,
         &bytes,
         path.parent().map(Path::to_path_buf),
-        &mut diagnostics,
+        &mut request.diagnostics,
     );
-    pipeline::check(&mut sources, file, "root", &mut diagnostics);
-    (sources, diagnostics)
+    pipeline::check(&mut request, file, "root");
+    (request.sources, request.diagnostics)
 }
 
 /// Compares `actual` with the file at `expected`, or rewrites it under `XG_BLESS`.
@@ -257,12 +256,11 @@ fn tokens_named_by_text_resolve_in_the_vocabulary() {
         .and_then(|v| v.with_stop_tokens(&special[1..]))
         .unwrap();
     let check = |text: &str| {
-        let mut sources = Sources::new();
-        sources.set_vocabulary(Arc::new(vocabulary.clone()));
-        let file = sources.add("tokens.xg", text, None);
-        let mut diagnostics = Diagnostics::new();
-        let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-        let codes: Vec<&str> = diagnostics.iter().map(|d| d.code).collect();
+        let mut request = Request::ahead_of_time();
+        request.sources.set_vocabulary(Arc::new(vocabulary.clone()));
+        let file = request.add("tokens.xg", text);
+        let tree = pipeline::check(&mut request, file, "root");
+        let codes: Vec<&str> = request.diagnostics.iter().map(|d| d.code).collect();
         (tree, codes)
     };
     // Special tokens by name, text tokens by their text, ids as before.
@@ -285,19 +283,21 @@ fn every_grammar_in_the_library_checks_cleanly() {
     let tokens = format_tokens();
     for folder in ["std", "examples"] {
         for path in cases(&root.join(folder)) {
-            let mut sources = Sources::new();
-            sources.set_vocabulary(Arc::clone(&tokens));
-            let mut diagnostics = Diagnostics::new();
-            let file = sources.load(&path, &mut diagnostics).expect("readable");
-            let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
+            let mut request = Request::ahead_of_time();
+            request.sources.set_vocabulary(Arc::clone(&tokens));
+            let file = request
+                .sources
+                .load(&path, &mut request.diagnostics)
+                .expect("readable");
+            let grammar = pipeline::check(&mut request, file, "root");
             assert!(
-                grammar.is_some() && diagnostics.is_empty(),
+                grammar.is_some() && request.diagnostics.is_empty(),
                 "{}:\n{}",
                 path.display(),
-                diagnostics.render(&sources, false)
+                request.diagnostics.render(&request.sources, false)
             );
-            let text = sources.text(file).to_string();
-            let formatted = syntax::print(&syntax::parse(file, &text, &mut diagnostics));
+            let text = request.sources.text(file).to_string();
+            let formatted = syntax::print(&syntax::parse(file, &text, &mut request.diagnostics));
             assert_eq!(
                 formatted,
                 text,
@@ -352,13 +352,15 @@ fn grammars_in_the_book_and_readme_check_cleanly() {
     for document in documents {
         let text = std::fs::read_to_string(&document).expect("readable");
         for (line, block) in xg_blocks(&text) {
-            let mut sources = Sources::new();
+            let mut request = Request::ahead_of_time();
             let name = format!("{}:{line}", document.file_name().unwrap().to_string_lossy());
-            let file = sources.add(name.clone(), block, None);
-            let mut diagnostics = Diagnostics::new();
-            let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-            if grammar.is_none() || !diagnostics.is_empty() {
-                failures.push(format!("{name}:\n{}", diagnostics.render(&sources, false)));
+            let file = request.add(name.clone(), block);
+            let grammar = pipeline::check(&mut request, file, "root");
+            if grammar.is_none() || !request.diagnostics.is_empty() {
+                failures.push(format!(
+                    "{name}:\n{}",
+                    request.diagnostics.render(&request.sources, false)
+                ));
             }
             checked += 1;
         }
@@ -375,12 +377,15 @@ fn deepest_allowed_nesting_goes_through_every_stage() {
         "(\"x\" | ".repeat(depth),
         ")*".repeat(depth)
     );
-    let mut sources = Sources::new();
-    let file = sources.add("deep.xg", deep.clone(), None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-    assert!(grammar.is_some(), "{}", diagnostics.render(&sources, false));
-    let ast = syntax::parse(file, &deep, &mut diagnostics);
+    let mut request = Request::ahead_of_time();
+    let file = request.add("deep.xg", deep.clone());
+    let grammar = pipeline::check(&mut request, file, "root");
+    assert!(
+        grammar.is_some(),
+        "{}",
+        request.diagnostics.render(&request.sources, false)
+    );
+    let ast = syntax::parse(file, &deep, &mut request.diagnostics);
     let printed = syntax::print(&ast);
     assert!(printed.starts_with("root ::= (\"x\" | (\"x\""), "{printed}");
 }
@@ -399,21 +404,15 @@ fn diagnostics_on_long_lines_show_an_excerpt_at_the_true_column() {
     );
     let column = text.find("\"bogus\"").unwrap() + 1;
     let schema: serde_json::Value = serde_json::from_str(&text).unwrap();
-    let mut sources = Sources::new();
-    let file = sources.add("long.json", text.clone(), None);
-    let mut diagnostics = Diagnostics::new();
-    let options = xg_compiler::json_schema::Options::default();
-    let grammar = xg_compiler::pipeline::json_schema(
-        &schema,
-        &options,
+    let mut request = Request::new(
         &xg_compiler::Limits::default(),
         &xg_compiler::CompileCache::default(),
-        &sources,
-        file,
-        &mut diagnostics,
     );
+    let file = request.add("long.json", text.clone());
+    let options = xg_compiler::json_schema::Options::default();
+    let grammar = xg_compiler::pipeline::json_schema(&mut request, &schema, file, &options);
     assert!(grammar.is_some());
-    let rendered = diagnostics.render(&sources, false);
+    let rendered = request.diagnostics.render(&request.sources, false);
     assert!(
         rendered.contains(&format!("long.json:1:{column}")),
         "{rendered}"

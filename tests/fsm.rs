@@ -9,7 +9,7 @@ use common::{CORPUS, LIBRARY, compile, fsm_as_ir, library, random_grammar, same_
 use proptest::prelude::*;
 use xg_compiler::ir::reference::{Mode, Symbol, recognizes};
 use xg_compiler::normalize;
-use xg_compiler::{Budget, CompileCache, Diagnostics, Sources, fsm, ir, pipeline};
+use xg_compiler::{Budget, CompileCache, Limits, Request, fsm, ir, pipeline};
 
 /// One compile cache for every test: automata built for one grammar are
 /// relabelled into others, which must not change their language.
@@ -432,12 +432,10 @@ fn nested_repetitions_do_not_explode() {
 /// The compiled form of `source` (automata numbered canonically, hashes,
 /// tables) with automata from `cache`.
 fn compiled_with(source: &str, cache: &CompileCache) -> (fsm::Grammar, Vec<u64>, String) {
-    let mut sources = Sources::new();
-    let file = sources.add("test.xg", source, None);
-    let mut diagnostics = Diagnostics::new();
-    let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
-    let compiled =
-        pipeline::compile_tree(&tree, &Budget::unlimited(), cache, &mut diagnostics).unwrap();
+    let mut request = Request::new(&Limits::unlimited(), cache);
+    let file = request.add("test.xg", source);
+    let tree = pipeline::check(&mut request, file, "root").unwrap();
+    let compiled = pipeline::compile_tree(&mut request, &tree).unwrap();
     let hashes = compiled.hashes.iter().map(|h| h.rule).collect();
     (compiled.automata, hashes, format!("{:?}", compiled.tables))
 }

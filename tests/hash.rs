@@ -5,7 +5,7 @@
 use std::fmt::Write;
 
 use xg_compiler::hash::{self, RuleHash};
-use xg_compiler::{Budget, CompileCache, Diagnostics, Sources, fsm, ir, normalize, pipeline};
+use xg_compiler::{Budget, CompileCache, Request, fsm, ir, normalize, pipeline};
 
 struct Hashed {
     grammar: fsm::Grammar,
@@ -14,12 +14,12 @@ struct Hashed {
 
 impl Hashed {
     fn new(text: &str, root: &str) -> Self {
-        let mut sources = Sources::new();
-        let file = sources.add("test.xg", text, None);
-        let mut diagnostics = Diagnostics::new();
-        let tree = pipeline::check(&mut sources, file, root, &mut diagnostics);
+        let mut request = Request::ahead_of_time();
+        let file = request.add("test.xg", text);
+        let tree = pipeline::check(&mut request, file, root);
         let ir = tree.map(|tree| ir::lower(&tree));
-        let ir = ir.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+        let ir =
+            ir.unwrap_or_else(|| panic!("{}", request.diagnostics.render(&request.sources, false)));
         let ir = normalize::normalize(ir);
         let mut grammar = fsm::build(&ir, &Budget::unlimited(), &CompileCache::default()).unwrap();
         let hashes = hash::hash(&ir, &mut grammar, &Budget::unlimited()).unwrap();

@@ -15,7 +15,7 @@ use serde_json::ser::{PrettyFormatter, Serializer};
 use xg_compiler::json_schema::{
     DEFAULT_MAX_WHITESPACE, Options, PRETTY_DEPTH, PropertyOrder, Whitespace,
 };
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
 fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
@@ -29,19 +29,9 @@ fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
         property_order: PropertyOrder::Any,
         ..Options::default()
     };
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::json_schema(
-        schema,
-        &options,
-        &Limits::default(),
-        &CompileCache::default(),
-        &sources,
-        file,
-        &mut diagnostics,
-    )
-    .map(Arc::new)
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("schema.json", schema.to_string());
+    pipeline::json_schema(&mut request, schema, file, &options).map(Arc::new)
 }
 
 fn accepts(grammar: &Arc<Grammar>, text: &str) -> bool {

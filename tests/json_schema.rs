@@ -10,7 +10,7 @@ use std::time::{Duration, Instant};
 
 use serde_json::Value;
 use xg_compiler::json_schema::{self, Options, PropertyOrder};
-use xg_compiler::{Budget, CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{Budget, CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 use common::{
@@ -259,18 +259,9 @@ fn profile_one() {
         t.elapsed(),
         generated.rule_count()
     );
-    let mut d = Diagnostics::new();
-    let mut sources = Sources::new();
-    let file = sources.add("s", "", None);
-    let tree = json_schema::check(
-        &doc["schema"],
-        &options,
-        &Budget::unlimited(),
-        &sources,
-        file,
-        &mut d,
-    )
-    .unwrap();
+    let mut request = Request::ahead_of_time();
+    let file = request.add("s", "");
+    let tree = json_schema::check(&mut request, &doc["schema"], file, &options).unwrap();
     let t = Instant::now();
     let g = xg_compiler::ir::lower(&tree);
     eprintln!("lower {:?}", t.elapsed());
@@ -322,24 +313,15 @@ fn ir_grammar(grammar: xg_compiler::ir::Grammar) -> Arc<Grammar> {
 #[test]
 fn generated_rules_lower_directly_as_their_tree_does() {
     let options = maskbench_options();
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", "", None);
     let mut compared_by_instances = 0;
     for (name, doc) in maskbench().into_iter().step_by(10) {
         let budget = || Budget::new(Limits::default());
         let Ok(generated) = json_schema::generate(&doc["schema"], &options, &budget()) else {
             continue;
         };
-        let mut diagnostics = Diagnostics::new();
-        let tree = json_schema::check(
-            &doc["schema"],
-            &options,
-            &budget(),
-            &sources,
-            file,
-            &mut diagnostics,
-        )
-        .unwrap();
+        let mut request = Request::new(&Limits::default(), &CompileCache::default());
+        let file = request.add("schema.json", "");
+        let tree = json_schema::check(&mut request, &doc["schema"], file, &options).unwrap();
         let direct = generated.to_ir();
         let lowered = xg_compiler::ir::lower(&tree);
         assert_eq!(direct.root, lowered.root, "{name}");
@@ -397,11 +379,14 @@ fn printed_grammars_round_trip_through_the_parser() {
         let generated =
             json_schema::generate(&doc["schema"], &options, &Budget::new(Limits::default()))
                 .unwrap();
-        let mut sources = Sources::new();
-        let file = sources.add(name.as_str(), generated.to_xg(), None);
-        let mut diagnostics = Diagnostics::new();
-        let printed = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
-            .unwrap_or_else(|| panic!("{name}:\n{}", diagnostics.render(&sources, false)));
+        let mut request = Request::ahead_of_time();
+        let file = request.add(name.as_str(), generated.to_xg());
+        let printed = pipeline::grammar(&mut request, file, "root").unwrap_or_else(|| {
+            panic!(
+                "{name}:\n{}",
+                request.diagnostics.render(&request.sources, false)
+            )
+        });
         let printed = Arc::new(printed);
         for test in doc["tests"].as_array().unwrap() {
             let text = compact(&test["data"]);
@@ -425,11 +410,14 @@ fn embedded_schemas_match_direct_compilation() {
             continue;
         };
         let text = format!("root ::= \"result: \" %json {}", doc["schema"]);
-        let mut sources = Sources::new();
-        let file = sources.add(name.as_str(), text, None);
-        let mut diagnostics = Diagnostics::new();
-        let embedded = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
-            .unwrap_or_else(|| panic!("{name}:\n{}", diagnostics.render(&sources, false)));
+        let mut request = Request::ahead_of_time();
+        let file = request.add(name.as_str(), text);
+        let embedded = pipeline::grammar(&mut request, file, "root").unwrap_or_else(|| {
+            panic!(
+                "{name}:\n{}",
+                request.diagnostics.render(&request.sources, false)
+            )
+        });
         let embedded = Arc::new(embedded);
         for test in doc["tests"].as_array().unwrap() {
             let text = compact(&test["data"]);
@@ -688,25 +676,10 @@ fn pattern_alternatives_share_their_unanchored_ends() {
         (Arctic/[A-Za-z]+)|(Asia/[A-Za-z]+)|(Atlantic/[A-Za-z]+)|(Australia/[A-Za-z]+)|\
         (Europe/[A-Za-z]+)|(Indian/[A-Za-z]+)|(Pacific/[A-Za-z]+)|^z$|^y|x$";
     let schema = serde_json::json!({"type": "string", "pattern": pattern});
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    let tree = json_schema::check(
-        &schema,
-        &Options::default(),
-        &Budget::new(Limits::default()),
-        &sources,
-        file,
-        &mut diagnostics,
-    )
-    .unwrap();
-    let compiled = pipeline::compile_tree(
-        &tree,
-        &Budget::new(Limits::default()),
-        &CompileCache::default(),
-        &mut diagnostics,
-    )
-    .unwrap();
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("schema.json", schema.to_string());
+    let tree = json_schema::check(&mut request, &schema, file, &Options::default()).unwrap();
+    let compiled = pipeline::compile_tree(&mut request, &tree).unwrap();
     let xg_compiler::fsm::Body::Automaton(fsm) = &compiled.automata.rules[0].body else {
         panic!("an automaton");
     };

@@ -11,7 +11,7 @@ use std::sync::Arc;
 
 use serde_json::Value;
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, Severity, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
 /// `(path, test file)` for every file of the vendored suite.
@@ -80,20 +80,12 @@ fn compile(schema: &Value) -> Result<(Arc<Grammar>, Vec<String>), String> {
         property_order: PropertyOrder::Any,
         ..Options::default()
     };
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::json_schema(
-        schema,
-        &options,
-        &Limits::default(),
-        &CompileCache::default(),
-        &sources,
-        file,
-        &mut diagnostics,
-    );
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("schema.json", schema.to_string());
+    let grammar = pipeline::json_schema(&mut request, schema, file, &options);
     let messages = |severity| {
-        diagnostics
+        request
+            .diagnostics
             .iter()
             .filter(|d| d.severity == severity)
             .map(|d| d.message.clone())

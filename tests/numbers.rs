@@ -13,7 +13,7 @@ use std::sync::Arc;
 use proptest::prelude::*;
 use serde_json::{Value, json};
 use xg_compiler::json_schema::Options;
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
 fn len(n: usize) -> i64 {
@@ -214,21 +214,12 @@ enum Kind {
 
 /// The grammar of `schema`, or its errors.
 fn compile(schema: &Value, cache: &CompileCache) -> Result<Arc<Grammar>, String> {
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::json_schema(
-        schema,
-        &Options::default(),
-        &Limits::unlimited(),
-        cache,
-        &sources,
-        file,
-        &mut diagnostics,
-    );
+    let mut request = Request::new(&Limits::unlimited(), cache);
+    let file = request.add("schema.json", schema.to_string());
+    let grammar = pipeline::json_schema(&mut request, schema, file, &Options::default());
     grammar
         .map(Arc::new)
-        .ok_or_else(|| diagnostics.render(&sources, false))
+        .ok_or_else(|| request.diagnostics.render(&request.sources, false))
 }
 
 fn accepts(grammar: &Arc<Grammar>, text: &str) -> bool {
@@ -374,19 +365,11 @@ fn plain_integers_are_digits_only() {
         json!({"type": "integer"}),
         json!({"type": "integer", "minimum": -5, "maximum": 300}),
     ] {
-        let mut sources = Sources::new();
-        let file = sources.add("schema.json", schema.to_string(), None);
-        let grammar = pipeline::json_schema(
-            &schema,
-            &plain,
-            &Limits::unlimited(),
-            &CompileCache::default(),
-            &sources,
-            file,
-            &mut Diagnostics::new(),
-        )
-        .map(Arc::new)
-        .unwrap();
+        let mut request = Request::new(&Limits::unlimited(), &CompileCache::default());
+        let file = request.add("schema.json", schema.to_string());
+        let grammar = pipeline::json_schema(&mut request, &schema, file, &plain)
+            .map(Arc::new)
+            .unwrap();
         for (text, plain_accepts) in [
             ("0", true),
             ("-5", true),
@@ -416,19 +399,13 @@ fn plain_integers_are_digits_only() {
 /// digits a double drops are cached apart.
 fn compile_text(text: &str, cache: &CompileCache) -> Arc<Grammar> {
     let schema: Value = serde_json::from_str(text).unwrap();
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", text, None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::json_schema(
-        &schema,
-        &Options::default(),
-        &Limits::default(),
-        cache,
-        &sources,
-        file,
-        &mut diagnostics,
-    );
-    Arc::new(grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false))))
+    let mut request = Request::new(&Limits::default(), cache);
+    let file = request.add("schema.json", text);
+    let grammar = pipeline::json_schema(&mut request, &schema, file, &Options::default());
+    Arc::new(
+        grammar
+            .unwrap_or_else(|| panic!("{}", request.diagnostics.render(&request.sources, false))),
+    )
 }
 
 /// Bounds with more digits than a double holds (issue 40, item 6): the

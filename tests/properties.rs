@@ -14,7 +14,7 @@ use xg_compiler::syntax::ast::{
     Arg, Arm, CharClass, ClassItem, Expr, ExprKind, File, Import, Item, JsonSource, Name, Notation,
     PerlClass, Rule, Text, Value, ValueKind,
 };
-use xg_compiler::{Diagnostics, Sources, Span, pipeline, syntax};
+use xg_compiler::{Diagnostics, Request, Sources, Span, pipeline, syntax};
 
 /// A span for generated trees (printing ignores spans).
 fn span() -> Span {
@@ -205,15 +205,16 @@ fn item() -> impl Strategy<Value = Item> {
 
 /// Runs the whole front end on `bytes` and checks every diagnostic's spans.
 fn front_end_survives(bytes: &[u8]) {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let file = sources.add_bytes("input.xg", bytes, None, &mut diagnostics);
-    if let Some(compiled) = pipeline::compile(&mut sources, file, "root", &mut diagnostics) {
+    let mut request = Request::ahead_of_time();
+    let file = request
+        .sources
+        .add_bytes("input.xg", bytes, None, &mut request.diagnostics);
+    if let Some(compiled) = pipeline::compile(&mut request, file, "root") {
         assert!(compiled.tables.validate().is_ok());
     }
-    for diagnostic in diagnostics.iter() {
+    for diagnostic in request.diagnostics.iter() {
         for label in std::iter::once(&diagnostic.primary).chain(&diagnostic.secondary) {
-            let text = sources.text(label.span.file);
+            let text = request.sources.text(label.span.file);
             assert!(
                 label.span.start <= label.span.end && label.span.end <= text.len(),
                 "{diagnostic:?}"
@@ -223,7 +224,7 @@ fn front_end_survives(bytes: &[u8]) {
             );
         }
     }
-    let _ = diagnostics.render(&sources, false);
+    let _ = request.diagnostics.render(&request.sources, false);
 }
 
 /// Pieces of `.xg` syntax, valid and broken, to build inputs that get deep

@@ -13,7 +13,7 @@ use common::{Rng, sample};
 use proptest::prelude::*;
 use regex_automata::meta::Regex;
 use regex_automata::{Anchored, Input};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, ir, pipeline, regex};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Request, Sources, ir, pipeline, regex};
 use xg_runtime::{Grammar, Matcher};
 
 /// Patterns that exercise each part of the dialect, each with a string it
@@ -39,18 +39,10 @@ const PATTERNS: &[(&str, &str)] = &[
 ];
 
 fn compile(pattern: &str, options: regex::Options) -> Arc<Grammar> {
-    let mut sources = Sources::new();
-    let file = sources.add("pattern", pattern, None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::regex(
-        pattern,
-        options,
-        &Limits::default(),
-        &CompileCache::default(),
-        file,
-        &mut diagnostics,
-    )
-    .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("pattern", pattern);
+    let grammar = pipeline::regex(&mut request, file, options)
+        .unwrap_or_else(|| panic!("{}", request.diagnostics.render(&request.sources, false)));
     Arc::new(grammar)
 }
 
@@ -213,19 +205,11 @@ fn unsupported_features_are_errors_pointing_into_the_pattern() {
         ("a(b", "unclosed group", 1..2),
         ("x{3,1}", "invalid repetition", 1..6),
     ] {
-        let mut sources = Sources::new();
-        let file = sources.add("pattern", pattern, None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::regex(
-            pattern,
-            regex::Options::default(),
-            &Limits::default(),
-            &CompileCache::default(),
-            file,
-            &mut diagnostics,
-        );
+        let mut request = Request::new(&Limits::default(), &CompileCache::default());
+        let file = request.add("pattern", pattern);
+        let grammar = pipeline::regex(&mut request, file, regex::Options::default());
         assert!(grammar.is_none(), "{pattern}");
-        let error = diagnostics.iter().next().expect("an error");
+        let error = request.diagnostics.iter().next().expect("an error");
         assert!(
             error.message.contains(message),
             "{pattern}: {}",

@@ -10,24 +10,18 @@ use std::sync::Arc;
 
 use common::{REAL_TOKENIZERS, real_tokenizer};
 use serde_json::{Value, json};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
-fn compile_with(tag: &Value, vocabulary: Option<&Vocabulary>) -> Result<Arc<Grammar>, String> {
-    let mut sources = Sources::new();
-    let file = sources.add("tag.json", tag.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::structural_tag(
-        tag,
-        vocabulary,
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    )
-    .map(Arc::new)
-    .ok_or_else(|| diagnostics.render(&sources, false))
+fn compile_with(tag: &Value, vocabulary: Option<&Arc<Vocabulary>>) -> Result<Arc<Grammar>, String> {
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    if let Some(vocabulary) = vocabulary {
+        request.sources.set_vocabulary(Arc::clone(vocabulary));
+    }
+    let file = request.add("tag.json", tag.to_string());
+    pipeline::structural_tag(&mut request, tag, file)
+        .map(Arc::new)
+        .ok_or_else(|| request.diagnostics.render(&request.sources, false))
 }
 
 fn compile(format: &Value) -> Arc<Grammar> {
@@ -289,8 +283,8 @@ fn token_formats_resolve_text_through_the_vocabulary() {
         "{error}"
     );
 
-    let grammar = compile_with(&tag, Some(&vocabulary)).unwrap();
     let vocabulary = Arc::new(vocabulary);
+    let grammar = compile_with(&tag, Some(&vocabulary)).unwrap();
     let mut matcher = Matcher::with_vocabulary(grammar, Arc::clone(&vocabulary));
     matcher.accept_str("Done").unwrap();
     let mut mask = vec![0u32; vocabulary.mask_words()];
@@ -324,8 +318,8 @@ fn token_triggered_tags_and_token_dispatch() {
         "tags": [{"type": "tag", "begin": {"type": "token", "token": "<tool_call>"},
                   "content": {"type": "const_string", "value": "x"},
                   "end": {"type": "token", "token": "</tool_call>"}}]}});
-    let grammar = compile_with(&tag, Some(&vocabulary)).unwrap();
     let vocabulary = Arc::new(vocabulary);
+    let grammar = compile_with(&tag, Some(&vocabulary)).unwrap();
     let mut matcher = Matcher::with_vocabulary(Arc::clone(&grammar), Arc::clone(&vocabulary));
     let x = vocabulary.token_by_text("x").unwrap();
     for token in [a, call, x, call_end, a, call, x, call_end] {

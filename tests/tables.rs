@@ -2,15 +2,14 @@
 //! automata, and tables with any index out of range are refused.
 
 use proptest::prelude::*;
-use xg_compiler::{Diagnostics, Sources, fsm, pipeline};
+use xg_compiler::{Request, fsm, pipeline};
 use xg_runtime::tables::{RuleRecord, Tables};
 
 fn compile(text: &str) -> pipeline::Compiled {
-    let mut sources = Sources::new();
-    let file = sources.add("test.xg", text, None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::compile(&mut sources, file, "root", &mut diagnostics)
-        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
+    let mut request = Request::ahead_of_time();
+    let file = request.add("test.xg", text);
+    pipeline::compile(&mut request, file, "root")
+        .unwrap_or_else(|| panic!("{}", request.diagnostics.render(&request.sources, false)))
 }
 
 fn grammars() -> Vec<String> {

@@ -17,7 +17,7 @@ use common::{
 };
 use serde_json::{Value, json};
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Capture, Grammar, Matcher, TokenId, ToolCallEvent, ToolCallStream, Vocabulary};
 
 /// The tools of every test: flat arguments, nested objects and arrays.
@@ -96,42 +96,32 @@ impl Model {
 
     fn grammar(&self, options: &Options) -> Arc<Grammar> {
         let tools = tools();
-        let mut sources = Sources::new();
-        sources.set_vocabulary(Arc::clone(&self.vocabulary));
-        let file = sources.add("tools.json", tools.to_string(), None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::tools(
-            &tools,
-            options,
-            &Limits::default(),
-            &CompileCache::default(),
-            &mut sources,
-            file,
-            &mut diagnostics,
-        );
+        let mut request = Request::new(&Limits::default(), &CompileCache::default());
+        request.sources.set_vocabulary(Arc::clone(&self.vocabulary));
+        let file = request.add("tools.json", tools.to_string());
+        let grammar = pipeline::tools(&mut request, &tools, file, options);
         assert!(
-            !diagnostics.has_errors(),
+            !request.diagnostics.has_errors(),
             "{}",
-            diagnostics.render(&sources, false)
+            request.diagnostics.render(&request.sources, false)
         );
         Arc::new(grammar.unwrap())
     }
 
     /// The standard library's format file `path`'s `root`, for this model.
     fn library_grammar(&self, path: &str) -> Arc<Grammar> {
-        let mut sources = Sources::new();
-        sources.set_vocabulary(Arc::clone(&self.vocabulary));
-        let file = sources.add(
+        let mut request = Request::ahead_of_time();
+        request.sources.set_vocabulary(Arc::clone(&self.vocabulary));
+        let file = request.sources.add(
             "turn.xg",
             format!("import {path:?} as f;\nroot ::= f.root"),
             None,
         );
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics);
+        let grammar = pipeline::grammar(&mut request, file, "root");
         assert!(
-            !diagnostics.has_errors(),
+            !request.diagnostics.has_errors(),
             "{}",
-            diagnostics.render(&sources, false)
+            request.diagnostics.render(&request.sources, false)
         );
         Arc::new(grammar.unwrap())
     }
@@ -633,20 +623,11 @@ fn bad_tool_lists_are_errors_at_their_place() {
   {"name": "ok"}, {"name": "ok"}
 ]"#;
     let bad: Value = serde_json::from_str(text).unwrap();
-    let mut sources = Sources::new();
-    let file = sources.add("tools.json", text, None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::tools(
-        &bad,
-        &Options::new(Format::Qwen),
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("tools.json", text);
+    let grammar = pipeline::tools(&mut request, &bad, file, &Options::new(Format::Qwen));
     assert!(grammar.is_none());
-    let rendered = diagnostics.render(&sources, false);
+    let rendered = request.diagnostics.render(&request.sources, false);
     for expected in [
         "#/0/function/name: `get weather` is not a function name",
         "#/1/type: only function tools are called through a grammar, not `code_interpreter`",
@@ -657,38 +638,27 @@ fn bad_tool_lists_are_errors_at_their_place() {
         assert!(rendered.contains(expected), "{expected:?} in\n{rendered}");
     }
 
-    let mut sources = Sources::new();
-    let file = sources.add("tools.json", "[]", None);
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("tools.json", "[]");
     let grammar = pipeline::tools(
+        &mut request,
         &json!([]),
+        file,
         &Options {
             tool_choice: ToolChoice::Required,
             ..Options::new(Format::Qwen)
         },
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
     );
     assert!(grammar.is_none());
 
     // Formats that name special tokens need the model's vocabulary.
-    let mut sources = Sources::new();
-    let file = sources.add("tools.json", tools().to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::tools(
-        &tools(),
-        &Options::new(Format::Harmony),
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("tools.json", tools().to_string());
+    let grammar = pipeline::tools(&mut request, &tools(), file, &Options::new(Format::Harmony));
     assert!(grammar.is_none());
     assert!(
-        diagnostics
+        request
+            .diagnostics
             .iter()
             .any(|d| d.code == "token-needs-vocabulary")
     );
@@ -707,19 +677,12 @@ fn requests_with_overlapping_tools_share_the_compile_cache() {
         .map(|picked| Value::Array(picked.iter().map(|&i| all[i].clone()).collect()))
         .collect();
     let compile = |request: &Value, cache: &CompileCache| {
-        let mut sources = Sources::new();
-        let file = sources.add("tools.json", request.to_string(), None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::tools(
-            request,
-            &Options::new(Format::Qwen),
-            &Limits::default(),
-            cache,
-            &mut sources,
-            file,
-            &mut diagnostics,
-        );
-        let grammar = grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+        let mut compilation = Request::new(&Limits::default(), cache);
+        let file = compilation.add("tools.json", request.to_string());
+        let grammar = pipeline::tools(&mut compilation, request, file, &Options::new(Format::Qwen));
+        let (grammar, _) = compilation
+            .finish(grammar)
+            .unwrap_or_else(|report| panic!("{report}"));
         // Every automaton built, as a conversation's turns would build them.
         grammar.completed().unwrap()
     };
@@ -1511,14 +1474,13 @@ fn tools_named_alike_compile_in_every_format() {
             continue; // special tokens: compiled with their models elsewhere
         }
         let text = xg_compiler::tools::to_xg(&parsed, &Options::new(format), None).unwrap();
-        let mut sources = Sources::new();
-        let file = sources.add("tools.xg", text.clone(), None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics);
+        let mut request = Request::ahead_of_time();
+        let file = request.add("tools.xg", text.clone());
+        let grammar = pipeline::grammar(&mut request, file, "root");
         assert!(
-            grammar.is_some() && !diagnostics.has_errors(),
+            grammar.is_some() && !request.diagnostics.has_errors(),
             "{format}: {}\n{text}",
-            diagnostics.render(&sources, false)
+            request.diagnostics.render(&request.sources, false)
         );
     }
 }
@@ -2181,20 +2143,13 @@ fn pythonic_calls_with_python_literals() {
         "flag": {"type": "boolean"}, "note": {"type": ["string", "null"]}}, "required": ["flag"]});
     let tools = json!([{"name": "toggle", "parameters": typed}]);
     let toggle = {
-        let mut sources = Sources::new();
-        sources.set_vocabulary(Arc::clone(&model.vocabulary));
-        let file = sources.add("tools.json", tools.to_string(), None);
-        let mut diagnostics = Diagnostics::new();
+        let mut request = Request::new(&Limits::default(), &CompileCache::default());
+        request
+            .sources
+            .set_vocabulary(Arc::clone(&model.vocabulary));
+        let file = request.add("tools.json", tools.to_string());
         let options = Options::new(Format::Pythonic);
-        let grammar = pipeline::tools(
-            &tools,
-            &options,
-            &Limits::default(),
-            &CompileCache::default(),
-            &mut sources,
-            file,
-            &mut diagnostics,
-        );
+        let grammar = pipeline::tools(&mut request, &tools, file, &options);
         Arc::new(grammar.expect("compiles"))
     };
     model
@@ -2319,19 +2274,12 @@ fn gemma_4_arguments_by_their_schema() {
             "children": {"type": "array", "items": {"$ref": "#/$defs/node"}}},
             "required": ["name"]}}});
     let tools = json!([{"name": "plant", "parameters": parameters}]);
-    let mut sources = Sources::new();
-    sources.set_vocabulary(Arc::clone(&model.vocabulary));
-    let file = sources.add("tools.json", tools.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::tools(
-        &tools,
-        &Options::new(Format::Gemma4),
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    request
+        .sources
+        .set_vocabulary(Arc::clone(&model.vocabulary));
+    let file = request.add("tools.json", tools.to_string());
+    let grammar = pipeline::tools(&mut request, &tools, file, &Options::new(Format::Gemma4));
     let grammar = Arc::new(grammar.expect("compiles"));
     let q = "<|\"|>";
     let call = |arguments: &str| format!("<|tool_call>call:plant{{{arguments}}}<tool_call|>");

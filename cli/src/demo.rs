@@ -12,7 +12,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::Args;
 use xg_compiler::tools::{Format, Options, Reasoning, ToolChoice};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 /// The main job's flags (all optional).
@@ -172,9 +172,9 @@ pub fn run(args: &DemoArgs, color: bool) -> Result<bool> {
 /// The embedded request: the two tools, a call required, Qwen's format.
 fn default_grammar(vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar> {
     let tools: serde_json::Value = serde_json::from_str(TOOLS).context("embedded tools")?;
-    let mut sources = Sources::new();
-    sources.set_vocabulary(Arc::clone(vocabulary));
-    let file = sources.add("embedded tools.json", TOOLS, None);
+    let mut request = Request::new(&Limits::default(), &CompileCache::default())
+        .with_vocabulary(Arc::clone(vocabulary));
+    let file = request.add("embedded tools.json", TOOLS);
     let options = Options {
         tool_choice: ToolChoice::Required,
         reasoning: Reasoning::Forbidden,
@@ -185,17 +185,8 @@ fn default_grammar(vocabulary: &Arc<Vocabulary>, color: bool) -> Result<Grammar>
         "request: 2 tools (get_weather, search_flights), format {}, a call required",
         options.format
     );
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::tools(
-        &tools,
-        &options,
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
-    eprint!("{}", diagnostics.render(&sources, color));
+    let grammar = pipeline::tools(&mut request, &tools, file, &options);
+    eprint!("{}", request.diagnostics.render(&request.sources, color));
     grammar.context("the embedded tools do not compile")
 }
 

@@ -8,7 +8,7 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::Args;
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline, regex};
+use xg_compiler::{CompileCache, Limits, Request, pipeline, regex};
 use xg_runtime::Vocabulary;
 
 use crate::schema::{self, SchemaFlags};
@@ -91,7 +91,7 @@ pub fn load_file(
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
             match serde_json::from_str::<serde_json::Value>(&text) {
                 Ok(value) if is_structural_tag(&value) => {
-                    compile_structural_tag(path, &value, text, vocabulary.map(|v| &**v), color)
+                    compile_structural_tag(path, &value, text, vocabulary, color)
                 }
                 _ => schema::compile(path, schema, color),
             }
@@ -149,24 +149,24 @@ pub fn is_structural_tag(value: &serde_json::Value) -> bool {
 }
 
 /// Compiles the grammar in `path` from `rule` (for `vocabulary`, if
-/// given), printing its diagnostics.
+/// given), printing its diagnostics if it has errors.
 pub fn compile(
     path: &Path,
     rule: &str,
     vocabulary: Option<&Arc<Vocabulary>>,
     color: bool,
 ) -> Result<xg_runtime::Grammar> {
-    let mut sources = Sources::new();
+    let mut request = Request::ahead_of_time();
     if let Some(vocabulary) = vocabulary {
-        sources.set_vocabulary(Arc::clone(vocabulary));
+        request.sources.set_vocabulary(Arc::clone(vocabulary));
     }
-    let mut diagnostics = Diagnostics::new();
-    let file = sources
-        .load(path, &mut diagnostics)
+    let file = request
+        .sources
+        .load(path, &mut request.diagnostics)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
-    let grammar = pipeline::grammar(&mut sources, file, rule, &mut diagnostics);
-    if diagnostics.has_errors() {
-        eprint!("{}", diagnostics.render(&sources, color));
+    let grammar = pipeline::grammar(&mut request, file, rule);
+    if request.diagnostics.has_errors() {
+        eprint!("{}", request.diagnostics.render(&request.sources, color));
     }
     grammar.with_context(|| format!("`{}` does not compile", path.display()))
 }
@@ -176,42 +176,28 @@ fn compile_structural_tag(
     path: &Path,
     tag: &serde_json::Value,
     text: String,
-    vocabulary: Option<&Vocabulary>,
+    vocabulary: Option<&Arc<Vocabulary>>,
     color: bool,
 ) -> Result<xg_runtime::Grammar> {
-    let mut sources = Sources::new();
-    let file = sources.add(path.display().to_string(), text, None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::structural_tag(
-        tag,
-        vocabulary,
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
-    eprint!("{}", diagnostics.render(&sources, color));
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    if let Some(vocabulary) = vocabulary {
+        request.sources.set_vocabulary(Arc::clone(vocabulary));
+    }
+    let file = request.add(path.display().to_string(), text);
+    let grammar = pipeline::structural_tag(&mut request, tag, file);
+    eprint!("{}", request.diagnostics.render(&request.sources, color));
     grammar.with_context(|| format!("`{}` does not compile", path.display()))
 }
 
 /// Compiles a regex given on the command line, printing its diagnostics.
 fn compile_regex(pattern: &str, json_string: bool, color: bool) -> Result<xg_runtime::Grammar> {
-    let mut sources = Sources::new();
-    let file = sources.add("<regex>", pattern, None);
-    let mut diagnostics = Diagnostics::new();
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add("<regex>", pattern);
     let options = regex::Options {
         json_string,
         ..regex::Options::default()
     };
-    let grammar = pipeline::regex(
-        pattern,
-        options,
-        &Limits::default(),
-        &CompileCache::default(),
-        file,
-        &mut diagnostics,
-    );
-    eprint!("{}", diagnostics.render(&sources, color));
+    let grammar = pipeline::regex(&mut request, file, options);
+    eprint!("{}", request.diagnostics.render(&request.sources, color));
     grammar.context("the regex does not compile")
 }

@@ -57,7 +57,9 @@ use std::sync::Arc;
 
 use anyhow::{Context, Result};
 use clap::{Parser, Subcommand, ValueEnum};
-use xg_compiler::{Diagnostic, Diagnostics, FileId, Sources, Span, pipeline, syntax};
+use xg_compiler::{
+    Budget, Diagnostic, Diagnostics, FileId, Request, Sources, Span, pipeline, syntax,
+};
 use xg_runtime::Matcher;
 
 /// jemalloc rather than glibc's allocator: a long run (a server, `xg
@@ -330,33 +332,26 @@ fn check(
     schema: &schema::SchemaFlags,
     color: bool,
 ) -> Result<bool> {
-    let mut sources = Sources::new();
-    let mut vocabulary = None;
+    // One request for all the files, so that they are numbered apart;
+    // each file's diagnostics (sorted among themselves) and budget.
+    let mut request = Request::ahead_of_time();
     if let Some(tokenizer) = tokenizer {
         let model = trace::Model {
             tokenizer,
             config: None,
             stop: &[],
         };
-        let loaded = Arc::new(model.load()?.0);
-        sources.set_vocabulary(Arc::clone(&loaded));
-        vocabulary = Some(loaded);
+        request.sources.set_vocabulary(Arc::new(model.load()?.0));
     }
     let mut diagnostics = Diagnostics::new();
     let mut summaries = Vec::new();
     for path in files {
-        let mut file_diagnostics = Diagnostics::new();
-        let grammar = front_end(
-            path,
-            root,
-            schema,
-            vocabulary.as_deref(),
-            &mut sources,
-            &mut file_diagnostics,
-        )?;
+        request.budget = Budget::unlimited();
+        let grammar = front_end(path, root, schema, &mut request)?;
         summaries.push((path.display().to_string(), grammar.map(|g| g.rules.len())));
-        diagnostics.append(file_diagnostics);
+        diagnostics.append(std::mem::take(&mut request.diagnostics));
     }
+    let sources = request.sources;
     match format {
         Format::Human => {
             eprint!("{}", diagnostics.render(&sources, color));
@@ -385,26 +380,26 @@ fn check(
 
 /// The front end on the grammar file `path`, whatever it holds
 /// ([`load::kind_of`]), added to `sources`: its checked tree, or `None`
-/// with its errors in `diagnostics`.
+/// with its errors in the request's diagnostics (a JSON file within the
+/// limits `schema` sets).
 fn front_end(
     path: &Path,
     root: &str,
     schema: &schema::SchemaFlags,
-    vocabulary: Option<&xg_runtime::Vocabulary>,
-    sources: &mut Sources,
-    diagnostics: &mut Diagnostics,
+    request: &mut Request,
 ) -> Result<Option<xg_compiler::tree::Grammar>> {
     match load::kind_of(path) {
         load::FileKind::Bundle => anyhow::bail!(
             "`{}` is a bundle, compiled already: `xg inspect` shows it",
             path.display()
         ),
-        load::FileKind::Json => schema::check_json(path, schema, vocabulary, sources, diagnostics),
+        load::FileKind::Json => schema::check_json(path, schema, request),
         load::FileKind::Xg => {
-            let file = sources
-                .load(path, diagnostics)
+            let file = request
+                .sources
+                .load(path, &mut request.diagnostics)
                 .with_context(|| format!("cannot read `{}`", path.display()))?;
-            Ok(pipeline::check(sources, file, root, diagnostics))
+            Ok(pipeline::check(request, file, root))
         }
     }
 }
@@ -417,18 +412,12 @@ fn inspect(
     schema: &schema::SchemaFlags,
     color: bool,
 ) -> Result<bool> {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let tree = front_end(path, root, schema, None, &mut sources, &mut diagnostics)?;
-    let compiled = tree.and_then(|tree| {
-        pipeline::compile_tree(
-            &tree,
-            &xg_compiler::Budget::unlimited(),
-            &xg_compiler::CompileCache::default(),
-            &mut diagnostics,
-        )
-    });
-    eprint!("{}", diagnostics.render(&sources, color));
+    let mut request = Request::ahead_of_time();
+    let tree = front_end(path, root, schema, &mut request)?;
+    // The middle end as for a grammar written ahead of time.
+    request.budget = Budget::unlimited();
+    let compiled = tree.and_then(|tree| pipeline::compile_tree(&mut request, &tree));
+    eprint!("{}", request.diagnostics.render(&request.sources, color));
     let Some(compiled) = compiled else {
         return Ok(false);
     };
@@ -581,8 +570,7 @@ fn fmt(
 ) -> Result<bool> {
     let mut all_ok = true;
     for path in files {
-        let mut sources = Sources::new();
-        let mut diagnostics = Diagnostics::new();
+        let mut request = Request::ahead_of_time();
         if load::kind_of(path) == load::FileKind::Json {
             if write || check {
                 anyhow::bail!(
@@ -590,18 +578,19 @@ fn fmt(
                     path.display()
                 );
             }
-            match schema::xg_text(path, schema, &mut sources, &mut diagnostics)? {
-                Some(text) => {
-                    eprint!("{}", diagnostics.render(&sources, color));
-                    out!("{text}");
-                }
-                None => {
-                    eprint!("{}", diagnostics.render(&sources, color));
-                    all_ok = false;
-                }
+            let text = schema::xg_text(path, schema, &mut request)?;
+            eprint!("{}", request.diagnostics.render(&request.sources, color));
+            match text {
+                Some(text) => out!("{text}"),
+                None => all_ok = false,
             }
             continue;
         }
+        let Request {
+            mut sources,
+            mut diagnostics,
+            ..
+        } = request;
         let file = sources
             .load(path, &mut diagnostics)
             .with_context(|| format!("cannot read `{}`", path.display()))?;

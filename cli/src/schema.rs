@@ -7,7 +7,7 @@ use std::path::Path;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use xg_compiler::json_schema::{self, Options, PropertyOrder, Whitespace};
-use xg_compiler::{Budget, CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{Budget, CompileCache, Limits, Request, pipeline};
 
 /// The options of the JSON Schema front end, as flags.
 #[derive(Args, Clone)]
@@ -116,87 +116,44 @@ impl SchemaFlags {
     }
 }
 
-/// Reads and parses a schema file into `sources`; a JSON syntax error is
-/// a diagnostic at its line and column.
+/// Reads and parses a schema file into the request's sources; a JSON
+/// syntax error is a diagnostic at its line and column.
 fn load(
     path: &Path,
-    sources: &mut Sources,
-    diagnostics: &mut Diagnostics,
+    request: &mut Request,
 ) -> Result<Option<(xg_compiler::FileId, serde_json::Value)>> {
-    let file = sources
-        .load(path, diagnostics)
+    let file = request
+        .sources
+        .load(path, &mut request.diagnostics)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
-    match serde_json::from_str(sources.text(file)) {
-        Ok(schema) => Ok(Some((file, schema))),
-        Err(error) => {
-            let offset = byte_offset(sources.text(file), error.line(), error.column());
-            diagnostics.push(xg_compiler::Diagnostic::error(
-                "json",
-                format!("`{}` is not JSON: {error}", path.display()),
-                xg_compiler::Span::new(file, offset, offset),
-                "here",
-            ));
-            Ok(None)
-        }
-    }
-}
-
-/// The byte offset of serde_json's 1-based `line` and `column`.
-fn byte_offset(text: &str, line: usize, column: usize) -> usize {
-    let start: usize = text
-        .split_inclusive('\n')
-        .take(line.saturating_sub(1))
-        .map(str::len)
-        .sum();
-    (start + column.saturating_sub(1)).min(text.len())
+    let schema = request.parse_json(file, &format!("`{}`", path.display()));
+    Ok(schema.map(|schema| (file, schema)))
 }
 
 /// The front end on the JSON file `path` — a JSON Schema, or a structural
-/// tag when its `type` is `structural_tag` — added to `sources`, its
-/// diagnostics (at their places in the file) in `diagnostics`: the checked
-/// tree, or `None` if it does not compile. `vocabulary` resolves a tag's
-/// tokens given by text.
+/// tag when its `type` is `structural_tag` — added to the request, within
+/// the limits `flags` set, its diagnostics (at their places in the file)
+/// the request's: the checked tree, or `None` if it does not compile. The
+/// request's vocabulary resolves a tag's tokens given by text.
 pub fn check_json(
     path: &Path,
     flags: &SchemaFlags,
-    vocabulary: Option<&xg_runtime::Vocabulary>,
-    sources: &mut Sources,
-    diagnostics: &mut Diagnostics,
+    request: &mut Request,
 ) -> Result<Option<xg_compiler::tree::Grammar>> {
-    let Some((file, value)) = load(path, sources, diagnostics)? else {
+    request.budget = Budget::new(flags.limits());
+    let Some((file, value)) = load(path, request)? else {
         return Ok(None);
     };
-    let budget = Budget::new(flags.limits());
     if crate::load::is_structural_tag(&value) {
-        return Ok(xg_compiler::structural_tag::check(
-            &value,
-            vocabulary,
-            &budget,
-            &CompileCache::default(),
-            sources,
-            file,
-            diagnostics,
-        ));
+        return Ok(xg_compiler::structural_tag::check(request, &value, file));
     }
-    Ok(json_schema::check(
-        &value,
-        &flags.options(),
-        &budget,
-        sources,
-        file,
-        diagnostics,
-    ))
+    Ok(json_schema::check(request, &value, file, &flags.options()))
 }
 
 /// The `.xg` text of the JSON Schema in `path` (what `xg fmt` prints for
 /// one), or `None` with its diagnostics in `diagnostics`.
-pub fn xg_text(
-    path: &Path,
-    flags: &SchemaFlags,
-    sources: &mut Sources,
-    diagnostics: &mut Diagnostics,
-) -> Result<Option<String>> {
-    let Some((file, schema)) = load(path, sources, diagnostics)? else {
+pub fn xg_text(path: &Path, flags: &SchemaFlags, request: &mut Request) -> Result<Option<String>> {
+    let Some((file, schema)) = load(path, request)? else {
         return Ok(None);
     };
     if crate::load::is_structural_tag(&schema) {
@@ -207,11 +164,11 @@ pub fn xg_text(
     }
     let outcome = json_schema::generate_from_text(
         &schema,
-        sources.text(file),
+        request.sources.text(file),
         &flags.options(),
         &Budget::new(flags.limits()),
     );
-    json_schema::diagnose(&outcome, sources, file, diagnostics);
+    json_schema::diagnose(&outcome, &request.sources, file, &mut request.diagnostics);
     Ok(outcome.ok().map(|generated| generated.to_xg()))
 }
 
@@ -227,35 +184,25 @@ pub fn any_order_variant(path: &Path, flags: &SchemaFlags) -> Option<xg_runtime:
         any_order: true,
         ..flags.clone()
     };
-    let (sources, file, schema) = quiet_schema(path)?;
-    compile_loaded(&schema, &flags, &sources, file, &mut Diagnostics::new())
+    let (mut request, file, schema) = quiet_schema(path, &flags)?;
+    pipeline::json_schema(&mut request, &schema, file, &flags.options())
 }
 
-/// The grammar of `schema`, the text of `file` in `sources`, with `flags`.
-fn compile_loaded(
-    schema: &serde_json::Value,
+/// A compilation within the limits `flags` set.
+fn request(flags: &SchemaFlags) -> Request {
+    Request::new(&flags.limits(), &CompileCache::default())
+}
+
+/// The JSON Schema in `path` and its place in a new request with `flags`'
+/// limits, if the file holds one (not a structural tag); nothing is
+/// printed.
+fn quiet_schema(
+    path: &Path,
     flags: &SchemaFlags,
-    sources: &Sources,
-    file: xg_compiler::FileId,
-    diagnostics: &mut Diagnostics,
-) -> Option<xg_runtime::Grammar> {
-    pipeline::json_schema(
-        schema,
-        &flags.options(),
-        &flags.limits(),
-        &CompileCache::default(),
-        sources,
-        file,
-        diagnostics,
-    )
-}
-
-/// The JSON Schema in `path` and its place in new sources, if the file
-/// holds one (not a structural tag); nothing is printed.
-fn quiet_schema(path: &Path) -> Option<(Sources, xg_compiler::FileId, serde_json::Value)> {
-    let mut sources = Sources::new();
-    let (file, schema) = load(path, &mut sources, &mut Diagnostics::new()).ok()??;
-    (!crate::load::is_structural_tag(&schema)).then_some((sources, file, schema))
+) -> Option<(Request, xg_compiler::FileId, serde_json::Value)> {
+    let mut request = request(flags);
+    let (file, schema) = load(path, &mut request).ok()??;
+    (!crate::load::is_structural_tag(&schema)).then_some((request, file, schema))
 }
 
 /// Where in the schema of `path` a refusal comes from, as `the schema at
@@ -275,10 +222,10 @@ pub fn refusal_place(
     rules: &[String],
     written: &[u8],
 ) -> Option<String> {
-    let (sources, file, schema) = quiet_schema(path)?;
+    let (request, file, schema) = quiet_schema(path, flags)?;
     let generated = json_schema::generate_from_text(
         &schema,
-        sources.text(file),
+        request.sources.text(file),
         &flags.options(),
         &Budget::new(flags.limits()),
     )
@@ -346,25 +293,28 @@ pub fn refusal_place(
 /// Compiles the schema in `path` into a runtime grammar, printing its
 /// diagnostics (errors, and the report's warnings).
 pub fn compile(path: &Path, flags: &SchemaFlags, color: bool) -> Result<xg_runtime::Grammar> {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let grammar = load(path, &mut sources, &mut diagnostics)?.and_then(|(file, schema)| {
-        compile_loaded(&schema, flags, &sources, file, &mut diagnostics)
+    let mut request = request(flags);
+    let grammar = load(path, &mut request)?.and_then(|(file, schema)| {
+        pipeline::json_schema(&mut request, &schema, file, &flags.options())
     });
-    eprint!("{}", diagnostics.render(&sources, color));
+    eprint!("{}", request.diagnostics.render(&request.sources, color));
     grammar.with_context(|| format!("`{}` does not compile", path.display()))
 }
 
 /// `xg json-schema`: prints the grammar (or, with `report`, the report);
 /// true if the schema compiled.
 pub fn json_schema(path: &Path, flags: &SchemaFlags, report: bool, color: bool) -> Result<bool> {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let Some((file, schema)) = load(path, &mut sources, &mut diagnostics)? else {
-        eprint!("{}", diagnostics.render(&sources, color));
+    let mut request = request(flags);
+    let Some((file, schema)) = load(path, &mut request)? else {
+        eprint!("{}", request.diagnostics.render(&request.sources, color));
         return Ok(false);
     };
-    let budget = Budget::new(flags.limits());
+    let Request {
+        sources,
+        mut diagnostics,
+        budget,
+        ..
+    } = request;
     let outcome =
         json_schema::generate_from_text(&schema, sources.text(file), &flags.options(), &budget);
     json_schema::diagnose(&outcome, &sources, file, &mut diagnostics);

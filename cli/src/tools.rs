@@ -9,7 +9,7 @@ use std::time::Instant;
 use anyhow::{Context, Result};
 use clap::{Args, ValueEnum};
 use xg_compiler::tools::{self, Format, Options, Reasoning, ToolChoice};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 
 use crate::trace::Model;
 
@@ -182,7 +182,7 @@ pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
             args.tool_choice
         );
     }
-    let (mut sources, file, value) = read(&args.tools)?;
+    let (mut request, file, value) = read(&args.tools)?;
     let options = args.options();
     // With the model's vocabulary, markers that are its special tokens are
     // written as tokens.
@@ -193,19 +193,18 @@ pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
             stop: &[],
         }
         .load()?;
-        sources.set_vocabulary(Arc::new(vocabulary));
+        request.sources.set_vocabulary(Arc::new(vocabulary));
     }
-    let mut diagnostics = Diagnostics::new();
     let text = tools::parse(&value).and_then(|listed| {
-        tools::to_xg(&listed, &options, sources.vocabulary()).map_err(|error| vec![error])
+        tools::to_xg(&listed, &options, request.sources.vocabulary()).map_err(|error| vec![error])
     });
     let text = match text {
         Ok(text) => text,
         Err(errors) => {
             for error in &errors {
-                tools::diagnose(error, &sources, file, &mut diagnostics);
+                tools::diagnose(error, &request.sources, file, &mut request.diagnostics);
             }
-            eprint!("{}", diagnostics.render(&sources, color));
+            eprint!("{}", request.diagnostics.render(&request.sources, color));
             return Ok(false);
         }
     };
@@ -217,30 +216,21 @@ pub fn run(args: &ToolsArgs, color: bool) -> Result<bool> {
         );
         return Ok(true);
     }
-    Ok(compile(&value, &options, sources, file, color))
+    Ok(compile(&value, &options, request, file, color))
 }
 
 /// Compiles the tool list, printing diagnostics and the time taken.
 fn compile(
     value: &serde_json::Value,
     options: &Options,
-    mut sources: Sources,
+    mut request: Request,
     file: xg_compiler::FileId,
     color: bool,
 ) -> bool {
-    let mut diagnostics = Diagnostics::new();
     let started = Instant::now();
-    let grammar = pipeline::tools(
-        value,
-        options,
-        &Limits::default(),
-        &CompileCache::default(),
-        &mut sources,
-        file,
-        &mut diagnostics,
-    );
+    let grammar = pipeline::tools(&mut request, value, file, options);
     let elapsed = started.elapsed();
-    eprint!("{}", diagnostics.render(&sources, color));
+    eprint!("{}", request.diagnostics.render(&request.sources, color));
     if let Some(grammar) = grammar {
         // Tables hold more rules than `xg check` counts in the text:
         // dispatch arms and nested repetitions become rules of their own.
@@ -250,16 +240,16 @@ fn compile(
             grammar.tables().rules.len()
         );
     }
-    !diagnostics.has_errors()
+    !request.diagnostics.has_errors()
 }
 
-/// The tool list's text and JSON, added to new sources.
-fn read(path: &Path) -> Result<(Sources, xg_compiler::FileId, serde_json::Value)> {
+/// The tool list's text and JSON, added to a new request (default limits).
+fn read(path: &Path) -> Result<(Request, xg_compiler::FileId, serde_json::Value)> {
     let text = std::fs::read_to_string(path)
         .with_context(|| format!("cannot read `{}`", path.display()))?;
     let value: serde_json::Value =
         serde_json::from_str(&text).with_context(|| format!("`{}` is not JSON", path.display()))?;
-    let mut sources = Sources::new();
-    let file = sources.add(path.display().to_string(), text, None);
-    Ok((sources, file, value))
+    let mut request = Request::new(&Limits::default(), &CompileCache::default());
+    let file = request.add(path.display().to_string(), &text);
+    Ok((request, file, value))
 }

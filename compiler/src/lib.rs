@@ -3,8 +3,10 @@
 //!
 //! # Overview
 //!
-//! - [`Sources`] holds the texts of a compilation; [`Diagnostics`] collects
-//!   its errors and warnings with spans and renders them.
+//! - [`Compiler`]: text in, grammar out, for each form a request carries;
+//!   [`Request`] is one compilation's context (its texts in [`Sources`],
+//!   its errors and warnings in [`Diagnostics`], the shared
+//!   [`CompileCache`], its [`Budget`]) that every stage takes.
 //! - [`syntax`]: text → [`syntax::ast::File`], and the canonical printer.
 //! - [`resolve`](mod@resolve): files and imports → one checked [`tree::Grammar`].
 //! - [`ir`]: the grammar IR over bytes, [`ir::lower`] from the resolved tree,
@@ -18,21 +20,19 @@
 //! - [`pipeline`]: the stages in order; [`pipeline::check`] is the front end.
 //!
 //! ```
-//! use xg_compiler::{Diagnostics, Sources, pipeline};
+//! use xg_compiler::{Request, pipeline};
 //!
-//! let mut sources = Sources::new();
-//! let file = sources.add(
+//! let mut request = Request::ahead_of_time();
+//! let file = request.add(
 //!     "answer.xg",
 //!     r#"
 //!     import "std/json.xg" as json;
 //!     root ::= "yes" | "no" | number | json.string
 //!     number ::= [0-9]+
 //!     "#,
-//!     None,
 //! );
-//! let mut diagnostics = Diagnostics::new();
-//! let grammar = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
-//! assert!(diagnostics.is_empty());
+//! let grammar = pipeline::check(&mut request, file, "root").unwrap();
+//! assert!(request.diagnostics.is_empty());
 //! assert_eq!(grammar.rule(grammar.root).name, "root");
 //! ```
 
@@ -47,6 +47,7 @@ mod lazy;
 pub mod normalize;
 pub mod pipeline;
 pub mod regex;
+pub mod request;
 pub mod resolve;
 mod source;
 mod stdlib;
@@ -59,6 +60,7 @@ pub mod tree;
 pub use self::budget::{Budget, Exceeded, Limits};
 pub use self::cache::{CompileCache, CompileCacheStats, DEFAULT_COMPILE_CACHE_BYTES};
 pub use self::diagnostic::{Diagnostic, Diagnostics, Label, MAX_DIAGNOSTICS, Severity};
+pub use self::request::{Compiler, Report, Request};
 pub use self::source::{FileId, ImportTarget, MAX_FILE_BYTES, Sources, Span};
 pub use self::stdlib::{EXAMPLES, get as std_text, paths as std_paths};
 

@@ -119,6 +119,11 @@ impl Sources {
         self.vocabulary.as_deref()
     }
 
+    /// The vocabulary set by [`Sources::set_vocabulary`], shared.
+    pub(crate) fn shared_vocabulary(&self) -> Option<Arc<Vocabulary>> {
+        self.vocabulary.clone()
+    }
+
     /// Adds a text that did not come from disk, such as a grammar that
     /// arrived with a request. It imports the standard library and, if
     /// `base` is a folder, files inside it (relative paths without `..`);

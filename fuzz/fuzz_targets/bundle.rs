@@ -9,7 +9,7 @@
 use std::sync::{Arc, OnceLock};
 
 use libfuzzer_sys::fuzz_target;
-use xg_compiler::{Diagnostics, Sources, pipeline};
+use xg_compiler::{Request, pipeline};
 use xg_runtime::bundle::{self, Masks, Precompute, format::MAGIC};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
@@ -33,13 +33,12 @@ fn vocabulary() -> Vocabulary {
 fn sound() -> &'static (Arc<Grammar>, Vec<u8>) {
     static SOUND: OnceLock<(Arc<Grammar>, Vec<u8>)> = OnceLock::new();
     SOUND.get_or_init(|| {
-        let mut sources = Sources::new();
-        let file = sources.add("fuzz.xg", GRAMMAR, None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar =
-            Arc::new(pipeline::grammar(&mut sources, file, "root", &mut diagnostics).unwrap());
+        let mut request = Request::ahead_of_time();
+        let file = request.add("fuzz.xg", GRAMMAR);
+        let grammar = Arc::new(pipeline::grammar(&mut request, file, "root").unwrap());
         let masks = Masks::precompute(&grammar, &vocabulary(), Precompute::All);
-        let bytes = bundle::write(&grammar, Some(&masks)).expect("the compiler's grammars are complete");
+        let bytes =
+            bundle::write(&grammar, Some(&masks)).expect("the compiler's grammars are complete");
         (grammar, bytes)
     })
 }

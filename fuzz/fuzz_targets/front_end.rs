@@ -9,14 +9,21 @@
 use libfuzzer_sys::fuzz_target;
 use std::sync::Arc;
 
-use xg_compiler::{Diagnostics, Sources, pipeline, syntax};
+use xg_compiler::{Diagnostics, Request, pipeline, syntax};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 fuzz_target!(|bytes: &[u8]| {
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let file = sources.add_bytes("input.xg", bytes, None, &mut diagnostics);
-    if let Some(compiled) = pipeline::compile(&mut sources, file, "root", &mut diagnostics) {
+    let mut request = Request::ahead_of_time();
+    let file = request
+        .sources
+        .add_bytes("input.xg", bytes, None, &mut request.diagnostics);
+    let compiled = pipeline::compile(&mut request, file, "root");
+    let Request {
+        mut sources,
+        diagnostics,
+        ..
+    } = request;
+    if let Some(compiled) = compiled {
         let grammar = Grammar::new(compiled.tables).expect("compiled tables are valid");
         // Tokens: every byte, and the input's chunks.
         let chunks: Vec<&[u8]> = bytes.chunks(7).take(32).collect();

@@ -20,7 +20,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use xg_compiler::json_schema::{Options, Whitespace};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline, regex, tools};
+use xg_compiler::{CompileCache, Limits, Request, pipeline, regex, tools};
 use xg_runtime::Matcher;
 
 /// The stack of the thread each input is compiled on.
@@ -65,10 +65,8 @@ fn compile_and_run(kind: u8, text: &str) {
         time: Some(Duration::from_millis(500)),
         ..Limits::default()
     };
-    let mut sources = Sources::new();
-    let file = sources.add("input", text, None);
-    let mut diagnostics = Diagnostics::new();
-    let cache = CompileCache::default();
+    let mut request = Request::new(&limits, &CompileCache::default());
+    let file = request.add("input", text);
     let json = || serde_json::from_str::<serde_json::Value>(text).ok();
     let grammar = match kind % 5 {
         0 => {
@@ -84,62 +82,29 @@ fn compile_and_run(kind: u8, text: &str) {
                 whitespace,
                 ..Options::default()
             };
-            pipeline::json_schema(
-                &value,
-                &options,
-                &limits,
-                &cache,
-                &sources,
-                file,
-                &mut diagnostics,
-            )
+            pipeline::json_schema(&mut request, &value, file, &options)
         }
         1 => {
             let Some(value) = json() else {
                 return;
             };
-            pipeline::structural_tag(
-                &value,
-                None,
-                &limits,
-                &cache,
-                &mut sources,
-                file,
-                &mut diagnostics,
-            )
+            pipeline::structural_tag(&mut request, &value, file)
         }
-        2 => pipeline::regex(
-            text,
-            regex::Options::default(),
-            &limits,
-            &cache,
-            file,
-            &mut diagnostics,
-        ),
-        3 => pipeline::grammar_within(
-            &mut sources,
-            file,
-            "root",
-            &limits,
-            &cache,
-            &mut diagnostics,
-        ),
+        2 => pipeline::regex(&mut request, file, regex::Options::default()),
+        3 => pipeline::grammar_within(&mut request, file, "root"),
         _ => {
             let Some(value) = json() else {
                 return;
             };
             let options = tools::Options::new(tools::Format::Qwen);
-            pipeline::tools(
-                &value,
-                &options,
-                &limits,
-                &cache,
-                &mut sources,
-                file,
-                &mut diagnostics,
-            )
+            pipeline::tools(&mut request, &value, file, &options)
         }
     };
+    let Request {
+        sources,
+        diagnostics,
+        ..
+    } = request;
     assert!(
         sources.files_read().is_empty(),
         "text from a request read {:?}",

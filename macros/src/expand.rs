@@ -77,14 +77,23 @@ struct Entry {
 
 fn compile(request: &Request) -> Result<TokenStream, Failed> {
     let base = base_folder();
-    let mut sources = Sources::new();
-    let mut diagnostics = Diagnostics::new();
-    let entry = add_entry(&request.source, &base, &mut sources, &mut diagnostics)?;
+    let mut compilation = xg_compiler::Request::ahead_of_time();
+    let entry = add_entry(
+        &request.source,
+        &base,
+        &mut compilation.sources,
+        &mut compilation.diagnostics,
+    )?;
     let root = request
         .root
         .as_ref()
         .map_or_else(|| "root".to_string(), LitStr::value);
-    let compiled = pipeline::grammar(&mut sources, entry.file, &root, &mut diagnostics);
+    let compiled = pipeline::grammar(&mut compilation, entry.file, &root);
+    let xg_compiler::Request {
+        sources,
+        diagnostics,
+        ..
+    } = compilation;
     let grammar = match compiled {
         Some(grammar) if !diagnostics.has_errors() => grammar,
         _ => return Err(Failed(errors(&diagnostics, &sources, &entry))),

@@ -12,7 +12,9 @@ use pyo3::exceptions::PyValueError;
 use pyo3::prelude::*;
 use pyo3::types::{PyBytes, PyDict, PyString};
 use serde_json::Value;
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, json_schema, pipeline, tools};
+use xg_compiler::{
+    CompileCache, Limits, Request as Compilation, json_schema, pipeline, regex, tools,
+};
 use xg_runtime::Grammar as RuntimeGrammar;
 
 use crate::CompileError;
@@ -49,80 +51,45 @@ impl Request {
         limits: &Limits,
         cache: &CompileCache,
     ) -> Result<(RuntimeGrammar, String), String> {
-        let mut sources = Sources::new();
-        sources.set_vocabulary(Arc::clone(info.vocabulary()));
-        let mut diagnostics = Diagnostics::new();
+        let mut compilation =
+            Compilation::new(limits, cache).with_vocabulary(Arc::clone(info.vocabulary()));
         let grammar = match self {
             Request::JsonSchema(text, options) => {
-                let file = sources.add("schema.json", text.clone(), None);
-                let schema = parse_json(text, "the JSON Schema")?;
-                pipeline::json_schema(
-                    &schema,
-                    options,
-                    limits,
-                    cache,
-                    &sources,
-                    file,
-                    &mut diagnostics,
-                )
+                let file = compilation.add("schema.json", text.as_str());
+                compilation
+                    .parse_json(file, "the JSON Schema")
+                    .and_then(|schema| {
+                        pipeline::json_schema(&mut compilation, &schema, file, options)
+                    })
             }
             Request::BuiltinJson => {
-                let file = sources.load_std("std/json.xg");
-                pipeline::grammar_within(
-                    &mut sources,
-                    file,
-                    "root",
-                    limits,
-                    cache,
-                    &mut diagnostics,
-                )
+                let file = compilation.sources.load_std("std/json.xg");
+                pipeline::grammar_within(&mut compilation, file, "root")
             }
             Request::Regex(pattern) => {
-                let file = sources.add("regex", pattern.clone(), None);
-                pipeline::regex(
-                    pattern,
-                    xg_compiler::regex::Options::default(),
-                    limits,
-                    cache,
-                    file,
-                    &mut diagnostics,
-                )
+                let file = compilation.add("regex", pattern.as_str());
+                pipeline::regex(&mut compilation, file, regex::Options::default())
             }
             Request::Grammar(text, root) => {
-                let file = sources.add("grammar.xg", text.clone(), None);
-                pipeline::grammar_within(&mut sources, file, root, limits, cache, &mut diagnostics)
+                let file = compilation.add("grammar.xg", text.as_str());
+                pipeline::grammar_within(&mut compilation, file, root)
             }
             Request::StructuralTag(text) => {
-                let file = sources.add("structural_tag.json", text.clone(), None);
-                let tag = parse_json(text, "the structural tag")?;
-                pipeline::structural_tag(
-                    &tag,
-                    Some(info.vocabulary()),
-                    limits,
-                    cache,
-                    &mut sources,
-                    file,
-                    &mut diagnostics,
-                )
+                let file = compilation.add("structural_tag.json", text.as_str());
+                compilation
+                    .parse_json(file, "the structural tag")
+                    .and_then(|tag| pipeline::structural_tag(&mut compilation, &tag, file))
             }
             Request::Tools(text, options) => {
-                let file = sources.add("tools.json", text.clone(), None);
-                let listed = parse_json(text, "the tool list")?;
-                pipeline::tools(
-                    &listed,
-                    options,
-                    limits,
-                    cache,
-                    &mut sources,
-                    file,
-                    &mut diagnostics,
-                )
+                let file = compilation.add("tools.json", text.as_str());
+                compilation
+                    .parse_json(file, "the tool list")
+                    .and_then(|listed| pipeline::tools(&mut compilation, &listed, file, options))
             }
         };
-        let rendered = diagnostics.render(&sources, false);
-        match grammar {
-            Some(grammar) if !diagnostics.has_errors() => Ok((grammar, rendered)),
-            _ => Err(rendered),
+        match compilation.finish(grammar) {
+            Ok((grammar, report)) => Ok((grammar, report.render(false))),
+            Err(report) => Err(report.render(false)),
         }
     }
 }
@@ -766,12 +733,12 @@ impl Grammar {
     #[staticmethod]
     #[pyo3(signature = (ebnf_string, *, root_rule_name = "root".to_owned()))]
     fn from_ebnf(ebnf_string: String, root_rule_name: String) -> PyResult<Self> {
-        let mut sources = Sources::new();
-        let file = sources.add("grammar.xg", ebnf_string.clone(), None);
-        let mut diagnostics = Diagnostics::new();
-        pipeline::check(&mut sources, file, &root_rule_name, &mut diagnostics);
-        if diagnostics.has_errors() {
-            return Err(CompileError::new_err(diagnostics.render(&sources, false)));
+        // Checked as it will be compiled: within the default limits.
+        let mut compilation = Compilation::new(&Limits::default(), &CompileCache::default());
+        let file = compilation.add("grammar.xg", ebnf_string.as_str());
+        let checked = pipeline::check(&mut compilation, file, &root_rule_name);
+        if let Err(report) = compilation.finish(checked) {
+            return Err(CompileError::new_err(report.render(false)));
         }
         Ok(Self {
             text: ebnf_string,

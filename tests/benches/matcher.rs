@@ -19,15 +19,14 @@ use std::hint::black_box;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use xg_compiler::{Diagnostics, Sources, pipeline};
+use xg_compiler::{Request, pipeline};
 use xg_runtime::{Grammar, Matcher, ToolCallStream};
 
 fn grammar(name: &str, text: &str) -> Arc<Grammar> {
-    let mut sources = Sources::new();
-    let file = sources.add(name, text, None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
-        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+    let mut request = Request::ahead_of_time();
+    let file = request.add(name, text);
+    let grammar = pipeline::grammar(&mut request, file, "root")
+        .unwrap_or_else(|| panic!("{}", request.diagnostics.render(&request.sources, false)));
     Arc::new(grammar)
 }
 

@@ -22,7 +22,7 @@ use std::sync::Arc;
 
 use proptest::prelude::*;
 use xg_compiler::ir::{self, Expr};
-use xg_compiler::{Diagnostics, Sources, pipeline};
+use xg_compiler::{Request, pipeline};
 
 /// A property's configuration: `cases` cases, or `PROPTEST_CASES` if set
 /// (the long runs of `.ci/run`). `ProptestConfig::with_cases` alone would
@@ -40,12 +40,13 @@ pub fn cases(cases: u32) -> ProptestConfig {
 
 /// Compiles `.xg` text to the IR, panicking with the diagnostics on error.
 pub fn compile(text: &str) -> ir::Grammar {
-    let mut sources = Sources::new();
-    let file = sources.add("test.xg", text, None);
-    let mut diagnostics = Diagnostics::new();
-    let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics);
-    let grammar = tree.map(|tree| ir::lower(&tree));
-    grammar.unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)))
+    let mut request = Request::ahead_of_time();
+    let file = request.add("test.xg", text);
+    let tree = pipeline::check(&mut request, file, "root");
+    let (tree, _) = request
+        .finish(tree)
+        .unwrap_or_else(|report| panic!("{report}"));
+    ir::lower(&tree)
 }
 
 /// Whether `a` and `b` agree, complete and prefix, on `rounds` strings
@@ -621,14 +622,15 @@ pub fn runtime_grammar_for(
     text: &str,
     vocabulary: Option<&Arc<xg_runtime::Vocabulary>>,
 ) -> Arc<xg_runtime::Grammar> {
-    let mut sources = Sources::new();
+    let mut request = Request::ahead_of_time();
     if let Some(vocabulary) = vocabulary {
-        sources.set_vocabulary(Arc::clone(vocabulary));
+        request.sources.set_vocabulary(Arc::clone(vocabulary));
     }
-    let file = sources.add("test.xg", text, None);
-    let mut diagnostics = Diagnostics::new();
-    let grammar = pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
-        .unwrap_or_else(|| panic!("{}", diagnostics.render(&sources, false)));
+    let file = request.add("test.xg", text);
+    let grammar = pipeline::grammar(&mut request, file, "root");
+    let (grammar, _) = request
+        .finish(grammar)
+        .unwrap_or_else(|report| panic!("{report}"));
     Arc::new(grammar)
 }
 
@@ -920,27 +922,19 @@ pub fn schema_grammar(
     options: &xg_compiler::json_schema::Options,
     cache: &xg_compiler::CompileCache,
 ) -> Result<Arc<xg_runtime::Grammar>, String> {
-    let mut sources = Sources::new();
-    let file = sources.add("schema.json", schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::json_schema(
-        schema,
-        options,
-        &xg_compiler::Limits::default(),
-        cache,
-        &sources,
-        file,
-        &mut diagnostics,
-    )
-    .map(Arc::new)
-    .ok_or_else(|| {
-        let messages: Vec<String> = diagnostics
-            .iter()
-            .filter(|d| d.severity == xg_compiler::Severity::Error)
-            .map(|d| d.message.clone())
-            .collect();
-        messages.join("; ")
-    })
+    let mut request = Request::new(&xg_compiler::Limits::default(), cache);
+    let file = request.add("schema.json", schema.to_string());
+    pipeline::json_schema(&mut request, schema, file, options)
+        .map(Arc::new)
+        .ok_or_else(|| {
+            let messages: Vec<String> = request
+                .diagnostics
+                .iter()
+                .filter(|d| d.severity == xg_compiler::Severity::Error)
+                .map(|d| d.message.clone())
+                .collect();
+            messages.join("; ")
+        })
 }
 
 /// Compact JSON like Python's

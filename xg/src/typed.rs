@@ -33,7 +33,7 @@ use schemars::JsonSchema;
 use serde::de::DeserializeOwned;
 use serde_json::{Map, Value};
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Sources, pipeline};
+use xg_compiler::{CompileCache, Limits, Request, pipeline};
 
 use crate::{Grammar, MaskError, Matcher, Rejection, RollbackError, TokenId, Vocabulary};
 
@@ -151,26 +151,16 @@ fn compile(schema: &Value, layout: Layout, type_name: &'static str) -> Result<Gr
         plain_integers: true,
         ..Options::default()
     };
-    let mut sources = Sources::new();
-    let file = sources.add(format!("{type_name}.schema.json"), schema.to_string(), None);
-    let mut diagnostics = Diagnostics::new();
     let limits = Limits {
         time: None,
         ..Limits::default()
     };
-    let cache = CompileCache::default();
-    pipeline::json_schema(
-        schema,
-        &options,
-        &limits,
-        &cache,
-        &sources,
-        file,
-        &mut diagnostics,
-    )
-    .ok_or_else(|| TypedError::Compile {
+    let mut request = Request::new(&limits, &CompileCache::default());
+    let file = request.add(format!("{type_name}.schema.json"), schema.to_string());
+    let grammar = pipeline::json_schema(&mut request, schema, file, &options);
+    grammar.ok_or_else(|| TypedError::Compile {
         type_name,
-        diagnostics: diagnostics.render(&sources, false),
+        diagnostics: request.diagnostics.render(&request.sources, false),
     })
 }
 

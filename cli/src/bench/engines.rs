@@ -22,7 +22,7 @@ use anyhow::Result;
 use serde_json::Value;
 use xg_compiler::json_schema::{Options, PropertyOrder, Whitespace};
 use xg_compiler::tools::{self, Format};
-use xg_compiler::{CompileCache, Diagnostics, Limits, Severity, Sources, pipeline};
+use xg_compiler::{CompileCache, Diagnostics, Limits, Request, Severity, pipeline};
 use xg_runtime::{Grammar, Matcher, TokenId, Vocabulary};
 
 /// What LLGuidance's slices (token subsets its masks are built from) are
@@ -173,36 +173,18 @@ impl Engine for Xg {
             time: Some(timeout),
             ..Limits::default()
         };
-        let mut sources = Sources::new();
-        let file = sources.add("schema.json", schema.to_string(), None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::json_schema(
-            schema,
-            &options,
-            &limits,
-            &self.compile_cache,
-            &sources,
-            file,
-            &mut diagnostics,
-        );
-        self.compiled(grammar, &diagnostics)
+        let mut request = Request::new(&limits, &self.compile_cache);
+        let file = request.add("schema.json", schema.to_string());
+        let grammar = pipeline::json_schema(&mut request, schema, file, &options);
+        self.compiled(grammar, &request.diagnostics)
     }
 
     fn compile_tools(&self, list: &Value, format: Format) -> Result<Box<dyn Compiled>, String> {
-        let mut sources = Sources::new();
-        sources.set_vocabulary(Arc::clone(&self.vocabulary));
-        let file = sources.add("tools.json", list.to_string(), None);
-        let mut diagnostics = Diagnostics::new();
-        let grammar = pipeline::tools(
-            list,
-            &tools::Options::new(format),
-            &Limits::default(),
-            &self.compile_cache,
-            &mut sources,
-            file,
-            &mut diagnostics,
-        );
-        self.compiled(grammar, &diagnostics)
+        let mut request = Request::new(&Limits::default(), &self.compile_cache)
+            .with_vocabulary(Arc::clone(&self.vocabulary));
+        let file = request.add("tools.json", list.to_string());
+        let grammar = pipeline::tools(&mut request, list, file, &tools::Options::new(format));
+        self.compiled(grammar, &request.diagnostics)
     }
 
     fn for_schema(&self) -> Option<Box<dyn Engine>> {

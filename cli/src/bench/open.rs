@@ -14,9 +14,9 @@ use std::path::PathBuf;
 use std::sync::Arc;
 use std::time::Instant;
 
-use anyhow::{Context, Result};
+use anyhow::Result;
 use clap::Args;
-use xg_compiler::{Diagnostics, Sources, pipeline};
+use xg_compiler::{Request, pipeline};
 use xg_runtime::bundle::{self, Masks, Precompute};
 use xg_runtime::{Grammar, Matcher, Vocabulary};
 
@@ -52,12 +52,11 @@ fn grammar_text(rules: usize) -> String {
 }
 
 fn compile(text: &str) -> Result<Arc<Grammar>> {
-    let mut sources = Sources::new();
-    let file = sources.add("bench.xg", text, None);
-    let mut diagnostics = Diagnostics::new();
-    pipeline::grammar(&mut sources, file, "root", &mut diagnostics)
-        .map(Arc::new)
-        .with_context(|| diagnostics.render(&sources, false))
+    let mut request = Request::ahead_of_time();
+    let file = request.add("bench.xg", text);
+    let grammar = pipeline::grammar(&mut request, file, "root");
+    let (grammar, _) = request.finish(grammar)?;
+    Ok(Arc::new(grammar))
 }
 
 /// Runs the benchmark; prints one line per bundle size.

@@ -313,14 +313,13 @@ mod tests {
     use xg_runtime::RuleId;
 
     use super::Starts;
-    use crate::{Diagnostics, Sources, ir, pipeline};
+    use crate::{Request, ir, pipeline};
 
     /// The bytes that can follow each named rule of `text`'s grammar.
     fn follow(text: &str, names: &[&str]) -> Vec<String> {
-        let mut sources = Sources::new();
-        let file = sources.add("g.xg", text, None);
-        let mut diagnostics = Diagnostics::new();
-        let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
+        let mut request = Request::ahead_of_time();
+        let file = request.add("g.xg", text);
+        let tree = pipeline::check(&mut request, file, "root").unwrap();
         let grammar = ir::lower(&tree);
         let mut callers = vec![Vec::new(); grammar.rules.len()];
         for (caller, callees) in crate::hash::references_of(&grammar, &crate::Budget::unlimited())

@@ -17,12 +17,11 @@
 //!   oracle faster matchers are tested against.
 //!
 //! ```
-//! use xg_compiler::{Diagnostics, Sources, ir, pipeline};
+//! use xg_compiler::{Request, ir, pipeline};
 //!
-//! let mut sources = Sources::new();
-//! let file = sources.add("g.xg", "root ::= [é-ê]", None);
-//! let mut diagnostics = Diagnostics::new();
-//! let tree = pipeline::check(&mut sources, file, "root", &mut diagnostics).unwrap();
+//! let mut request = Request::ahead_of_time();
+//! let file = request.add("g.xg", "root ::= [é-ê]");
+//! let tree = pipeline::check(&mut request, file, "root").unwrap();
 //! let grammar = ir::lower(&tree);
 //! // é and ê are C3 A9 and C3 AA in UTF-8: one byte sequence.
 //! assert_eq!(grammar.rule(grammar.root).body.to_string(), "[\\xC3] [\\xA9-\\xAA]");

@@ -33,6 +33,7 @@ use serde_json::Value;
 
 use crate::budget::{Budget, Exceeded};
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::request::Request;
 use crate::source::{FileId, Sources, Span};
 use crate::tree;
 
@@ -485,19 +486,18 @@ pub fn inexact_numbers(schema: &Value, text: &str) -> WrittenNumbers {
     )
 }
 
-/// Compiles `schema` all the way to a checked tree (for the rest of the
-/// pipeline), reporting errors and warnings as diagnostics on `file`, the
-/// schema's JSON text in `sources` (see [`diagnose`]).
+/// Compiles `schema` (parsed from the text of `file`) all the way to a
+/// checked tree for the rest of the pipeline, within the request's budget,
+/// reporting errors and warnings as the request's diagnostics (see
+/// [`diagnose`]).
 pub fn check(
+    request: &mut Request,
     schema: &Value,
-    options: &Options,
-    budget: &Budget,
-    sources: &Sources,
     file: FileId,
-    diagnostics: &mut Diagnostics,
+    options: &Options,
 ) -> Option<tree::Grammar> {
-    let outcome = generate(schema, options, budget);
-    diagnose(&outcome, sources, file, diagnostics);
+    let outcome = generate(schema, options, &request.budget);
+    diagnose(&outcome, &request.sources, file, &mut request.diagnostics);
     let rules = outcome.ok()?.to_tree(0, Span::new(file, 0, 0), "");
     Some(tree::Grammar {
         rules,

@@ -7,6 +7,7 @@ use super::Scope;
 use crate::budget::Budget;
 use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::request::{json_error_message, json_error_offset};
 use crate::source::{Sources, Span};
 use crate::syntax::ast::{self, ClassItem, PerlClass, ValueKind};
 use crate::syntax::{decode_literal, decode_regex};
@@ -970,30 +971,6 @@ impl Default for DispatchParts {
 /// Stores `value` in `slot` if there is one; whether there was.
 fn assign<T>(slot: &mut T, value: Option<T>) -> bool {
     value.map(|v| *slot = v).is_some()
-}
-
-/// serde_json's message without its " at line L column C" suffix.
-fn json_error_message(err: &serde_json::Error) -> String {
-    let text = err.to_string();
-    match text.rfind(" at line ") {
-        Some(i) => text[..i].to_string(),
-        None => text,
-    }
-}
-
-/// The byte offset in `raw` that serde_json's line and column point at.
-fn json_error_offset(raw: &str, err: &serde_json::Error) -> usize {
-    let line_start: usize = raw
-        .split_inclusive('\n')
-        .take(err.line().saturating_sub(1))
-        .map(str::len)
-        .sum();
-    let offset = line_start + err.column().saturating_sub(1);
-    let mut offset = offset.min(raw.len().saturating_sub(1));
-    while !raw.is_char_boundary(offset) {
-        offset -= 1;
-    }
-    offset
 }
 
 /// The characters a class matches.

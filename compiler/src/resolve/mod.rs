@@ -30,23 +30,22 @@ use std::collections::HashMap;
 
 use xg_runtime::RuleId;
 
-use crate::budget::Budget;
-use crate::cache::CompileCache;
 use crate::diagnostic::{Diagnostic, Diagnostics};
+use crate::request::Request;
 use crate::source::{FileId, ImportTarget, Sources, Span};
 use crate::syntax::{self, ast};
 use crate::tree;
 
-/// Resolves the grammar whose entry file is `entry`, starting at rule `root`.
-/// Embedded schemas whose rules are in `cache` are not generated again.
-pub fn resolve(
-    sources: &mut Sources,
-    entry: FileId,
-    root: &str,
-    cache: &CompileCache,
-    budget: &Budget,
-    diagnostics: &mut Diagnostics,
-) -> Option<tree::Grammar> {
+/// Resolves the grammar whose entry file is `entry`, starting at rule `root`,
+/// within the request's budget. Embedded schemas whose rules are in the
+/// request's cache are not generated again.
+pub fn resolve(request: &mut Request, entry: FileId, root: &str) -> Option<tree::Grammar> {
+    let Request {
+        sources,
+        diagnostics,
+        cache,
+        budget,
+    } = request;
     let errors_before = diagnostics.error_count();
     let mut loader = Loader {
         sources,

@@ -28,10 +28,9 @@ use serde_json::Value;
 use xg_runtime::{RuleId, TokenId, Vocabulary};
 
 use self::format::{Begin, Closed, End, Format, Reader, Tag, Triggered};
-use crate::budget::Budget;
-use crate::cache::CompileCache;
-use crate::diagnostic::{Diagnostic, Diagnostics};
-use crate::source::{FileId, Sources, Span};
+use crate::diagnostic::Diagnostic;
+use crate::request::Request;
+use crate::source::{FileId, Span};
 use crate::tree::{self, Expr, ExprKind};
 use crate::{json_schema, regex, resolve, tools};
 
@@ -43,21 +42,15 @@ struct TagError {
     message: String,
 }
 
-/// Compiles a structural tag (the whole text of `file` in `sources`) into a
-/// checked grammar within `budget`: read into a typed format, then lowered.
-/// `vocabulary` resolves tokens given by text; `cache` holds embedded
-/// schemas' rules from earlier requests. Errors name the JSON pointer of
-/// the offending part; errors inside an embedded grammar or regex point
-/// into its text.
-pub fn check(
-    tag: &Value,
-    vocabulary: Option<&Vocabulary>,
-    budget: &Budget,
-    cache: &CompileCache,
-    sources: &mut Sources,
-    file: FileId,
-    diagnostics: &mut Diagnostics,
-) -> Option<tree::Grammar> {
+/// Compiles a structural tag (`tag`, parsed from the text of `file`) into
+/// a checked grammar within the request's budget: read into a typed
+/// format, then lowered. The request's vocabulary resolves tokens given by
+/// text; its cache holds embedded schemas' rules from earlier requests.
+/// Errors name the JSON pointer of the offending part; errors inside an
+/// embedded grammar or regex point into its text.
+pub fn check(request: &mut Request, tag: &Value, file: FileId) -> Option<tree::Grammar> {
+    let vocabulary = request.sources.shared_vocabulary();
+    let vocabulary = vocabulary.as_deref();
     let span = Span::new(file, 0, 0);
     let mut reader = Reader {
         vocabulary,
@@ -84,10 +77,7 @@ pub fn check(
             limit: crate::tree::Limit::default(),
         }],
         vocabulary,
-        budget,
-        cache,
-        sources,
-        diagnostics,
+        request,
         span,
         errors: reader.errors,
         failed: false,
@@ -97,9 +87,10 @@ pub fn check(
         rules,
         errors,
         failed,
-        diagnostics,
+        request,
         ..
     } = lowering;
+    let diagnostics = &mut request.diagnostics;
     let limits_hold = crate::resolve::check_limits(&rules, diagnostics);
     for error in &errors {
         diagnostics.push(Diagnostic::error(
@@ -122,11 +113,9 @@ struct Lowering<'a> {
     /// Rule 0 is the root; embedded schemas and grammars append theirs.
     rules: Vec<tree::Rule>,
     vocabulary: Option<&'a Vocabulary>,
-    budget: &'a Budget,
-    /// Schemas' rules and embedded grammars' schemas from earlier requests.
-    cache: &'a CompileCache,
-    sources: &'a mut Sources,
-    diagnostics: &'a mut Diagnostics,
+    /// Schemas' rules and embedded grammars' schemas from earlier requests
+    /// are in its cache.
+    request: &'a mut Request,
     span: Span,
     /// The reader's errors, then the lowering's.
     errors: Vec<TagError>,
@@ -619,10 +608,10 @@ impl Lowering<'_> {
         let generated = json_schema::embed(
             schema,
             options,
-            self.cache,
-            self.budget,
+            &self.request.cache,
+            &self.request.budget,
             &at,
-            self.diagnostics,
+            &mut self.request.diagnostics,
         );
         match generated {
             Ok(generated) => {
@@ -659,15 +648,8 @@ impl Lowering<'_> {
     /// The grammar `text` (named `name` in diagnostics), its rules added
     /// under that name; its `root` rule.
     fn embed(&mut self, name: &str, text: String) -> Expr {
-        let file = self.sources.add(name, text, None);
-        let Some(grammar) = resolve::resolve(
-            self.sources,
-            file,
-            "root",
-            self.cache,
-            self.budget,
-            self.diagnostics,
-        ) else {
+        let file = self.request.add(name, text);
+        let Some(grammar) = resolve::resolve(self.request, file, "root") else {
             self.failed = true;
             return empty(self.span);
         };
@@ -686,15 +668,13 @@ impl Lowering<'_> {
 
     /// The `regex` format at `pointer`; errors point into the pattern.
     fn regex(&mut self, pointer: &str, pattern: &str) -> Expr {
-        let file = self
-            .sources
-            .add(format!("{pointer}/pattern"), pattern.to_string(), None);
+        let file = self.request.add(format!("{pointer}/pattern"), pattern);
         let locate = |start: usize, end: usize| Span::new(file, start, end.max(start));
         match regex::terminal(
             pattern,
             regex::Options::default(),
             &locate,
-            self.diagnostics,
+            &mut self.request.diagnostics,
         ) {
             Some(terminal) => self.expr(ExprKind::Regex(terminal)),
             None => {
