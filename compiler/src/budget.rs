@@ -195,19 +195,6 @@ impl Budget {
 }
 
 /// The fewest parts (memo entries, automaton nodes) for which a structure
-/// is freed on a thread of its own by [`free_aside`]: starting one costs
+/// is freed on a thread of its own by [`free_aside`](xg_runtime::lru::free_aside): starting one costs
 /// some 20 µs, freeing 4,096 parts about as much.
 pub(crate) const FREE_ASIDE_AT: usize = 4096;
-
-/// Frees `value` on a thread of its own, so that a compilation stopped by
-/// its limits or a cancel returns without waiting for what it built to be
-/// freed (for a schema of 80,000 properties, 40–100 ms a structure); if no
-/// thread can be started, `value` is freed here.
-pub(crate) fn free_aside<T: Send + 'static>(value: T) {
-    // If the thread cannot start, the closure, and `value` in it, is
-    // dropped right here.
-    let detached = std::thread::Builder::new()
-        .name("xg-free".into())
-        .spawn(move || drop(value));
-    drop(detached);
-}

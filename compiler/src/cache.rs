@@ -30,9 +30,9 @@ use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError};
 
 use rustc_hash::FxHashMap;
-use xg_runtime::lru::{self, Lru};
+use xg_runtime::lru::{self, Lru, free_aside};
 
-use crate::budget::{Exceeded, free_aside};
+use crate::budget::Exceeded;
 use crate::fsm::Fsm;
 use crate::ir::{Expr, TokenSet};
 use crate::json_schema::{self, Generated};
@@ -268,16 +268,19 @@ impl CompileCache {
 
     /// Keeps `value` (about `bytes` bytes) under `key`, unless another
     /// compilation did meanwhile; past the bound, the least recently used
-    /// entries go until three quarters of it are left.
+    /// entries go until three quarters of it are left (freed once the lock
+    /// is released, on a thread of their own when large).
     fn insert(&self, key: Key, value: Value, bytes: usize) {
         let mut pool = self.lock();
         pool.clock += 1;
         let now = pool.clock;
         if pool.entries.insert(key, value, bytes + SLOT_OVERHEAD, now) {
             let evicted = lru::evict(&mut [&mut pool.entries], self.shared.limit);
+            drop(pool);
             self.shared
                 .evictions
-                .fetch_add(evicted as u64, Ordering::Relaxed);
+                .fetch_add(evicted.count as u64, Ordering::Relaxed);
+            evicted.free();
         }
     }
 

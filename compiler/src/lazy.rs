@@ -16,12 +16,13 @@ use std::sync::{Mutex, OnceLock, PoisonError};
 
 use xg_runtime::{BuiltRule, ByteSet, Grammar, RuleBuilder, RuleId};
 
-use crate::budget::{Budget, Exceeded, Limits, free_aside};
+use crate::budget::{Budget, Exceeded, Limits};
 use crate::cache::CompileCache;
 use crate::fsm::{self, Body};
 use crate::hash::{self, IrHash};
 use crate::ir::{self, Expr};
 use crate::tables::{self, Laid};
+use xg_runtime::lru::free_aside;
 
 /// The most nodes a rule's automaton is estimated to have for it to be
 /// built on first use; larger ones are built with the grammar.

@@ -9,9 +9,10 @@
 //! ```
 
 use xg_runtime::Grammar;
+use xg_runtime::lru::free_aside;
 use xg_runtime::tables::Tables;
 
-use crate::budget::{Exceeded, free_aside};
+use crate::budget::Exceeded;
 use crate::diagnostic::Diagnostic;
 use crate::hash::RuleHash;
 use crate::request::Request;

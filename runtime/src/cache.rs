@@ -743,14 +743,17 @@ impl MaskCache {
         if map(&mut pool).insert(key, Arc::clone(&value), bytes + SLOT_OVERHEAD, now) {
             // Past its share of the bound, a shard drops its least
             // recently used entries, combinations and state verdicts
-            // together.
+            // together, freed once the lock is released.
             let Pool {
                 entries,
                 combinations,
                 states,
             } = &mut *pool;
             let evicted = lru::evict(&mut [entries, combinations, states], self.limit / SHARDS);
-            self.evictions.fetch_add(evicted as u64, Ordering::Relaxed);
+            drop(pool);
+            self.evictions
+                .fetch_add(evicted.count as u64, Ordering::Relaxed);
+            evicted.free();
         }
         Ok((value, Lookup::Built))
     }

@@ -2,7 +2,8 @@
 
 use super::interned::Interned;
 use super::{Edge, Fsm, Label, Node};
-use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
+use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT};
+use xg_runtime::lru::free_aside;
 
 /// Determinization gives up past this many states, or [`GROWTH`] times the
 /// input's, whichever is more (it can blow up exponentially; grammar rules

@@ -39,9 +39,10 @@ use std::fmt;
 
 use xg_runtime::{RuleId, TokenId};
 
-use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
+use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT};
 use crate::cache::{Automaton, CompileCache};
 use crate::ir;
+use xg_runtime::lru::free_aside;
 
 /// A grammar as automata, ready for hashing and tables.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -8,7 +8,8 @@ use std::rc::Rc;
 use rustc_hash::{FxHashMap, FxHashSet};
 use serde_json::Value;
 
-use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT, free_aside};
+use crate::budget::{Budget, Exceeded, FREE_ASIDE_AT};
+use xg_runtime::lru::free_aside;
 
 use super::content::{self, Contents};
 use super::grammar::{Except, G, Rules};

@@ -10,11 +10,12 @@ use rustc_hash::{FxBuildHasher, FxHashMap, FxHashSet, FxHasher};
 
 use xg_runtime::RuleId;
 
-use crate::budget::{Budget, Exceeded, free_aside};
+use crate::budget::{Budget, Exceeded};
 use crate::ir;
 use crate::source::Span;
 use crate::syntax::print;
 use crate::tree::{self, CharSet};
+use xg_runtime::lru::free_aside;
 
 use super::strings;
 

@@ -23,9 +23,10 @@ mod inline;
 
 pub use self::compress::{EXPANSION_LIMIT, REPETITION_THRESHOLD};
 pub use self::inline::{FRAGMENT_SIZE, RULE_SIZE};
-use crate::budget::{Budget, Exceeded, free_aside};
+use crate::budget::{Budget, Exceeded};
 use crate::ir::{Expr, Grammar, Rule};
 use xg_runtime::RuleId;
+use xg_runtime::lru::free_aside;
 
 /// Runs every normalization pass, in order.
 pub fn normalize(grammar: Grammar) -> Grammar {
