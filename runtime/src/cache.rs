@@ -17,11 +17,14 @@
 //!   start of what the grammar can put after that rule. What is left is
 //!   checked against the full state at each step.
 //! - [`MaskCache`] holds both, thread-safe, bounded in bytes (least
-//!   recently used first out), with counters.
+//!   recently used first out), with counters; and, under the same bound,
+//!   what the mask computation keeps per grammar between masks
+//!   ([`GrammarMemos`]).
 //!
 //! Entries are vocabulary-specific, so the cache lives in the
 //! [`Vocabulary`](crate::Vocabulary).
 
+use std::any::Any;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, PoisonError, Weak};
 
@@ -435,6 +438,20 @@ fn shard_of<K: std::hash::Hash>(key: &K) -> usize {
     usize::try_from(hash >> 58).expect("six bits") % SHARDS
 }
 
+/// What the mask computation keeps per grammar between masks (memoized
+/// steps, names of parse states, context verdicts): the cache holds it for
+/// each grammar, keyed by grammar id, under its bound, without knowing
+/// more of it than its size.
+pub(crate) trait GrammarMemos: Default + Send + Sync + 'static {
+    /// About the bytes it holds now.
+    fn bytes(&self) -> usize;
+}
+
+/// The share of a cache's bound that grammars' memos may hold together
+/// (one part in this many); entries, combinations and state verdicts hold
+/// the rest.
+const MEMOS_SHARE: usize = 8;
+
 /// Mask-cache entries computed ahead of time and read in place (a
 /// bundle's mask section): the cache asks for an entry when a matcher
 /// first needs its key, so holding many costs nothing until then.
@@ -478,6 +495,8 @@ pub struct MaskCache {
     /// dropped when full (only matchers with a budget make them, and
     /// remaking one costs a walk of its entry).
     end_costs: Mutex<(FxHashMap<Key, Arc<EndCosts>>, usize)>,
+    /// Per grammar id: its [`GrammarMemos`], with the size last reported.
+    memos: Mutex<Lru<u64, Arc<dyn Any + Send + Sync>>>,
 }
 
 /// The most bytes of [`EndCosts`] a cache keeps.
@@ -519,6 +538,7 @@ impl MaskCache {
             state_hits: AtomicU64::new(0),
             sections: Mutex::default(),
             end_costs: Mutex::default(),
+            memos: Mutex::default(),
         }
     }
 
@@ -545,6 +565,7 @@ impl MaskCache {
             stats.states += pool.states.len();
             stats.bytes += pool.bytes();
         }
+        stats.bytes += self.lock_memos().bytes();
         stats
     }
 
@@ -556,6 +577,7 @@ impl MaskCache {
             pool.combinations.clear();
             pool.states.clear();
         }
+        self.lock_memos().clear();
     }
 
     fn lock(&self, shard: usize) -> std::sync::MutexGuard<'_, Pool> {
@@ -564,6 +586,44 @@ impl MaskCache {
         self.pools[shard]
             .lock()
             .unwrap_or_else(PoisonError::into_inner)
+    }
+
+    fn lock_memos(&self) -> std::sync::MutexGuard<'_, Lru<u64, Arc<dyn Any + Send + Sync>>> {
+        // Every change is made under the lock and completes.
+        self.memos.lock().unwrap_or_else(PoisonError::into_inner)
+    }
+
+    /// The memos of grammar `grammar` (a grammar's id), made empty if the
+    /// cache holds none.
+    pub(crate) fn memos<M: GrammarMemos>(&self, grammar: u64) -> Arc<M> {
+        let now = self.tick();
+        let mut memos = self.lock_memos();
+        if let Some(kept) = memos.get(&grammar, now)
+            && let Ok(kept) = Arc::clone(kept).downcast::<M>()
+        {
+            return kept;
+        }
+        let made = Arc::new(M::default());
+        let erased: Arc<dyn Any + Send + Sync> = Arc::clone(&made) as _;
+        memos.insert(grammar, erased, SLOT_OVERHEAD, now);
+        made
+    }
+
+    /// Records that grammar `grammar`'s memos now hold about `bytes`;
+    /// past their share of the bound, the memos of the grammars least
+    /// recently used go (their matchers keep them; the next matchers make
+    /// new ones).
+    pub(crate) fn memos_resized(&self, grammar: u64, bytes: usize) {
+        let now = self.tick();
+        let mut memos = self.lock_memos();
+        if !memos.resize(&grammar, bytes + SLOT_OVERHEAD, now) {
+            return;
+        }
+        let evicted = lru::evict(&mut [&mut *memos], self.limit / MEMOS_SHARE);
+        drop(memos);
+        self.evictions
+            .fetch_add(evicted.count as u64, Ordering::Relaxed);
+        evicted.free();
     }
 
     /// The time now, for least-recently-used eviction.
@@ -749,7 +809,8 @@ impl MaskCache {
                 combinations,
                 states,
             } = &mut *pool;
-            let evicted = lru::evict(&mut [entries, combinations, states], self.limit / SHARDS);
+            let bound = (self.limit - self.limit / MEMOS_SHARE) / SHARDS;
+            let evicted = lru::evict(&mut [entries, combinations, states], bound);
             drop(pool);
             self.evictions
                 .fetch_add(evicted.count as u64, Ordering::Relaxed);
@@ -767,8 +828,42 @@ impl Default for MaskCache {
 
 #[cfg(test)]
 mod tests {
-    use super::TokenSet;
+    use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
+
+    use super::{GrammarMemos, MEMOS_SHARE, MaskCache, TokenSet};
     use crate::vocab::Vocabulary;
+
+    #[derive(Default)]
+    struct Held(AtomicUsize);
+
+    impl GrammarMemos for Held {
+        fn bytes(&self) -> usize {
+            self.0.load(Ordering::Relaxed)
+        }
+    }
+
+    /// A grammar's memos are one object while the cache holds them; they
+    /// count in the cache's size, and past their share of the bound the
+    /// least recently used grammar's go (a new one is made for it), while
+    /// the one just resized stays.
+    #[test]
+    fn grammar_memos_are_kept_per_grammar_within_their_share() {
+        let cache = MaskCache::new(8 << 20);
+        let share = cache.limit() / MEMOS_SHARE;
+        let first: Arc<Held> = cache.memos(1);
+        assert!(Arc::ptr_eq(&first, &cache.memos(1)));
+        let second: Arc<Held> = cache.memos(2);
+        assert!(!Arc::ptr_eq(&first, &second));
+        first.0.store(share / 2, Ordering::Relaxed);
+        cache.memos_resized(1, first.bytes());
+        assert!(cache.stats().bytes >= share / 2);
+        second.0.store(share / 2 + 1, Ordering::Relaxed);
+        cache.memos_resized(2, second.bytes());
+        assert!(Arc::ptr_eq(&second, &cache.memos(2)));
+        assert!(!Arc::ptr_eq(&first, &cache.memos(1)));
+        assert_eq!(cache.stats().evictions, 1);
+    }
 
     /// Gathering and sorting the ids of a small set (or of a small
     /// complement) gives the set a bitset of the vocabulary gives.

@@ -1,6 +1,6 @@
 //! A map bounded in bytes whose least recently used entries go first: the
-//! pools of the mask cache (three maps to a shard, under one bound) and of
-//! the compiler's compile cache.
+//! pools of the mask cache (three maps to a shard, under one bound), its
+//! grammars' memos, and the compiler's compile cache.
 //!
 //! Uses are stamped with a time the caller keeps (a counter under the
 //! pool's lock, or one shared by many shards). Eviction goes back to three
@@ -67,6 +67,18 @@ impl<K: Hash + Eq, V> Lru<K, V> {
                 true
             }
         }
+    }
+
+    /// Sets the size of `key`'s value to about `bytes`, used at `now`:
+    /// whether `key` has a value.
+    pub fn resize(&mut self, key: &K, bytes: usize, now: u64) -> bool {
+        let Some(slot) = self.slots.get_mut(key) else {
+            return false;
+        };
+        self.bytes = self.bytes - slot.bytes + bytes;
+        slot.bytes = bytes;
+        slot.last_used = now;
+        true
     }
 
     /// Every entry, in no order (no use is marked).

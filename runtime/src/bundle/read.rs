@@ -8,6 +8,7 @@ use std::sync::Arc;
 use super::format::{EntryRecord, Header, MAGIC, SectionRecord, VERSION};
 use super::masks::{MaskSection, damaged};
 use super::{Backing, BundleError, read_record};
+use crate::cache::PrecomputedEntries;
 use crate::grammar::Grammar;
 use crate::tables::Tables;
 use crate::vocab::Vocabulary;
@@ -286,11 +287,19 @@ pub(crate) fn open_bytes(
     let masks = layout.masks()?;
     let mut grammar = Grammar::new(tables).map_err(BundleError::Tables)?;
     if let Some((index, data, id)) = masks {
-        let section = MaskSection::new(Arc::clone(&backing), index, data, fingerprint, id);
-        grammar.set_precomputed(Arc::new(section));
-    }
-    if let Some(vocabulary) = vocabulary {
-        grammar.seed_cache(vocabulary);
+        let section: Arc<dyn PrecomputedEntries> = Arc::new(MaskSection::new(
+            Arc::clone(&backing),
+            index,
+            data,
+            fingerprint,
+            id,
+        ));
+        if let Some(vocabulary) = vocabulary
+            && section.fingerprint() == vocabulary.fingerprint()
+        {
+            vocabulary.mask_cache().attach(&section);
+        }
+        grammar.set_precomputed(section);
     }
     Ok(grammar)
 }

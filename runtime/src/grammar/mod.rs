@@ -6,9 +6,7 @@ use std::collections::hash_map::Entry;
 use std::fmt;
 
 use std::sync::atomic::{AtomicU64, Ordering};
-use std::sync::{Arc, Mutex, MutexGuard, OnceLock, PoisonError, Weak};
-
-use crate::vocab::Vocabulary;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError, Weak};
 
 use self::distances::Distances;
 use crate::byteset::ByteSet;
@@ -16,7 +14,6 @@ use crate::cache::PrecomputedEntries;
 use crate::fnv::Fnv;
 use crate::id::RuleId;
 use crate::lazy::{self, Lazy, RuleBuilder};
-use crate::matcher::{ContextVerdicts, StateNames, StepStore};
 use crate::scanner::Scanner;
 use crate::tables::{Edge, EdgeRecord, PatternRecord, RuleRecord, Tables, TablesError};
 
@@ -60,16 +57,6 @@ pub struct Grammar {
     named_tokens: Arc<[u32]>,
     /// Mask-cache entries from the bundle the grammar was opened from.
     precomputed: Option<Arc<dyn PrecomputedEntries>>,
-    /// Earley steps memoized by the trie walks that build mask-cache
-    /// entries, kept for the next walk from the same rule.
-    steps: Arc<Mutex<StepStore>>,
-    /// The names of the parse states its matchers met, so that the mask
-    /// cache can keep what a state's uncertain tokens did.
-    states: Arc<Mutex<StateNames>>,
-    /// What the contexts of its rules did with the rests of uncertain
-    /// tokens (see [`Matcher::fill_next_token_bitmask`]). Per snapshot
-    /// of a lazy grammar: a verdict holds for the callers built so far.
-    contexts: Arc<Mutex<ContextVerdicts>>,
     /// How far each place is from the end of its rule (see
     /// [`Distances`]): made on first use, with every rule built, and
     /// shared by every snapshot.
@@ -217,9 +204,10 @@ impl Grammar {
     }
 
     /// A later snapshot of this lazy grammar: `tables` extend this one's.
-    /// It is the same grammar — its id, names of parse states, memoized
-    /// steps (kept with the snapshot they need) and context verdicts (made
-    /// only for rules whose callers are all built) hold in every snapshot.
+    /// It is the same grammar, with the same id: the mask memos kept under
+    /// it (names of parse states, memoized steps kept with the snapshot
+    /// they need, context verdicts made only for rules whose callers are
+    /// all built) hold in every snapshot.
     ///
     /// Only what is new is derived: the automata appended (checked when
     /// they were built) and the rules now built.
@@ -258,9 +246,6 @@ impl Grammar {
             uses_tokens: self.uses_tokens,
             named_tokens: Arc::clone(&self.named_tokens),
             precomputed: self.precomputed.clone(),
-            steps: Arc::clone(&self.steps),
-            states: Arc::clone(&self.states),
-            contexts: Arc::clone(&self.contexts),
             distances: Arc::clone(&self.distances),
             lazy: self.lazy.clone(),
             newest: None,
@@ -349,9 +334,6 @@ impl Grammar {
             uses_tokens,
             named_tokens: named_tokens.into(),
             precomputed: None,
-            steps: Arc::default(),
-            states: Arc::default(),
-            contexts: Arc::default(),
             distances: Arc::default(),
             built_rules: lazy::built_count(&tables),
             newest: None,
@@ -372,39 +354,15 @@ impl Grammar {
         self.precomputed = Some(section);
     }
 
-    /// Offers the bundle's mask entries to `vocabulary`'s cache, if they
-    /// are for that vocabulary.
-    pub(crate) fn seed_cache(&self, vocabulary: &Vocabulary) {
-        if let Some(section) = &self.precomputed
-            && section.fingerprint() == vocabulary.fingerprint()
-        {
-            vocabulary.mask_cache().attach(section);
-        }
+    /// The mask entries of the bundle the grammar was opened from, if it
+    /// carries any.
+    pub(crate) fn precomputed(&self) -> Option<&Arc<dyn PrecomputedEntries>> {
+        self.precomputed.as_ref()
     }
 
     /// The tables this grammar executes.
     pub fn tables(&self) -> &Tables {
         &self.tables
-    }
-
-    /// The Earley steps trie walks memoized, kept between walks.
-    pub(crate) fn step_store(&self) -> MutexGuard<'_, StepStore> {
-        // Every update leaves the store consistent.
-        self.steps.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// The names of the parse states met so far (see
-    /// [`Matcher::fill_next_token_bitmask`]).
-    pub(crate) fn state_names(&self) -> MutexGuard<'_, StateNames> {
-        // Every update leaves the names consistent.
-        self.states.lock().unwrap_or_else(PoisonError::into_inner)
-    }
-
-    /// What the contexts of its rules did with the rests of uncertain
-    /// tokens.
-    pub(crate) fn context_verdicts(&self) -> MutexGuard<'_, ContextVerdicts> {
-        // Every update leaves the verdicts consistent.
-        self.contexts.lock().unwrap_or_else(PoisonError::into_inner)
     }
 
     /// How far each place is from the end of its rule. A grammar whose

@@ -25,10 +25,9 @@ use super::Matcher;
 use super::item::Item;
 use super::mask::{MaskError, Seed};
 use super::memo::{Settled, StepMemo, Subtree, WalkKind};
+use super::memos::Masking;
 use crate::cache::{Classified, Group, KeyKind, TokenSet};
-use crate::grammar::Grammar;
 use crate::trie::TokenTrie;
-use crate::vocab::Vocabulary;
 
 /// Bit 63 of a group's ends: the full state decides (the token runs 63
 /// bytes or more past the place, or completes a dispatch's trigger).
@@ -56,17 +55,17 @@ pub(super) struct Cost {
 /// rest are rejected. Adds what it did to `cost`, and stops past `budget`
 /// Earley items.
 pub(super) fn classify(
-    grammar: &Arc<Grammar>,
-    vocabulary: &Vocabulary,
+    masking: Masking<'_>,
     seed: &Seed,
     budget: u64,
     cost: &mut Cost,
 ) -> Result<Classified, MaskError> {
-    let trie = vocabulary.trie();
+    let (grammar, memos) = (masking.grammar, masking.memos);
+    let trie = masking.vocabulary.trie();
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
-    let kept = (grammar.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
-    let mut steps = StepMemo::new(&matcher, vocabulary.fingerprint(), kept);
+    let kept = (memos.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
+    let mut steps = StepMemo::new(&matcher, masking.vocabulary.fingerprint(), kept);
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
     // Plain tokens sorted at once by their number of characters (the
@@ -166,7 +165,7 @@ pub(super) fn classify(
     // Tagged with the snapshot the walk ended in: one that has every node
     // the memo names.
     let built = matcher.grammar().built_rules();
-    (grammar.step_store()).keep(seed.rule, parents.len(), built, steps);
+    (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
     Ok(found.into_classified(plain, trie))
 }
 

@@ -19,6 +19,7 @@ use super::classify::Cost;
 use super::earley::{Start, Symbol};
 use super::item::{Item, Kind, WILD};
 use super::mask::{FIRST_BYTES_AT, MaskError, PrefixWalk, RankSet};
+use super::memos::{MaskMemos, Masking};
 use crate::byteset::ByteSet;
 use crate::cache::StateKey;
 use crate::grammar::{Caller, Grammar};
@@ -89,8 +90,8 @@ pub(super) struct FirstBytes {
 
 impl FirstBytes {
     /// What is known of the first bytes of `rule`'s rests in `grammar`.
-    pub(super) fn of(grammar: &Grammar, rule: u32) -> Self {
-        let known = grammar.context_verdicts();
+    pub(super) fn of(memos: &MaskMemos, rule: u32) -> Self {
+        let known = memos.context_verdicts();
         known.first_bytes.get(&rule).copied().unwrap_or_default()
     }
 
@@ -102,16 +103,17 @@ impl FirstBytes {
     /// rule anywhere in a lazy grammar ([`Grammar::follow_bytes`]), or what
     /// is known. Adds the Earley items built to `cost`.
     pub(super) fn complete(
-        grammar: &Arc<Grammar>,
+        masking: Masking<'_>,
         rule: u32,
         cost: &mut Cost,
     ) -> Result<Self, MaskError> {
-        let mut first = Self::of(grammar, rule);
+        let Masking { grammar, memos, .. } = masking;
+        let mut first = Self::of(memos, rule);
         if first.checked == ByteSet::full() {
             return Ok(first);
         }
         // Called for entries past `FIRST_BYTES_AT` only: wide limits.
-        let grammar = match following(grammar, rule, ContextLimits::WIDE)? {
+        match following(grammar, rule, ContextLimits::WIDE)? {
             // Too many callers to build: the bytes the builder reads from
             // the whole grammar, a superset of those the context takes.
             Following::Unknown => match grammar.follow_bytes(rule) {
@@ -120,25 +122,20 @@ impl FirstBytes {
                         checked: ByteSet::full(),
                         taken,
                     };
-                    Arc::clone(grammar)
                 }
                 None => return Ok(first),
             },
-            Following::Nothing(grammar) => {
-                first.checked = ByteSet::full();
-                grammar
-            }
-            Following::Context(grammar, mut context) => {
+            Following::Nothing => first.checked = ByteSet::full(),
+            Following::Context(mut context) => {
                 let base = context.history.rows();
                 for byte in 0..=u8::MAX {
                     first.check(&mut context, base, byte);
                 }
                 cost.items += context.work;
                 context.built()?;
-                grammar
             }
-        };
-        grammar.context_verdicts().first_bytes.insert(rule, first);
+        }
+        memos.context_verdicts().first_bytes.insert(rule, first);
         Ok(first)
     }
 
@@ -165,9 +162,9 @@ impl FirstBytes {
 enum Following {
     /// A matcher standing right after the rule, everywhere the grammar
     /// (perhaps a later snapshot, with the rule's callers built) uses it.
-    Context(Arc<Grammar>, Box<Matcher>),
+    Context(Box<Matcher>),
     /// Nothing can follow the rule: every rest is refused.
-    Nothing(Arc<Grammar>),
+    Nothing,
     /// More items wait for the rule, or more of its callers are not built,
     /// than the [`ContextLimits`] allow: rests are left to
     /// the full state.
@@ -195,8 +192,8 @@ fn following(
     };
     Ok(
         match Matcher::context(Arc::clone(&grammar), &waiting, rule) {
-            Some(context) => Following::Context(grammar, Box::new(context)),
-            None => Following::Nothing(grammar),
+            Some(context) => Following::Context(Box::new(context)),
+            None => Following::Nothing,
         },
     )
 }
@@ -217,7 +214,7 @@ pub(super) struct Rest<'a> {
 /// small map per state, so that no insert rehashes them all (a 20 ms
 /// step when they were one map of half a million).
 #[derive(Default)]
-pub(crate) struct ContextVerdicts {
+pub(super) struct ContextVerdicts {
     verdicts: FxHashMap<(u64, u32, u32, u8), bool>,
     /// Per rule: the first bytes of rests checked, and those of them that
     /// what can follow the rule takes. Most rests die at their first byte
@@ -230,6 +227,12 @@ pub(crate) struct ContextVerdicts {
 }
 
 impl ContextVerdicts {
+    /// About the bytes of the verdicts kept.
+    pub(super) fn bytes(&self) -> usize {
+        (self.verdicts.len() + self.after_len) * VERDICT_BYTES
+            + self.first_bytes.len() * size_of::<(u32, FirstBytes)>()
+    }
+
     /// Whether the parse state `state` takes the rest of token `rank` from
     /// byte `end` on, if known (for the vocabulary `vocabulary`).
     pub(super) fn after(
@@ -276,16 +279,21 @@ impl ContextVerdicts {
 /// all left uncertain.
 /// Adds the Earley items built to `cost`, and stops past `budget`.
 pub(super) fn expand(
-    grammar: &Arc<Grammar>,
-    vocabulary: u64,
+    masking: Masking<'_>,
     (rule, limits): (u32, ContextLimits),
     mut rests: Vec<Rest<'_>>,
     uncertain: &mut RankSet,
     budget: u64,
     cost: &mut Cost,
 ) -> Result<(), MaskError> {
+    let Masking {
+        grammar,
+        vocabulary,
+        memos,
+    } = masking;
+    let vocabulary = vocabulary.fingerprint();
     let mut first = {
-        let known = grammar.context_verdicts();
+        let known = memos.context_verdicts();
         let first = known.first_bytes.get(&rule).copied().unwrap_or_default();
         rests.retain(
             |rest| match known.verdicts.get(&(vocabulary, rule, rest.rank, rest.end)) {
@@ -303,9 +311,9 @@ pub(super) fn expand(
     if rests.is_empty() {
         return Ok(());
     }
-    let (grammar, context) = match following(grammar, rule, limits)? {
-        Following::Context(grammar, context) => (grammar, Some(context)),
-        Following::Nothing(grammar) => (grammar, None),
+    let context = match following(grammar, rule, limits)? {
+        Following::Context(context) => Some(context),
+        Following::Nothing => None,
         Following::Unknown => {
             for rest in &rests {
                 uncertain.insert(rest.rank);
@@ -345,7 +353,7 @@ pub(super) fn expand(
         // Nothing can follow the rule: every rest is rejected.
         found.extend(rests.iter().map(|rest| (rest.rank, rest.end, false)));
     }
-    let mut known = grammar.context_verdicts();
+    let mut known = memos.context_verdicts();
     known.make_room(found.len());
     known.first_bytes.insert(rule, first);
     for (rank, end, taken) in found {

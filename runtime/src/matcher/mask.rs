@@ -37,6 +37,7 @@ use super::context::{ContextLimits, FirstBytes, Rest, expand};
 use super::earley::{Start, Symbol};
 use super::history::{History, awaited_rules};
 use super::item::{Item, Kind};
+use super::memos::{MaskMemos, Masking};
 use crate::TokenId;
 use crate::cache::{Combined, Key, KeyKind, Lookup, MAX_PARENTS, Parent, Place, TokenSet};
 use crate::grammar::{Grammar, Repeat};
@@ -203,7 +204,7 @@ impl Matcher {
     }
 
     fn fill(&mut self, mask: &mut [u32], start: u64) -> Result<(), MaskError> {
-        let Some(vocabulary) = self.vocabulary.clone() else {
+        let (Some(vocabulary), Some(memos)) = (self.vocabulary.clone(), self.memos.clone()) else {
             mask.fill(0);
             return Ok(());
         };
@@ -231,11 +232,14 @@ impl Matcher {
             matcher.fill_by_id(mask, &vocabulary);
             if matcher.grammar.is_cacheable() {
                 matcher.mask_stats.cached = true;
-                matcher.fill_cached(mask, &vocabulary, start)
+                matcher.fill_cached(mask, &vocabulary, &memos, start)
             } else {
                 matcher.walk_trie(mask, &vocabulary, start)
             }
         })?;
+        if let Some(bytes) = memos.size_to_report() {
+            (vocabulary.mask_cache()).memos_resized(self.grammar.id(), bytes);
+        }
         match self.token_budget {
             Some(budget) => self.keep_within_budget(mask, &vocabulary, budget),
             None => Ok(()),
@@ -285,6 +289,7 @@ impl Matcher {
         &mut self,
         mask: &mut [u32],
         vocabulary: &Arc<Vocabulary>,
+        memos: &MaskMemos,
         start: u64,
     ) -> Result<(), MaskError> {
         let grammar = Arc::clone(&self.grammar);
@@ -312,7 +317,12 @@ impl Matcher {
         let found = vocabulary
             .mask_cache()
             .combination(grammar.id(), &keys, || {
-                combine(&grammar, vocabulary, &seeds, budget, &mut cost, &mut built)
+                let masking = Masking {
+                    grammar: &grammar,
+                    vocabulary,
+                    memos,
+                };
+                combine(masking, &seeds, budget, &mut cost, &mut built)
             });
         self.work += cost.items;
         self.mask_stats.built = built;
@@ -336,13 +346,14 @@ impl Matcher {
         }
         // What is left depends only on the parse state: checked once per
         // state.
-        let Some(state) = self.state() else {
+        let uncertain = &combined.uncertain;
+        let Some(state) = self.state(memos) else {
             return self
-                .check_uncertain(mask, vocabulary, &all_seeds, &combined.uncertain, start)
+                .check_uncertain(mask, vocabulary, memos, &all_seeds, uncertain, start)
                 .map(drop);
         };
         let (accepted, lookup) = vocabulary.mask_cache().checked(state, || {
-            self.check_uncertain(mask, vocabulary, &all_seeds, &combined.uncertain, start)
+            self.check_uncertain(mask, vocabulary, memos, &all_seeds, uncertain, start)
         })?;
         if lookup == Lookup::Hit {
             self.mask_stats.state_hits = 1;
@@ -371,6 +382,7 @@ impl Matcher {
         &mut self,
         mask: &mut [u32],
         vocabulary: &Vocabulary,
+        memos: &MaskMemos,
         seeds: &[Seed],
         ranks: &[u32],
         start: u64,
@@ -388,7 +400,7 @@ impl Matcher {
                 // A seed whose entry leaves none of the pending tokens
                 // uncertain has no rests: no row to build for it.
                 for (route, rests) in routes.into_iter().filter(|(_, rests)| !rests.is_empty()) {
-                    for rank in self.rests_after(vocabulary, route, rests, start)? {
+                    for rank in self.rests_after(vocabulary, memos, route, rests, start)? {
                         let id = ranked[rank as usize];
                         if !is_set(mask, id) {
                             set(mask, id);
@@ -491,6 +503,7 @@ impl Matcher {
     fn rests_after(
         &mut self,
         vocabulary: &Vocabulary,
+        memos: &MaskMemos,
         route: Route,
         mut rests: Rests,
         start: u64,
@@ -507,7 +520,7 @@ impl Matcher {
         if !completed {
             return Ok(Vec::new());
         }
-        let named = after.state();
+        let named = after.state(memos);
         // The copy named the rows the new one's items began at: they are
         // this matcher's rows too, and keep their names.
         self.states.adopt(&after.states, route.origin as usize + 1);
@@ -523,7 +536,7 @@ impl Matcher {
         let fingerprint = vocabulary.fingerprint();
         let mut taken = Vec::new();
         {
-            let known = self.grammar.context_verdicts();
+            let known = memos.context_verdicts();
             if let Some(verdicts) = known.after(fingerprint, state) {
                 rests.retain(|&(rank, end)| match verdicts.get(&(rank, end)) {
                     Some(true) => {
@@ -546,9 +559,7 @@ impl Matcher {
                 .filter(|&&(_, _, t)| t)
                 .map(|&(rank, _, _)| rank),
         );
-        self.grammar
-            .context_verdicts()
-            .keep_after(fingerprint, state, found.into_iter());
+        (memos.context_verdicts()).keep_after(fingerprint, state, found.into_iter());
         Ok(taken)
     }
 
@@ -980,13 +991,13 @@ impl RankSet {
 /// says whether every entry was cached. Adds what it did to `cost`, and
 /// stops past `budget` Earley items.
 fn combine(
-    grammar: &Arc<Grammar>,
-    vocabulary: &Vocabulary,
+    masking: Masking<'_>,
     seeds: &[Seed],
     budget: u64,
     cost: &mut Cost,
     built: &mut u32,
 ) -> Result<(Combined, bool), MaskError> {
+    let vocabulary = masking.vocabulary;
     let trie = vocabulary.trie();
     let mut entries = Vec::with_capacity(seeds.len());
     let mut accepted = vec![0; vocabulary.mask_words()];
@@ -998,7 +1009,7 @@ fn combine(
         let (entry, lookup) = vocabulary
             .mask_cache()
             .entry(seed.key, vocabulary.trie(), || {
-                classify(grammar, vocabulary, seed, remaining, cost)
+                classify(masking, seed, remaining, cost)
             })?;
         if lookup == Lookup::Built {
             *built += 1;
@@ -1027,9 +1038,9 @@ fn combine(
         let mut rests: Vec<Rest<'_>> = Vec::new();
         let listed: u32 = entry.groups.iter().map(|g| g.end - g.start).sum();
         let first = if listed >= FIRST_BYTES_AT {
-            FirstBytes::complete(grammar, rule, cost)?
+            FirstBytes::complete(masking, rule, cost)?
         } else {
-            FirstBytes::of(grammar, rule)
+            FirstBytes::of(masking.memos, rule)
         };
         for group in &entry.groups {
             // With one place to end, the rests of a run of tokens that
@@ -1075,17 +1086,8 @@ fn combine(
             }
         }
         if !rests.is_empty() {
-            let fingerprint = vocabulary.fingerprint();
             let limits = ContextLimits::for_listed(listed);
-            expand(
-                grammar,
-                fingerprint,
-                (rule, limits),
-                rests,
-                &mut uncertain,
-                budget,
-                cost,
-            )?;
+            expand(masking, (rule, limits), rests, &mut uncertain, budget, cost)?;
         }
     }
     let uncertain = uncertain.ranks();

@@ -102,7 +102,7 @@ const TARGETS: usize = FINISH + Utf8::INSIDE.len();
 /// sentinel is row 0 of a walk) and number of covered items (rows before
 /// the seed's).
 #[derive(Default)]
-pub(crate) struct StepStore {
+pub(super) struct StepStore {
     /// Per rule and covered parents: the memo, and how many rules the
     /// grammar had built when it was kept (see [`StepStore::take`]).
     memos: FxHashMap<(u32, usize), (usize, StepMemo)>,
@@ -110,6 +110,11 @@ pub(crate) struct StepStore {
 }
 
 impl StepStore {
+    /// The bytes of the memos kept.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// The steps kept for walks from a seed of `rule` under `parents`
     /// covered items, by a walk in a grammar with `built` rules built: a
     /// memo kept by a walk in a later snapshot of a lazy grammar may name

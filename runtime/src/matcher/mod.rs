@@ -21,6 +21,7 @@ mod limits;
 mod lookahead;
 mod mask;
 mod memo;
+mod memos;
 mod precompute;
 mod states;
 mod tokens;
@@ -33,12 +34,12 @@ use self::earley::{Limits, Scratch, Start, Symbol};
 use self::history::{CAN_TERMINATE, History};
 use self::item::{Item, Kind, SENTINEL};
 use self::lookahead::Lookahead;
+use self::memos::MaskMemos;
 use crate::TokenId;
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
 
 pub use self::captures::Capture;
-pub(crate) use self::context::ContextVerdicts;
 pub use self::draft::DraftTree;
 pub use self::events::{
     REASONING_CAPTURE, TEXT_CAPTURE, TOOL_CAPTURE_PREFIX, ToolCallEvent, ToolCallStream,
@@ -46,11 +47,9 @@ pub use self::events::{
 pub use self::expected::Expected;
 pub use self::forced::{CONTEXT_TOKENS, ForcedTokens};
 pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
-pub(crate) use self::memo::StepStore;
 pub use self::precompute::Precompute;
 pub(crate) use self::precompute::precompute;
 use self::states::RowStates;
-pub(crate) use self::states::StateNames;
 
 /// The default bound on the work of one step ([`Matcher::set_step_budget`]):
 /// about a second of work.
@@ -114,6 +113,9 @@ impl Step {
 pub struct Matcher {
     grammar: Arc<Grammar>,
     vocabulary: Option<Arc<Vocabulary>>,
+    /// What the grammar's masks keep between masks, from the vocabulary's
+    /// cache (with a vocabulary only).
+    memos: Option<Arc<MaskMemos>>,
     history: History,
     lookahead: Lookahead,
     /// The steps taken, for rollback.
@@ -152,6 +154,7 @@ impl Clone for Matcher {
         Self {
             grammar: Arc::clone(&self.grammar),
             vocabulary: self.vocabulary.clone(),
+            memos: self.memos.clone(),
             history: self.history.clone(),
             lookahead: self.lookahead.clone(),
             steps: self.steps.clone(),
@@ -352,8 +355,17 @@ impl Matcher {
     /// ([`Matcher::accept_token`]) and computes token masks
     /// ([`Matcher::fill_next_token_bitmask`]) for `vocabulary`.
     pub fn with_vocabulary(grammar: Arc<Grammar>, vocabulary: Arc<Vocabulary>) -> Self {
-        grammar.seed_cache(&vocabulary);
-        Self::at_entry(grammar, Some(vocabulary))
+        let cache = vocabulary.mask_cache();
+        if let Some(section) = grammar.precomputed()
+            && section.fingerprint() == vocabulary.fingerprint()
+        {
+            cache.attach(section);
+        }
+        let memos = cache.memos(grammar.id());
+        Self {
+            memos: Some(memos),
+            ..Self::at_entry(grammar, Some(vocabulary))
+        }
     }
 
     fn at_entry(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
@@ -382,6 +394,7 @@ impl Matcher {
         Self {
             grammar,
             vocabulary,
+            memos: None,
             history: History::default(),
             lookahead: Lookahead::default(),
             steps: Vec::new(),
@@ -472,6 +485,7 @@ impl Matcher {
             lookahead,
             mask_budget: self.mask_budget,
             states: self.states.prefix(rows),
+            memos: self.memos.clone(),
             ..Self::empty(Arc::clone(&self.grammar), self.vocabulary.clone())
         }
     }

@@ -17,6 +17,7 @@ use rayon::prelude::*;
 use super::classify::{Cost, classify};
 use super::item::{Item, Kind};
 use super::mask::{MAX_WAITING, Seed, link};
+use super::memos::{MaskMemos, Masking};
 use crate::cache::{Classified, Key, KeyKind, MAX_PARENTS};
 use crate::grammar::{Caller, Grammar, Repeat};
 use crate::tables::{Edge, RuleRecord};
@@ -92,12 +93,17 @@ pub(crate) fn precompute(
                 .collect()
         }
     };
+    let memos: Arc<MaskMemos> = vocabulary.mask_cache().memos(grammar.id());
+    let masking = Masking {
+        grammar,
+        vocabulary,
+        memos: &memos,
+    };
     let mut entries: Vec<(Key, Classified)> = chosen
         .par_iter()
         .filter_map(|seed| {
             classify(
-                grammar,
-                vocabulary,
+                masking,
                 seed,
                 super::DEFAULT_MASK_BUDGET,
                 &mut Cost::default(),
@@ -106,6 +112,9 @@ pub(crate) fn precompute(
             .map(|entry| (seed.key, entry))
         })
         .collect();
+    if let Some(bytes) = memos.size_to_report() {
+        (vocabulary.mask_cache()).memos_resized(grammar.id(), bytes);
+    }
     entries.sort_by_key(|entry| entry.0);
     Built {
         entries,

@@ -24,6 +24,7 @@ use rustc_hash::FxHashMap;
 use super::Matcher;
 use super::item::Item;
 use super::memo::{SELF, inert};
+use super::memos::MaskMemos;
 
 /// A row whose state is not named yet.
 const UNNAMED: u32 = u32::MAX;
@@ -36,7 +37,7 @@ const NAMES_BYTES: usize = 32 << 20;
 static NEXT_GENERATION: AtomicU64 = AtomicU64::new(0);
 
 /// The names of the states a grammar's matchers have met.
-pub(crate) struct StateNames {
+pub(super) struct StateNames {
     ids: FxHashMap<Box<[Item]>, u32>,
     bytes: usize,
     generation: u64,
@@ -53,6 +54,11 @@ impl Default for StateNames {
 }
 
 impl StateNames {
+    /// The bytes of the names kept.
+    pub(super) fn bytes(&self) -> usize {
+        self.bytes
+    }
+
     /// The name of the state `items` (origins already replaced), added if
     /// new; `None` once the names fill their bound, which starts a new
     /// generation.
@@ -133,10 +139,10 @@ impl Matcher {
     /// The state of the whole parse at the last row: (generation, name).
     /// Rows met before keep their names, so this names only the rows added
     /// since the last call (and the rows their items began at).
-    pub(super) fn state(&mut self) -> Option<(u64, u32)> {
+    pub(super) fn state(&mut self, memos: &MaskMemos) -> Option<(u64, u32)> {
         debug_assert!(!self.grammar.has_lookahead());
         let grammar = std::sync::Arc::clone(&self.grammar);
-        let mut names = grammar.state_names();
+        let mut names = memos.state_names();
         if self.states.generation != names.generation {
             self.states.restart(names.generation);
         }
