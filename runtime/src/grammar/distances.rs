@@ -14,7 +14,7 @@
 //!   budget checks that cannot fail. A rule that nests itself with
 //!   something after the nested match has no bound, but a token opens at
 //!   most one nested match per byte: the value holds for places a token of
-//!   up to [`MOST_NESTING`] bytes reaches.
+//!   up to each of [`TOKEN_LENGTHS`] bytes reaches.
 //!
 //! Rules are visited callees first, one strongly connected component of the
 //! call graph at a time; a component's rules are iterated to a fixed point.
@@ -183,7 +183,7 @@ impl Distances {
     }
 
     /// The most any place reachable from `node` inside its rule's match
-    /// (at most [`MOST_NESTING`] nested matches deep) may need to end that
+    /// (as deep as a token of the longest of [`TOKEN_LENGTHS`] nests) may need to end that
     /// match.
     pub(crate) fn most_from(&self, node: u32) -> u64 {
         self.most_from[node as usize]

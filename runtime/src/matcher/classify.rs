@@ -23,9 +23,10 @@ use std::sync::Arc;
 
 use super::Matcher;
 use super::item::Item;
-use super::mask::{MaskError, Seed};
 use super::memo::{Settled, StepMemo, Subtree, WalkKind};
 use super::memos::Masking;
+use super::seed::Seed;
+use super::walk::{Cost, MaskError};
 use crate::cache::{Classified, Group, KeyKind, TokenSet};
 use crate::trie::TokenTrie;
 
@@ -36,17 +37,6 @@ const FULL_CHECK: u64 = 1 << 63;
 /// The fewest trie nodes a subtree must have for its outcome to be
 /// recorded: replaying a smaller one saves less than recording costs.
 const MIN_RECORDED_NODES: usize = 32;
-
-/// What building entries cost.
-#[derive(Clone, Copy, Debug, Default)]
-pub(super) struct Cost {
-    /// Earley items built: what a mask's budget bounds.
-    pub items: u64,
-    /// Trie nodes visited.
-    pub nodes: u64,
-    /// Rests of uncertain tokens walked through a rule's context.
-    pub rests: u64,
-}
 
 /// What `seed` alone does with every token: walks the token trie with a
 /// matcher seeded with it (and the items above it that it covers). A token
@@ -65,7 +55,7 @@ pub(super) fn classify(
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
     let kept = (memos.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
-    let mut steps = StepMemo::new(&matcher, masking.vocabulary.fingerprint(), kept);
+    let mut steps = StepMemo::new(&matcher, kept);
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
     // Plain tokens sorted at once by their number of characters (the

@@ -4,7 +4,7 @@
 //! full state is asked.
 //!
 //! What follows a rule is a property of the grammar, so the verdict on a
-//! rest is too: the grammar keeps them ([`ContextVerdicts`]), and the next
+//! rest is too: its memos keep them ([`ContextVerdicts`](super::verdicts::ContextVerdicts)), and the next
 //! combination with the rule — the next prefix of a property name, the
 //! same string elsewhere — looks them up instead of building the rule's
 //! context matcher again (for a rule used in thousands of places, a row of
@@ -12,24 +12,20 @@
 
 use std::sync::Arc;
 
-use rustc_hash::FxHashMap;
-
 use super::Matcher;
-use super::classify::Cost;
-use super::earley::{Start, Symbol};
 use super::item::{Item, Kind, WILD};
-use super::mask::{FIRST_BYTES_AT, MaskError, PrefixWalk, RankSet};
-use super::memos::{MaskMemos, Masking};
+use super::memos::Masking;
+use super::verdicts::FirstBytes;
+use super::walk::{Cost, MaskError, PrefixWalk, RankSet};
 use crate::byteset::ByteSet;
-use crate::cache::StateKey;
 use crate::grammar::{Caller, Grammar};
 use crate::tables::RuleRecord;
 
-/// The most bytes of verdicts a grammar keeps; past it, they start over.
-const VERDICTS_BYTES: usize = 16 << 20;
-
-/// About the bytes one verdict takes in the map.
-const VERDICT_BYTES: usize = 32;
+/// The fewest uncertain tokens of an entry for which a combination checks
+/// every first byte of the rule's rests before listing them (256 steps at
+/// most, once per rule): white space before a value leaves some 50,000
+/// tokens uncertain, which then go by runs of a refused first byte.
+pub(super) const FIRST_BYTES_AT: u32 = 4096;
 
 /// How large a rule's context may be: the most items that may wait for
 /// the rule, and the most of its callers a lazy grammar builds at once to
@@ -79,22 +75,7 @@ impl ContextLimits {
     }
 }
 
-/// First bytes of rests checked against a matcher: what can follow a rule
-/// (see [`ContextVerdicts`]), or one parse state once a rule has matched
-/// in it.
-#[derive(Clone, Copy, Default)]
-pub(super) struct FirstBytes {
-    checked: ByteSet,
-    taken: ByteSet,
-}
-
 impl FirstBytes {
-    /// What is known of the first bytes of `rule`'s rests in `grammar`.
-    pub(super) fn of(memos: &MaskMemos, rule: u32) -> Self {
-        let known = memos.context_verdicts();
-        known.first_bytes.get(&rule).copied().unwrap_or_default()
-    }
-
     /// Every byte checked as the first of a rest of `rule` (one step
     /// each from what can follow the rule; kept by the grammar), for a
     /// combination about to list the rests of many tokens: a run of them
@@ -108,7 +89,7 @@ impl FirstBytes {
         cost: &mut Cost,
     ) -> Result<Self, MaskError> {
         let Masking { grammar, memos, .. } = masking;
-        let mut first = Self::of(memos, rule);
+        let mut first = memos.context_verdicts().first_bytes(rule);
         if first.checked == ByteSet::full() {
             return Ok(first);
         }
@@ -135,26 +116,8 @@ impl FirstBytes {
                 context.built()?;
             }
         }
-        memos.context_verdicts().first_bytes.insert(rule, first);
+        (memos.context_verdicts()).keep_first_bytes(rule, first);
         Ok(first)
-    }
-
-    /// Checks `byte`, unless it was, with `context` (a matcher right after
-    /// the rule, at row `base`): one step, undone.
-    pub(super) fn check(&mut self, context: &mut Matcher, base: usize, byte: u8) {
-        if self.checked.contains(byte) {
-            return;
-        }
-        self.checked.insert(byte);
-        if context.push(Start::Scan(Symbol::Byte(byte))) {
-            self.taken.insert(byte);
-        }
-        context.truncate(base);
-    }
-
-    /// Whether a rest starting with `byte` is known to be refused.
-    pub(super) fn refuses(self, byte: u8) -> bool {
-        self.checked.contains(byte) && !self.taken.contains(byte)
     }
 }
 
@@ -207,76 +170,12 @@ pub(super) struct Rest<'a> {
     pub end: u8,
 }
 
-/// Per vocabulary (fingerprint), rule, token (trie rank) and place in the
-/// token: whether what can follow the rule takes the token's rest there.
-/// And per vocabulary, parse state, token and place: whether the state
-/// takes the rest there ([`Matcher::rests_after`](super::Matcher)), one
-/// small map per state, so that no insert rehashes them all (a 20 ms
-/// step when they were one map of half a million).
-#[derive(Default)]
-pub(super) struct ContextVerdicts {
-    verdicts: FxHashMap<(u64, u32, u32, u8), bool>,
-    /// Per rule: the first bytes of rests checked, and those of them that
-    /// what can follow the rule takes. Most rests die at their first byte
-    /// (the words after a space that ends a run of white space, where a
-    /// value must start), and are rejected by it alone: no verdict each.
-    first_bytes: FxHashMap<u32, FirstBytes>,
-    after: FxHashMap<(u64, StateKey), FxHashMap<(u32, u8), bool>>,
-    /// Verdicts held in `after`.
-    after_len: usize,
-}
-
-impl ContextVerdicts {
-    /// About the bytes of the verdicts kept.
-    pub(super) fn bytes(&self) -> usize {
-        (self.verdicts.len() + self.after_len) * VERDICT_BYTES
-            + self.first_bytes.len() * size_of::<(u32, FirstBytes)>()
-    }
-
-    /// Whether the parse state `state` takes the rest of token `rank` from
-    /// byte `end` on, if known (for the vocabulary `vocabulary`).
-    pub(super) fn after(
-        &self,
-        vocabulary: u64,
-        state: StateKey,
-    ) -> Option<&FxHashMap<(u32, u8), bool>> {
-        self.after.get(&(vocabulary, state))
-    }
-
-    /// Keeps verdicts of [`ContextVerdicts::after`], starting over past
-    /// the bound.
-    pub(super) fn keep_after(
-        &mut self,
-        vocabulary: u64,
-        state: StateKey,
-        found: impl ExactSizeIterator<Item = (u32, u8, bool)>,
-    ) {
-        self.make_room(found.len());
-        self.after_len += found.len();
-        let verdicts = self.after.entry((vocabulary, state)).or_default();
-        for (rank, end, taken) in found {
-            verdicts.insert((rank, end), taken);
-        }
-    }
-
-    /// Clears every verdict if `more` would take them past the bound.
-    fn make_room(&mut self, more: usize) {
-        if (self.verdicts.len() + self.after_len + more) * VERDICT_BYTES > VERDICTS_BYTES {
-            self.verdicts.clear();
-            self.first_bytes.clear();
-            self.after.clear();
-            self.after_len = 0;
-        }
-    }
-}
-
 /// Adds to `uncertain` the tokens of `rests` whose rest what can follow
 /// `rule` takes (the others are rejected; the caller leaves out those
-/// whose first byte [`FirstBytes`] knows to be refused), with the verdicts `grammar`
-/// keeps for the vocabulary with fingerprint `vocabulary`; those missing
-/// are checked with the rule's context matcher and kept — or, for a rule
-/// whose context is past `limits` (how large a context the entry is worth),
-/// all left uncertain.
+/// whose first byte [`FirstBytes`] knows to be refused), with the verdicts
+/// the grammar's memos keep; those missing are checked with the rule's
+/// context matcher and kept — or, for a rule whose context is past
+/// `limits` (how large a context the entry is worth), all left uncertain.
 /// Adds the Earley items built to `cost`, and stops past `budget`.
 pub(super) fn expand(
     masking: Masking<'_>,
@@ -286,26 +185,19 @@ pub(super) fn expand(
     budget: u64,
     cost: &mut Cost,
 ) -> Result<(), MaskError> {
-    let Masking {
-        grammar,
-        vocabulary,
-        memos,
-    } = masking;
-    let vocabulary = vocabulary.fingerprint();
+    let Masking { grammar, memos, .. } = masking;
     let mut first = {
         let known = memos.context_verdicts();
-        let first = known.first_bytes.get(&rule).copied().unwrap_or_default();
-        rests.retain(
-            |rest| match known.verdicts.get(&(vocabulary, rule, rest.rank, rest.end)) {
-                Some(&taken) => {
-                    if taken {
-                        uncertain.insert(rest.rank);
-                    }
-                    false
+        let first = known.first_bytes(rule);
+        rests.retain(|rest| match known.verdict(rule, rest.rank, rest.end) {
+            Some(taken) => {
+                if taken {
+                    uncertain.insert(rest.rank);
                 }
-                None => true,
-            },
-        );
+                false
+            }
+            None => true,
+        });
         first
     };
     if rests.is_empty() {
@@ -353,12 +245,7 @@ pub(super) fn expand(
         // Nothing can follow the rule: every rest is rejected.
         found.extend(rests.iter().map(|rest| (rest.rank, rest.end, false)));
     }
-    let mut known = memos.context_verdicts();
-    known.make_room(found.len());
-    known.first_bytes.insert(rule, first);
-    for (rank, end, taken) in found {
-        known.verdicts.insert((vocabulary, rule, rank, end), taken);
-    }
+    (memos.context_verdicts()).keep(rule, first, found.into_iter());
     Ok(())
 }
 

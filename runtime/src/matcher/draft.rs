@@ -9,7 +9,7 @@
 //! per node, never a replay of the path from the root.
 
 use super::Matcher;
-use super::mask::MaskError;
+use super::walk::MaskError;
 use crate::TokenId;
 
 /// A draft tree: per node its token, first child and next sibling (node

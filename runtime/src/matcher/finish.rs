@@ -30,7 +30,9 @@ use rustc_hash::{FxHashMap, FxHashSet};
 
 use super::earley::{Start, Symbol};
 use super::item::{Item, Kind};
-use super::mask::{PrefixWalk, Seed, is_set};
+use super::mask::is_set;
+use super::seed::Seed;
+use super::walk::PrefixWalk;
 use super::{MaskError, Matcher};
 use crate::TokenId;
 use crate::cache::{Classified, EndCosts, TokenSet};

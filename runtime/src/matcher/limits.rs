@@ -31,7 +31,8 @@ use rustc_hash::FxHashMap;
 
 use super::earley::{Start, Symbol};
 use super::finish::{Ends, Open, beyond, fits};
-use super::mask::{Seed, is_set};
+use super::mask::is_set;
+use super::seed::Seed;
 use super::{MaskError, Matcher};
 use crate::TokenId;
 use crate::cache::EndCosts;

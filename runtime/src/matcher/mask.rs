@@ -26,76 +26,25 @@
 //! full state (a lookahead makes an item's fate depend on text beyond its
 //! rule).
 
-use std::fmt;
 use std::sync::Arc;
 
-use rustc_hash::{FxHashMap, FxHashSet};
-
 use super::Matcher;
-use super::classify::{Cost, classify};
-use super::context::{ContextLimits, FirstBytes, Rest, expand};
+use super::classify::classify;
+use super::context::{ContextLimits, FIRST_BYTES_AT, Rest, expand};
 use super::earley::{Start, Symbol};
-use super::history::{History, awaited_rules};
-use super::item::{Item, Kind};
+use super::item::Kind;
 use super::memos::{MaskMemos, Masking};
+use super::seed::{Seed, entered_at_start, entered_by_seeds};
+use super::verdicts::FirstBytes;
+use super::walk::{Cost, MaskError, PrefixWalk, RankSet};
 use crate::TokenId;
-use crate::cache::{Combined, Key, KeyKind, Lookup, MAX_PARENTS, Parent, Place, TokenSet};
-use crate::grammar::{Grammar, Repeat};
+use crate::cache::{Combined, Key, Lookup, TokenSet};
 use crate::vocab::{TokenKind, Vocabulary};
 
 /// The default bound on the work of one mask, in Earley items tried (see
 /// [`Matcher::set_mask_budget`]): about a second of work (some 20 ns a
 /// unit).
 pub const DEFAULT_MASK_BUDGET: u64 = 50_000_000;
-
-/// The fewest uncertain tokens of an entry for which a combination checks
-/// every first byte of the rule's rests before listing them (256 steps at
-/// most, once per rule): white space before a value leaves some 50,000
-/// tokens uncertain, which then go by runs of a refused first byte.
-pub(super) const FIRST_BYTES_AT: u32 = 4096;
-
-/// Why no mask was computed.
-#[derive(Clone, Debug, PartialEq, Eq)]
-pub enum MaskError {
-    /// The mask buffer is smaller than the vocabulary.
-    BufferTooSmall {
-        /// Words of 32 bits the vocabulary needs.
-        needed: usize,
-        /// Words the buffer has.
-        given: usize,
-    },
-    /// Computing the mask would build more Earley items than the matcher's
-    /// budget allows: the grammar is too costly here.
-    BudgetExceeded {
-        /// The budget, in Earley items.
-        budget: u64,
-    },
-    /// The links of a draft tree do not form a tree (see
-    /// [`Matcher::fill_draft_tree_bitmasks`]): what is wrong.
-    DraftTree(String),
-    /// A rule the grammar builds on first use could not be built (see
-    /// [`RuleBuilder`](crate::RuleBuilder)): why.
-    Build(String),
-}
-
-impl fmt::Display for MaskError {
-    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
-        match self {
-            Self::BufferTooSmall { needed, given } => write!(
-                f,
-                "the token mask needs {needed} words of 32 bits, the buffer has {given}"
-            ),
-            Self::BudgetExceeded { budget } => write!(
-                f,
-                "computing the token mask needs more than the budget of {budget} Earley items"
-            ),
-            Self::DraftTree(problem) => write!(f, "not a draft tree: {problem}"),
-            Self::Build(problem) => write!(f, "the grammar could not be built: {problem}"),
-        }
-    }
-}
-
-impl std::error::Error for MaskError {}
 
 /// What computing one token mask cost, for tracing and tuning.
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
@@ -347,7 +296,7 @@ impl Matcher {
         // What is left depends only on the parse state: checked once per
         // state.
         let uncertain = &combined.uncertain;
-        let Some(state) = self.state(memos) else {
+        let Some(state) = self.state(&mut memos.state_names()) else {
             return self
                 .check_uncertain(mask, vocabulary, memos, &all_seeds, uncertain, start)
                 .map(drop);
@@ -520,7 +469,7 @@ impl Matcher {
         if !completed {
             return Ok(Vec::new());
         }
-        let named = after.state(memos);
+        let named = after.state(&mut memos.state_names());
         // The copy named the rows the new one's items began at: they are
         // this matcher's rows too, and keep their names.
         self.states.adopt(&after.states, route.origin as usize + 1);
@@ -533,11 +482,10 @@ impl Matcher {
                 .filter_map(|(rank, _, taken)| taken.then_some(rank))
                 .collect());
         };
-        let fingerprint = vocabulary.fingerprint();
         let mut taken = Vec::new();
         {
             let known = memos.context_verdicts();
-            if let Some(verdicts) = known.after(fingerprint, state) {
+            if let Some(verdicts) = known.after(state) {
                 rests.retain(|&(rank, end)| match verdicts.get(&(rank, end)) {
                     Some(true) => {
                         taken.push(rank);
@@ -559,7 +507,7 @@ impl Matcher {
                 .filter(|&&(_, _, t)| t)
                 .map(|&(rank, _, _)| rank),
         );
-        (memos.context_verdicts()).keep_after(fingerprint, state, found.into_iter());
+        (memos.context_verdicts()).keep_after(state, found.into_iter());
         Ok(taken)
     }
 
@@ -645,297 +593,6 @@ impl Matcher {
     }
 }
 
-/// The most items that may wait for one short rule for a [`Seed`] to
-/// cover them (one seed each).
-pub(super) const MAX_WAITING: usize = 4;
-
-/// A scanning item of a row and what its mask-cache entry covers: the
-/// item, and — while the rule it is in is short (a character, a digit, an
-/// escape: it usually ends inside a token), or only counted repetitions
-/// wait for it (a word of a pattern that counts words) — an item that
-/// waits for that rule, and so on up. Covering them makes the entry decide
-/// tokens that run past the end of the rule, which would otherwise all be
-/// left uncertain (think of the characters of a string of bounded length).
-/// Where several items wait, the item has one seed per waiting item.
-#[derive(Clone, Copy)]
-pub(super) struct Seed {
-    pub key: Key,
-    /// The rule of the topmost item covered: where it ends, the entry ends.
-    pub rule: u32,
-    pub item: Item,
-    /// The items that wait, lowest first.
-    pub parents: [Option<Item>; MAX_PARENTS],
-}
-
-impl Seed {
-    /// The topmost item the seed covers (the item itself without parents).
-    pub(super) fn top(&self) -> &Item {
-        self.parents
-            .iter()
-            .rev()
-            .flatten()
-            .next()
-            .unwrap_or(&self.item)
-    }
-
-    /// Adds the seeds of `item` of the last row of `history` to `seeds`
-    /// (none for items that scan no text). Counts of repetitions are keyed
-    /// up to what a token of `longest_token` bytes can tell apart.
-    pub(super) fn add(
-        grammar: &Grammar,
-        history: &History,
-        item: Item,
-        longest_token: usize,
-        seeds: &mut Vec<Seed>,
-    ) {
-        let (rule, kind, state) = match item.kind {
-            Kind::Node if grammar.scans(item.a) => {
-                let rule = grammar.node_rule(item.a);
-                (rule, KeyKind::Node, item.a - grammar.rule(rule).body)
-            }
-            Kind::Free => (item.a, KeyKind::Free, item.aux),
-            Kind::TokenFree => (item.a, KeyKind::TokenFree, 0),
-            _ => return,
-        };
-        let rule_hash = if kind == KeyKind::Node {
-            grammar.rule(rule).hash
-        } else {
-            grammar.free_hash(rule)
-        };
-        let seed = Self {
-            key: Key {
-                rule_hash,
-                kind,
-                state,
-                parents: [None; MAX_PARENTS],
-            },
-            rule,
-            item,
-            parents: [None; MAX_PARENTS],
-        };
-        // (seed, its topmost item, how many parents it has)
-        let mut open = vec![(seed, item, 0)];
-        while let Some((seed, top, level)) = open.pop() {
-            // A short rule is covered with what waits for it; any rule is
-            // where only counted repetitions wait for it (`(\S+\s+){0,99}`:
-            // a token running past a word goes on in the next match, not
-            // to the full-state check at every step). A match with a limit
-            // is never covered: its entries end with it, so that what a
-            // token leaves of it is known (see `limits.rs`).
-            let limited = grammar.rule(seed.rule).is_limited();
-            let waiting = if item.kind == Kind::Node && level < MAX_PARENTS && !limited {
-                waiting_parents(grammar, history, top, seed.rule, longest_token).filter(|found| {
-                    grammar.is_short(seed.rule)
-                        || found
-                            .iter()
-                            .all(|(parent, _, _)| parent.kind == Kind::Repeat)
-                })
-            } else {
-                None
-            };
-            let Some(waiting) = waiting else {
-                seeds.push(seed);
-                continue;
-            };
-            for (parent, owner, link) in waiting {
-                let mut above = seed;
-                above.key.parents[level] = Some(link);
-                above.parents[level] = Some(parent);
-                above.rule = owner;
-                open.push((above, parent, level + 1));
-            }
-        }
-    }
-}
-
-/// The rules every item of the last row that waits for them is a seed of
-/// the mask at (a node that scans, in a rule without limits), where the
-/// grammar has no lookahead: such a seed's walk enters the rule itself, so
-/// the items at the rule's start that this row predicted need no entry of
-/// their own (see [`entered_at_start`]).
-fn entered_by_seeds(grammar: &Grammar, history: &History) -> FxHashSet<u32> {
-    if grammar.has_lookahead() {
-        return FxHashSet::default();
-    }
-    let mut by_seeds: FxHashMap<u32, bool> = FxHashMap::default();
-    for item in history.last() {
-        let seed = item.kind == Kind::Node
-            && grammar.scans(item.a)
-            && !grammar.rule(grammar.node_rule(item.a)).is_limited();
-        awaited_rules(grammar, item, |rule| {
-            *by_seeds.entry(rule).or_insert(true) &= seed;
-        });
-    }
-    by_seeds
-        .into_iter()
-        .filter(|&(rule, by_seeds)| by_seeds && !grammar.rule(rule).is_limited())
-        .map(|(rule, _)| rule)
-        .collect()
-}
-
-/// Whether `item` is at the start of a rule of `entered` that the last row
-/// predicted. Each item that waits for the rule is a seed whose walk
-/// predicts the rule as the row did and follows its match on into the
-/// waiting item, which is all the item's own entry would find, and more:
-/// where the rule ends inside a token, the walk knows what comes after.
-/// (Followed back through the items that predicted it, a dropped item
-/// reaches a seed that is kept: the first item to predict a rule came
-/// before it in the row.)
-fn entered_at_start(
-    grammar: &Grammar,
-    history: &History,
-    item: Item,
-    entered: &FxHashSet<u32>,
-) -> bool {
-    if item.kind != Kind::Node || item.origin as usize + 1 != history.rows() {
-        return false;
-    }
-    let rule = grammar.node_rule(item.a);
-    grammar.rule(rule).body == item.a && entered.contains(&rule)
-}
-
-/// The items that wait for `rule`, begun by `child`: each with its rule
-/// and its place in a [`Key`]. `None` if none or more than [`MAX_WAITING`]
-/// wait, or one is not at a node or in a counted repetition.
-fn waiting_parents(
-    grammar: &Grammar,
-    history: &History,
-    child: Item,
-    rule: u32,
-    longest_token: usize,
-) -> Option<Vec<(Item, u32, Parent)>> {
-    let mut found = Vec::new();
-    for &parent in history.row(child.origin as usize) {
-        if parent.ctx != child.pred {
-            continue;
-        }
-        let (node, repeat) = match parent.kind {
-            Kind::Node => {
-                let waits = grammar.waits(parent.a)
-                    && grammar.edges(parent.a).iter().any(|e| e.calls(rule));
-                if !waits {
-                    continue;
-                }
-                (parent.a, None)
-            }
-            Kind::Repeat => {
-                let repeat = grammar.repeat(parent.a);
-                if repeat.rule != rule || !repeat.below_max(parent.aux) {
-                    continue;
-                }
-                (grammar.edge_node(parent.a), Some(repeat))
-            }
-            Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => return None,
-            Kind::Top if parent.a == rule => return None,
-            _ => continue,
-        };
-        if found.len() == MAX_WAITING {
-            return None;
-        }
-        let owner = grammar.node_rule(node);
-        found.push((
-            parent,
-            owner,
-            link(grammar, parent, node, repeat, rule, longest_token),
-        ));
-    }
-    (!found.is_empty()).then_some(found)
-}
-
-/// The place in a [`Key`] of `parent`, an item at `node` (in the counted
-/// repetition `repeat` if any) that waits for the short rule `rule`. An item
-/// at a node is known by where the match takes it: all a walk from the
-/// seed sees of it, so the items of a property name's every prefix that
-/// wait for one escaped character share the entry. Counts of repetitions
-/// are kept up to what a token of `longest_token` bytes can tell apart.
-pub(super) fn link(
-    grammar: &Grammar,
-    parent: Item,
-    node: u32,
-    repeat: Option<Repeat>,
-    rule: u32,
-    longest_token: usize,
-) -> Parent {
-    let record = grammar.rule(grammar.node_rule(node));
-    let Some(repeat) = repeat else {
-        let mut targets = (grammar.edges(node).iter())
-            .filter(|edge| edge.calls(rule))
-            .map(|edge| edge.target);
-        let first = targets.next();
-        let (at, place) = match first {
-            Some(target) if targets.all(|other| other == target) => (target, Place::After),
-            _ => (node, Place::AtNode),
-        };
-        return Parent {
-            rule_hash: record.hash,
-            node: at - record.body,
-            place,
-            count: 0,
-        };
-    };
-    // A token ends at most one match per byte, plus one: counts further
-    // from the bounds than that behave alike.
-    let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
-    let needed = repeat.min.saturating_sub(parent.aux).min(cap);
-    let room = repeat
-        .max
-        .map_or(cap, |max| max.saturating_sub(parent.aux).min(cap));
-    Parent {
-        rule_hash: record.hash,
-        node: node - record.body,
-        place: Place::Repeat(parent.a - grammar.first_edge(node)),
-        count: needed << 16 | room,
-    }
-}
-
-/// Byte strings fed to a matcher in sorted order, each pushed after the
-/// longest prefix it shares with the one before, and popped as needed.
-#[derive(Default)]
-pub(super) struct PrefixWalk {
-    /// The bytes pushed past the base row.
-    path: Vec<u8>,
-    /// A byte refused right after `path`.
-    refused: Option<u8>,
-}
-
-impl PrefixWalk {
-    /// Whether `matcher` (at row `base` plus the path) takes `bytes` from
-    /// `base`, and how many bytes that pushed.
-    pub(super) fn accepts(
-        &mut self,
-        matcher: &mut Matcher,
-        base: usize,
-        bytes: &[u8],
-    ) -> (bool, u64) {
-        let shared = self
-            .path
-            .iter()
-            .zip(bytes)
-            .take_while(|(a, b)| a == b)
-            .count();
-        if shared < self.path.len() {
-            matcher.truncate(base + shared);
-            self.path.truncate(shared);
-            self.refused = None;
-        }
-        if self.refused.is_some() && bytes.get(shared) == self.refused.as_ref() {
-            return (false, 0);
-        }
-        let mut pushed = 0;
-        for &byte in &bytes[shared..] {
-            pushed += 1;
-            if matcher.push(Start::Scan(Symbol::Byte(byte))) {
-                self.path.push(byte);
-                self.refused = None;
-            } else {
-                self.refused = Some(byte);
-                return (false, pushed);
-            }
-        }
-        (true, pushed)
-    }
-}
-
 /// Where an item's rule began, for the rests of its uncertain tokens (see
 /// [`Matcher::rests_after`]).
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -953,37 +610,6 @@ type Rests = Vec<(u32, u8)>;
 
 /// Rests by the place their seed's rule began.
 type Routes = Vec<(Route, Rests)>;
-
-/// A set of trie ranks as a bitset.
-pub(super) struct RankSet(Vec<u64>);
-
-impl RankSet {
-    fn new(ranks: usize) -> Self {
-        Self(vec![0; ranks.div_ceil(64)])
-    }
-
-    pub(super) fn contains(&self, rank: u32) -> bool {
-        self.0[rank as usize / 64] & (1 << (rank % 64)) != 0
-    }
-
-    pub(super) fn insert(&mut self, rank: u32) {
-        self.0[rank as usize / 64] |= 1 << (rank % 64);
-    }
-
-    /// The ranks in the set, in order.
-    fn ranks(&self) -> Box<[u32]> {
-        let mut ranks = Vec::new();
-        for (w, &word) in self.0.iter().enumerate() {
-            let mut word = word;
-            while word != 0 {
-                let bit = word.trailing_zeros();
-                ranks.push(u32::try_from(w * 64).expect("trie ranks fit in u32") + bit);
-                word &= word - 1;
-            }
-        }
-        ranks.into()
-    }
-}
 
 /// The combination of a row's items (`seeds`, one per key and rule): their entries,
 /// built where missing (counted in `built`), the union of their accepted
@@ -1040,7 +666,7 @@ fn combine(
         let first = if listed >= FIRST_BYTES_AT {
             FirstBytes::complete(masking, rule, cost)?
         } else {
-            FirstBytes::of(masking.memos, rule)
+            masking.memos.context_verdicts().first_bytes(rule)
         };
         for group in &entry.groups {
             // With one place to end, the rests of a run of tokens that

@@ -222,9 +222,6 @@ pub(super) struct StepMemo {
     /// Per configuration, trie node and kind of walk: what was found below
     /// the node.
     subtrees: FxHashMap<(u32, u32, WalkKind), Subtree>,
-    /// The fingerprint of the vocabulary whose trie `subtrees` numbers
-    /// (a grammar may serve several).
-    vocabulary: u64,
     /// Per configuration and set of byte classes: the chain of common
     /// targets from it, as far as it was followed.
     chains: FxHashMap<(u32, u64), Chain>,
@@ -297,11 +294,10 @@ enum ChainEnd {
 }
 
 impl StepMemo {
-    /// A walk from the last row of `matcher` (depth 0) over the trie of
-    /// the vocabulary with fingerprint `vocabulary`, with the steps of
-    /// `kept`: an earlier walk's from the same rows before its seed (what
-    /// it found below trie nodes only if it walked the same trie).
-    pub(super) fn new(matcher: &Matcher, vocabulary: u64, kept: Option<StepMemo>) -> Self {
+    /// A walk from the last row of `matcher` (depth 0) over a trie, with
+    /// the steps of `kept`: an earlier walk's from the same rows before
+    /// its seed, over the same trie (memos are per vocabulary).
+    pub(super) fn new(matcher: &Matcher, kept: Option<StepMemo>) -> Self {
         debug_assert!(!matcher.grammar.has_lookahead());
         let base = matcher.history.rows();
         let mut memo = match kept {
@@ -310,11 +306,6 @@ impl StepMemo {
                 kept.lead.clear();
                 kept.built = 0;
                 kept.met = kept.shapes.len();
-                if kept.vocabulary != vocabulary {
-                    kept.subtrees.clear();
-                    kept.subtree_bytes = 0;
-                    kept.vocabulary = vocabulary;
-                }
                 kept
             }
             _ => Self {
@@ -333,7 +324,6 @@ impl StepMemo {
                 built: 0,
                 met: 0,
                 subtrees: FxHashMap::default(),
-                vocabulary,
                 items: 0,
                 subtree_bytes: 0,
                 chains: FxHashMap::default(),

@@ -15,9 +15,9 @@
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex, MutexGuard, PoisonError};
 
-use super::context::ContextVerdicts;
 use super::memo::StepStore;
 use super::states::StateNames;
+use super::verdicts::ContextVerdicts;
 use crate::cache::GrammarMemos;
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;

@@ -23,8 +23,11 @@ mod mask;
 mod memo;
 mod memos;
 mod precompute;
+mod seed;
 mod states;
 mod tokens;
+mod verdicts;
+mod walk;
 
 use std::fmt;
 use std::sync::Arc;
@@ -46,10 +49,11 @@ pub use self::events::{
 };
 pub use self::expected::Expected;
 pub use self::forced::{CONTEXT_TOKENS, ForcedTokens};
-pub use self::mask::{DEFAULT_MASK_BUDGET, MaskError, MaskStats};
+pub use self::mask::{DEFAULT_MASK_BUDGET, MaskStats};
 pub use self::precompute::Precompute;
 pub(crate) use self::precompute::precompute;
 use self::states::RowStates;
+pub use self::walk::MaskError;
 
 /// The default bound on the work of one step ([`Matcher::set_step_budget`]):
 /// about a second of work.

@@ -14,10 +14,11 @@ use std::sync::Arc;
 
 use rayon::prelude::*;
 
-use super::classify::{Cost, classify};
+use super::classify::classify;
 use super::item::{Item, Kind};
-use super::mask::{MAX_WAITING, Seed, link};
 use super::memos::{MaskMemos, Masking};
+use super::seed::{MAX_WAITING, Seed, link};
+use super::walk::Cost;
 use crate::cache::{Classified, Key, KeyKind, MAX_PARENTS};
 use crate::grammar::{Caller, Grammar, Repeat};
 use crate::tables::{Edge, RuleRecord};

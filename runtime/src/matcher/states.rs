@@ -24,7 +24,6 @@ use rustc_hash::FxHashMap;
 use super::Matcher;
 use super::item::Item;
 use super::memo::{SELF, inert};
-use super::memos::MaskMemos;
 
 /// A row whose state is not named yet.
 const UNNAMED: u32 = u32::MAX;
@@ -139,10 +138,9 @@ impl Matcher {
     /// The state of the whole parse at the last row: (generation, name).
     /// Rows met before keep their names, so this names only the rows added
     /// since the last call (and the rows their items began at).
-    pub(super) fn state(&mut self, memos: &MaskMemos) -> Option<(u64, u32)> {
+    pub(super) fn state(&mut self, names: &mut StateNames) -> Option<(u64, u32)> {
         debug_assert!(!self.grammar.has_lookahead());
         let grammar = std::sync::Arc::clone(&self.grammar);
-        let mut names = memos.state_names();
         if self.states.generation != names.generation {
             self.states.restart(names.generation);
         }
