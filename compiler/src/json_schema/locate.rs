@@ -32,7 +32,7 @@ pub(crate) fn locate_all(text: &str, pointers: &[&str]) -> Vec<Option<Range<usiz
             pointer
                 .split('/')
                 .skip(1)
-                .map(super::schema::unescape)
+                .map(super::pointer::unescape)
                 .collect()
         })
         .collect();
@@ -131,7 +131,7 @@ pub(crate) fn numbers(text: &str) -> Option<HashMap<String, String>> {
     let mut found = HashMap::new();
     let here = |open: &[(String, Member)]| match open.last() {
         None => Some("#".to_string()),
-        Some((pointer, Member::Key(Some(key)))) => Some(super::schema::pointer_to(pointer, key)),
+        Some((pointer, Member::Key(Some(key)))) => Some(super::pointer::pointer_to(pointer, key)),
         Some((pointer, Member::Index(index))) => Some(format!("{pointer}/{index}")),
         Some((_, Member::Key(None))) => None,
     };

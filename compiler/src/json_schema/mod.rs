@@ -21,6 +21,7 @@ mod grammar;
 pub(crate) mod locate;
 mod notes;
 mod numbers;
+mod pointer;
 mod schema;
 mod strings;
 
@@ -115,7 +116,7 @@ pub fn too_deep(value: &Value) -> Option<String> {
                 let steps: Vec<String> = open[1..]
                     .iter()
                     .map(|(step, _)| match step {
-                        Step::Key(key) => schema::escape(key),
+                        Step::Key(key) => pointer::escape(key),
                         Step::Index(i) => i.to_string(),
                     })
                     .collect();
@@ -583,7 +584,7 @@ pub(crate) fn push_warnings(report: &Report, at: &Placement, diagnostics: &mut D
     let candidates: Vec<Vec<String>> = warnings
         .iter()
         .map(|note| {
-            let keyword = schema::pointer_to(&note.pointer, &note.keyword);
+            let keyword = pointer::pointer_to(&note.pointer, &note.keyword);
             vec![keyword, note.pointer.clone()]
         })
         .collect();

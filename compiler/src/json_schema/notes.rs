@@ -4,7 +4,7 @@
 
 use rustc_hash::FxHashMap;
 
-use super::schema;
+use super::pointer::{pointer_to, shown};
 use super::{Note, Report, SchemaError, Treatment};
 
 /// The notes and errors of one schema's compilation.
@@ -40,7 +40,7 @@ impl Notes {
         detail: &str,
     ) {
         let note = || Note {
-            pointer: schema::shown(pointer),
+            pointer: shown(pointer),
             keyword: keyword.to_string(),
             treatment,
             detail: detail.to_string(),
@@ -72,7 +72,7 @@ impl Notes {
     /// An over-approximation: a warning, or an error in strict mode.
     pub(crate) fn approximate(&mut self, pointer: &str, keyword: &str, detail: &str) {
         if self.strict {
-            let at = schema::pointer_to(pointer, keyword);
+            let at = pointer_to(pointer, keyword);
             self.error(
                 &at,
                 format!("`{keyword}` cannot be enforced exactly: {detail} (strict mode)"),
@@ -86,7 +86,7 @@ impl Notes {
     /// strict mode.
     pub(crate) fn unknown(&mut self, pointer: &str, keyword: &str) {
         if self.strict {
-            let at = schema::pointer_to(pointer, keyword);
+            let at = pointer_to(pointer, keyword);
             self.error(&at, format!("unknown keyword `{keyword}` (strict mode)"));
         } else {
             self.note(pointer, keyword, Treatment::Ignored, "unknown keyword");
@@ -96,7 +96,7 @@ impl Notes {
     /// An error at `pointer` (each said once).
     pub(crate) fn error(&mut self, pointer: &str, message: String) {
         let error = SchemaError {
-            pointer: schema::shown(pointer),
+            pointer: shown(pointer),
             message,
         };
         if !self.errors.contains(&error) {

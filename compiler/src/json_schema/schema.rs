@@ -11,6 +11,7 @@ use serde_json::{Map, Value};
 
 use super::notes::Notes;
 use super::numbers::{Bound, Decimal};
+use super::pointer::{pointer_to, unescape};
 
 /// JSON types as bits.
 pub(crate) mod types {
@@ -318,40 +319,6 @@ pub(crate) fn anchors(root: &Value) -> HashMap<String, String> {
     let mut out = Anchors::new();
     walk(root, "", 0, &mut out);
     out.into_iter().map(|(name, (_, at))| (name, at)).collect()
-}
-
-/// A key as a JSON-pointer token.
-pub(crate) fn escape(key: &str) -> String {
-    key.replace('~', "~0").replace('/', "~1")
-}
-
-/// The pointer of `token` (a keyword, a property name) under the schema
-/// at `pointer`, made in one allocation.
-pub(crate) fn pointer_to(pointer: &str, token: &str) -> String {
-    let mut at = String::with_capacity(pointer.len() + 1 + token.len());
-    at.push_str(pointer);
-    at.push('/');
-    if token.contains(['~', '/']) {
-        at.push_str(&escape(token));
-    } else {
-        at.push_str(token);
-    }
-    at
-}
-
-/// The key a JSON pointer token names (the inverse of [`escape`]); most
-/// tokens have no escape, and are not copied.
-pub(crate) fn unescape(token: &str) -> std::borrow::Cow<'_, str> {
-    if token.contains('~') {
-        std::borrow::Cow::Owned(token.replace("~1", "/").replace("~0", "~"))
-    } else {
-        std::borrow::Cow::Borrowed(token)
-    }
-}
-
-/// `#` and the pointer, as shown to users.
-pub(crate) fn shown(pointer: &str) -> String {
-    format!("#{pointer}")
 }
 
 fn percent_decode(text: &str) -> String {
