@@ -70,8 +70,15 @@ impl fmt::Display for VocabError {
 
 impl std::error::Error for VocabError {}
 
-/// The tokens of a model: bytes, kinds and stop set. Immutable once built;
-/// share it behind an `Arc`.
+/// The tokens of a model — bytes, kinds and stop set, immutable once
+/// built — and the handle of the mask cache made for them
+/// ([`Vocabulary::mask_cache`]), which fills as masks are computed and
+/// which clones share. Share it behind an `Arc`.
+///
+/// The cache is held here, not beside the vocabulary, because its entries
+/// are only sound for these tokens (they name tokens by their rank in this
+/// vocabulary's trie): a vocabulary changed by a `with_*` method gets a new,
+/// empty cache, and no matcher can pair a cache with another vocabulary.
 #[derive(Clone, Debug)]
 pub struct Vocabulary {
     /// Bytes of all text tokens, token after token.

@@ -177,7 +177,9 @@ fn live_rule(grammar: &Grammar, item: &Item) -> Option<(u32, u32)> {
         Kind::Node => grammar.node_rule(item.a),
         Kind::Repeat => grammar.node_rule(grammar.edge_node(item.a)),
         Kind::Free | Kind::TokenFree | Kind::Arm | Kind::TokenArm => item.a,
-        Kind::Ended | Kind::Top | Kind::Done | Kind::Any => return None,
+        Kind::Ended | Kind::Root | Kind::SeedEnd | Kind::Wild | Kind::Done | Kind::Any => {
+            return None;
+        }
     };
     Some((rule, item.origin))
 }
@@ -234,7 +236,7 @@ impl Matcher {
                 _ => longest.push(found),
             }
         }
-        let name = |found: &Match| self.grammar.tables().rule_name(found.rule);
+        let name = |found: &Match| self.parse.grammar.tables().rule_name(found.rule);
         longest.sort_by(|a, b| (a.origin, a.end, name(a)).cmp(&(b.origin, b.end, name(b))));
         // Rules captured under one name that match the same text are one
         // capture.
@@ -259,7 +261,7 @@ impl Matcher {
     }
 
     fn is_dispatch(&self, rule: u32) -> bool {
-        self.grammar.rule(rule).kind == RuleRecord::DISPATCH
+        self.parse.grammar.rule(rule).kind == RuleRecord::DISPATCH
     }
 
     /// Where the free text of tag dispatch `rule`, begun at row `origin`,
@@ -267,20 +269,27 @@ impl Matcher {
     /// it is free text for certain (the bytes after it may begin a trigger
     /// or stop string), and whether it has ended.
     pub(super) fn free_text(&self, rule: u32, origin: u32) -> Option<(usize, bool)> {
-        let record = self.grammar.rule(rule);
+        let record = self.parse.grammar.rule(rule);
         if record.kind != RuleRecord::DISPATCH {
             return None;
         }
-        let last = self.history.rows() - 1;
-        if let Some(state) = free_state(&self.history, last, rule, origin) {
+        let last = self.parse.history.rows() - 1;
+        if let Some(state) = free_state(&self.parse.history, last, rule, origin) {
             if self.terminated {
                 return Some((last, true));
             }
-            let scanner = self.grammar.scanner(record.body)?;
+            let scanner = self.parse.grammar.scanner(record.body)?;
             return Some((last.saturating_sub(scanner.depth(state)), false));
         }
         let input = self.captures.as_ref().map_or(&[][..], |log| &log.input[..]);
-        let end = free_text_end(&self.grammar, &self.history, input, rule, origin, last);
+        let end = free_text_end(
+            &self.parse.grammar,
+            &self.parse.history,
+            input,
+            rule,
+            origin,
+            last,
+        );
         Some((end, true))
     }
 
@@ -296,9 +305,10 @@ impl Matcher {
     /// that can still take input — the rules of the last row's items, and
     /// of the items each of them will return to, up to the root.
     pub(super) fn live_rules(&self) -> FxHashSet<(u32, u32)> {
-        let grammar = &*self.grammar;
+        let grammar = &*self.parse.grammar;
         let mut live = FxHashSet::default();
         let mut work: Vec<(u32, u32)> = self
+            .parse
             .history
             .last()
             .iter()
@@ -310,7 +320,7 @@ impl Matcher {
             }
             // The items that wait for the match: in its first row.
             let row = origin as usize;
-            let items = self.history.row(row);
+            let items = self.parse.history.row(row);
             let mut parent = |item: &Item| {
                 let mut waits = false;
                 awaited_rules(grammar, item, |awaited| waits |= awaited == rule);
@@ -318,7 +328,7 @@ impl Matcher {
                     work.push(found);
                 }
             };
-            match self.history.waiting(row) {
+            match self.parse.history.waiting(row) {
                 Some(waiting) => {
                     for &place in waiting.get(rule) {
                         parent(&items[place as usize]);

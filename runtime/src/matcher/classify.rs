@@ -1,5 +1,5 @@
 //! Building one item's mask-cache entry: a walk of the token trie with a
-//! matcher seeded with the item alone, which sorts every token into
+//! parse seeded with the item alone, which sorts every token into
 //! accepted, rejected and uncertain.
 //!
 //! Tokens are kept as ranges of trie ranks while walking (a subtree is one
@@ -19,12 +19,10 @@
 //! loops over everything below), and the walk moves on to the next
 //! sibling.
 
-use std::sync::Arc;
-
-use super::Matcher;
 use super::item::Item;
 use super::memo::{Settled, StepMemo, Subtree, WalkKind};
 use super::memos::Masking;
+use super::parse::Parse;
 use super::seed::Seed;
 use super::walk::{Cost, MaskError};
 use crate::cache::{Classified, Group, KeyKind, TokenSet};
@@ -39,7 +37,7 @@ const FULL_CHECK: u64 = 1 << 63;
 const MIN_RECORDED_NODES: usize = 32;
 
 /// What `seed` alone does with every token: walks the token trie with a
-/// matcher seeded with it (and the items above it that it covers). A token
+/// parse seeded with it (and the items above it that it covers). A token
 /// whose bytes stay viable is accepted; one that dies after the seed's rule
 /// could have ended is uncertain, grouped with the places it could end; the
 /// rest are rejected. Adds what it did to `cost`, and stops past `budget`
@@ -53,7 +51,7 @@ pub(super) fn classify(
     let (grammar, memos) = (masking.grammar, masking.memos);
     let trie = masking.vocabulary.trie();
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
-    let mut matcher = Matcher::seeded(Arc::clone(grammar), seed.item, &parents, seed.rule);
+    let mut matcher = Parse::seeded(grammar, seed.item, &parents, seed.rule);
     let kept = (memos.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
     let mut steps = StepMemo::new(&matcher, kept);
     let mut found = Found::default();
@@ -154,7 +152,7 @@ pub(super) fn classify(
     matcher.built()?;
     // Tagged with the snapshot the walk ended in: one that has every node
     // the memo names.
-    let built = matcher.grammar().built_rules();
+    let built = matcher.grammar.built_rules();
     (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
     Ok(found.into_classified(plain, trie))
 }

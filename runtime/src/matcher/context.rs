@@ -12,9 +12,9 @@
 
 use std::sync::Arc;
 
-use super::Matcher;
-use super::item::{Item, Kind, WILD};
+use super::item::{Item, Kind};
 use super::memos::Masking;
+use super::parse::Parse;
 use super::verdicts::FirstBytes;
 use super::walk::{Cost, MaskError, PrefixWalk, RankSet};
 use crate::byteset::ByteSet;
@@ -125,7 +125,7 @@ impl FirstBytes {
 enum Following {
     /// A matcher standing right after the rule, everywhere the grammar
     /// (perhaps a later snapshot, with the rule's callers built) uses it.
-    Context(Box<Matcher>),
+    Context(Box<Parse>),
     /// Nothing can follow the rule: every rest is refused.
     Nothing,
     /// More items wait for the rule, or more of its callers are not built,
@@ -153,12 +153,10 @@ fn following(
             Waiting::TooMany => return Ok(Following::Unknown),
         }
     };
-    Ok(
-        match Matcher::context(Arc::clone(&grammar), &waiting, rule) {
-            Some(context) => Following::Context(Box::new(context)),
-            None => Following::Nothing,
-        },
-    )
+    Ok(match Parse::context(&grammar, &waiting, rule) {
+        Some(context) => Following::Context(Box::new(context)),
+        None => Following::Nothing,
+    })
 }
 
 /// The rest of an uncertain token after a place its item's rule can end.
@@ -174,7 +172,7 @@ pub(super) struct Rest<'a> {
 /// `rule` takes (the others are rejected; the caller leaves out those
 /// whose first byte [`FirstBytes`] knows to be refused), with the verdicts
 /// the grammar's memos keep; those missing are checked with the rule's
-/// context matcher and kept — or, for a rule whose context is past
+/// context parse and kept — or, for a rule whose context is past
 /// `limits` (how large a context the entry is worth), all left uncertain.
 /// Adds the Earley items built to `cost`, and stops past `budget`.
 pub(super) fn expand(
@@ -229,7 +227,7 @@ pub(super) fn expand(
             if uncertain.contains(rest.rank) {
                 continue;
             }
-            let taken = walk.accepts(&mut context, base, rest.bytes).0;
+            let taken = walk.accepts(&mut context, 0, base, rest.bytes).0;
             if taken {
                 uncertain.insert(rest.rank);
             }
@@ -251,7 +249,7 @@ pub(super) fn expand(
 
 /// What [`waiting_items`] found.
 enum Waiting {
-    /// Row 0 of the context matcher.
+    /// Row 0 of the context parse.
     Items(Vec<Item>),
     /// More than the limits allow.
     TooMany,
@@ -262,7 +260,7 @@ enum Waiting {
 }
 
 /// Every item that waits for `rule`, or for a rule that can end with it,
-/// anywhere in the grammar: row 0 of the context matcher of `rule`; none
+/// anywhere in the grammar: row 0 of the context parse of `rule`; none
 /// as soon as there are more than `limits` allow (the walk stops there),
 /// or the rules to build before it can be known.
 ///
@@ -310,12 +308,12 @@ fn waiting_items(grammar: &Grammar, rule: u32, limits: ContextLimits) -> Waiting
             return Waiting::TooMany;
         }
         if r == grammar.root().as_u32() {
-            row.push(item(Kind::Top, r, 0));
+            row.push(item(Kind::Root, r, 0));
         }
         for &caller in grammar.callers(r) {
             let waiter = match caller {
                 Caller::Node(node) => item(Kind::Node, node, 0),
-                Caller::Repeat { .. } => item(Kind::Top, r, WILD),
+                Caller::Repeat { .. } => item(Kind::Wild, r, 0),
                 Caller::Arm { rule, pattern } => {
                     let kind = if grammar.rule(rule).kind == RuleRecord::DISPATCH {
                         Kind::Arm

@@ -10,7 +10,7 @@
 use rustc_hash::FxHashSet;
 
 use super::history::{History, INDEX_ABOVE, Waiting};
-use super::item::{Item, Kind, WILD};
+use super::item::{Item, Kind};
 use super::lookahead::{Lookahead, Settled};
 use crate::TokenId;
 use crate::grammar::Grammar;
@@ -31,9 +31,9 @@ pub(super) enum Symbol {
 pub(super) enum Start {
     /// Row 0 of a matcher: the grammar's entry.
     Entry,
-    /// Row 1 of a seeded matcher: one item, on its own.
+    /// Row 1 of a seeded parse: one item, on its own.
     Seed(Item),
-    /// Row 1 of a context matcher: the rule has matched from row 0.
+    /// Row 1 of a context parse: the rule has matched from row 0.
     Complete(u32),
     /// The row after the last one, where `rule`, begun at row `origin`
     /// by an item of context `pred`, has matched: what follows the rule
@@ -132,7 +132,7 @@ pub(super) fn build(
     };
     match start {
         Start::Entry => builder.add(Item {
-            kind: Kind::Top,
+            kind: Kind::Root,
             a: grammar.root().as_u32(),
             aux: 0,
             origin: 0,
@@ -261,7 +261,9 @@ impl Builder<'_> {
             | Kind::Arm
             | Kind::TokenArm
             | Kind::Ended
-            | Kind::Top
+            | Kind::Root
+            | Kind::SeedEnd
+            | Kind::Wild
             | Kind::Done
             | Kind::Any => {}
         }
@@ -337,12 +339,12 @@ impl Builder<'_> {
                     builder.after_arm(item, ctx);
                 });
             }
-            Kind::Top if item.aux == 0 => {
+            Kind::Root => {
                 self.call(item.a, 0, |builder, ctx| {
                     builder.add(item.with(Kind::Done, item.a, 0).with_ctx(ctx));
                 });
             }
-            Kind::Top | Kind::Done | Kind::Any => {}
+            Kind::SeedEnd | Kind::Wild | Kind::Done | Kind::Any => {}
         }
     }
 
@@ -535,10 +537,10 @@ impl Builder<'_> {
             Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => {
                 self.after_arm(parent, ctx);
             }
-            Kind::Top if rule == parent.a && parent.aux == WILD => {
+            Kind::Wild if rule == parent.a => {
                 self.add(parent.with(Kind::Any, 0, 0).with_ctx(ctx));
             }
-            Kind::Top if rule == parent.a => {
+            Kind::Root | Kind::SeedEnd if rule == parent.a => {
                 self.add(parent.with(Kind::Done, rule, 0).with_ctx(ctx));
             }
             _ => {}

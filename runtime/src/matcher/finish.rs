@@ -31,6 +31,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::earley::{Start, Symbol};
 use super::item::{Item, Kind};
 use super::mask::is_set;
+use super::parse::Parse;
 use super::seed::Seed;
 use super::walk::PrefixWalk;
 use super::{MaskError, Matcher};
@@ -189,8 +190,8 @@ fn own_rest(grammar: &Grammar, distances: &Distances, item: &Item) -> Option<Res
             open(item.a),
         ),
         Kind::TokenFree | Kind::Ended => Rest::Then(0, open(item.a)),
-        Kind::Top if item.aux == 0 => Rest::End(distances.shortest(item.a)),
-        Kind::Top | Kind::Done | Kind::Any => Rest::End(0),
+        Kind::Root => Rest::End(distances.shortest(item.a)),
+        Kind::SeedEnd | Kind::Wild | Kind::Done | Kind::Any => Rest::End(0),
     })
 }
 
@@ -237,7 +238,7 @@ fn rest_after(grammar: &Grammar, distances: &Distances, parent: &Item, rule: u32
             };
             Some(Rest::Then(again, open(parent.a)))
         }
-        Kind::Top if parent.a == rule => Some(Rest::End(0)),
+        Kind::Root | Kind::SeedEnd | Kind::Wild if parent.a == rule => Some(Rest::End(0)),
         _ => None,
     }
 }
@@ -248,7 +249,7 @@ fn rest_after(grammar: &Grammar, distances: &Distances, parent: &Item, rule: u32
 /// last row is in the middle of. The plan spells the rest a token each, so
 /// a limit in tokens allows as many symbols as it has tokens left; a
 /// match spans a token if it holds a byte of it.
-pub(super) fn fits(matcher: &Matcher, open: Open, cost: u64, token: u64, spare: u64) -> bool {
+pub(super) fn fits(matcher: &Parse, open: Open, cost: u64, token: u64, spare: u64) -> bool {
     let record = matcher.grammar.rule(open.rule);
     let last = matcher.history.rows() - 1;
     let held = (last - open.origin as usize) as u64;
@@ -281,7 +282,7 @@ pub(super) struct Ends<'d> {
     /// [`fits`]): 0 but in [`Ends::ends_after_token`].
     token: u64,
     /// Whether limited matches must end within their limits (the
-    /// grammar's limits apply; a seeded matcher's rows do not know how far
+    /// grammar's limits apply; a seeded parse's rows do not know how far
     /// its matches really are).
     pub(super) limits: bool,
     stable: usize,
@@ -310,7 +311,7 @@ impl<'d> Ends<'d> {
 
     /// The fewest symbols to an end from `matcher`'s last row
     /// ([`UNREACHABLE`] if none).
-    pub(super) fn left(&mut self, matcher: &Matcher) -> u64 {
+    pub(super) fn left(&mut self, matcher: &Parse) -> u64 {
         let grammar = &*matcher.grammar;
         let distances = self.distances;
         let sources =
@@ -319,7 +320,7 @@ impl<'d> Ends<'d> {
     }
 
     /// The fewest symbols that end `open` and then the output.
-    fn after(&mut self, matcher: &Matcher, open: Open) -> u64 {
+    fn after(&mut self, matcher: &Parse, open: Open) -> u64 {
         if let Some(&rest) = self.rests.get(&open) {
             return rest;
         }
@@ -334,7 +335,7 @@ impl<'d> Ends<'d> {
 
     /// Dijkstra's algorithm from `sources` up the chart to the end of the
     /// output.
-    fn shortest(&mut self, matcher: &Matcher, sources: impl Iterator<Item = Rest>) -> u64 {
+    fn shortest(&mut self, matcher: &Parse, sources: impl Iterator<Item = Rest>) -> u64 {
         let mut best_end = UNREACHABLE;
         self.best.clear();
         self.queue.clear();
@@ -366,7 +367,7 @@ impl<'d> Ends<'d> {
     /// every limited match within its limit.
     pub(super) fn ends_after_token(
         &mut self,
-        matcher: &Matcher,
+        matcher: &Parse,
         open: Open,
         cost: u64,
         token: u64,
@@ -383,7 +384,7 @@ impl<'d> Ends<'d> {
     /// output, limits left out. Calls `found` with each.
     pub(super) fn above(
         &mut self,
-        matcher: &Matcher,
+        matcher: &Parse,
         open: Open,
         cost: u64,
         mut found: impl FnMut(Open, u64),
@@ -404,7 +405,7 @@ impl<'d> Ends<'d> {
     }
 
     /// Reaches what waits for `open`, which `cost` symbols end.
-    fn climb(&mut self, matcher: &Matcher, open: Open, cost: u64, best_end: &mut u64) {
+    fn climb(&mut self, matcher: &Parse, open: Open, cost: u64, best_end: &mut u64) {
         let grammar = &*matcher.grammar;
         let distances = self.distances;
         let row = open.origin as usize;
@@ -473,8 +474,8 @@ impl Matcher {
         if self.terminated {
             return Some(0);
         }
-        let distances = self.grammar.distances().ok()?;
-        let symbols = Ends::new(&distances, 0).left(self);
+        let distances = self.parse.grammar.distances().ok()?;
+        let symbols = Ends::new(&distances, 0).left(&self.parse);
         (symbols != UNREACHABLE).then(|| usize::try_from(symbols).unwrap_or(usize::MAX))
     }
 
@@ -568,8 +569,8 @@ impl Matcher {
     /// a token budget (`None` without one).
     pub(super) fn before_budgeted_step(&self) -> Option<u64> {
         self.token_budget?;
-        let distances = self.grammar.distances().ok()?;
-        Some(Ends::new(&distances, 0).left(self))
+        let distances = self.parse.grammar.distances().ok()?;
+        Some(Ends::new(&distances, 0).left(&self.parse))
     }
 
     /// Whether the step just taken, of `symbols` symbols, keeps to the
@@ -582,10 +583,10 @@ impl Matcher {
         let Some(room) = budget.checked_sub(self.steps.len() + 1) else {
             return false;
         };
-        let (Some(before), Ok(distances)) = (before, self.grammar.distances()) else {
+        let (Some(before), Ok(distances)) = (before, self.parse.grammar.distances()) else {
             return false;
         };
-        let after = Ends::new(&distances, 0).left(self);
+        let after = Ends::new(&distances, 0).left(&self.parse);
         after <= threshold(room as u64, before, symbols)
     }
 
@@ -614,14 +615,15 @@ impl Matcher {
         };
         let room = room as u64;
         let distances = self
+            .parse
             .grammar
             .distances()
             .map_err(|failure| MaskError::Build(failure.to_string()))?;
-        let mut ends = Ends::new(&distances, self.history.rows());
+        let mut ends = Ends::new(&distances, self.parse.history.rows());
         let trie = vocabulary.trie();
         // Under limits the bounds, made at this row, say nothing of the
         // rows after a token: every token is walked.
-        let limited = self.grammar.has_limits();
+        let limited = self.parse.grammar.has_limits();
         let bounded = !limited && trie.max_depth() <= TOKEN_LENGTHS[ANY_LENGTH];
         let short = if bounded {
             match self.longest_within(&mut ends, trie.max_depth(), room) {
@@ -633,8 +635,8 @@ impl Matcher {
         } else {
             None
         };
-        let takes_any_by_id = self.grammar.uses_tokens()
-            && TokenId::new(self.grammar.unnamed_token() as usize)
+        let takes_any_by_id = self.parse.grammar.uses_tokens()
+            && TokenId::new(self.parse.grammar.unnamed_token() as usize)
                 .is_ok_and(|id| self.viable(Symbol::Token(id)));
         // Where any token may be taken by id, the entries (of text) say
         // nothing.
@@ -646,7 +648,7 @@ impl Matcher {
         } else {
             self.tokens_by_entries(vocabulary, &mut ends, room, bounded, short)?
         };
-        let now = ends.left(self);
+        let now = ends.left(&self.parse);
         let behind = now > room + 1;
         let mut by_text = Vec::new();
         for (index, word) in mask.iter_mut().enumerate() {
@@ -662,8 +664,8 @@ impl Matcher {
                     continue;
                 }
                 let by_id = vocabulary.kind_of(id) == TokenKind::Special
-                    || (self.grammar.uses_tokens()
-                        && (takes_any_by_id || self.grammar.names_token(id.as_u32()))
+                    || (self.parse.grammar.uses_tokens()
+                        && (takes_any_by_id || self.parse.grammar.names_token(id.as_u32()))
                         && self.viable(Symbol::Token(id)));
                 if by_id {
                     let most = threshold(room, now, 1);
@@ -709,17 +711,17 @@ impl Matcher {
         } else {
             by_text.sort_unstable_by(|a, b| vocabulary.bytes(*a).cmp(vocabulary.bytes(*b)));
         }
-        let base = self.history.rows();
+        let base = self.parse.history.rows();
         let mut walk = PrefixWalk::default();
         for id in by_text {
             let bytes = vocabulary.bytes(id);
-            let (taken, _) = walk.accepts(self, base, bytes);
-            if !taken || ends.left(self) > threshold(room, now, bytes.len() as u64) {
+            let (taken, _) = walk.accepts(&mut self.parse, self.steps.len(), base, bytes);
+            if !taken || ends.left(&self.parse) > threshold(room, now, bytes.len() as u64) {
                 mask[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
             }
         }
         self.truncate(base);
-        self.built()
+        self.parse.built()
     }
 
     /// The longest of [`TOKEN_LENGTHS`] (by index, up to the first at
@@ -742,11 +744,11 @@ impl Matcher {
 
     /// Whether the output can end within `room` symbols after `symbol`.
     fn ends_in_time_after(&mut self, symbol: Symbol, ends: &mut Ends<'_>, room: u64) -> bool {
-        let rows = self.history.rows();
+        let rows = self.parse.history.rows();
         if !self.push(Start::Scan(symbol)) {
             return false;
         }
-        let in_time = ends.left(self) <= room;
+        let in_time = ends.left(&self.parse) <= room;
         self.truncate(rows);
         in_time
     }
@@ -758,7 +760,7 @@ impl Matcher {
     fn row_bound(&self, ends: &mut Ends<'_>, length: usize) -> u64 {
         let places = self.places(ends.distances, length);
         (places.into_iter())
-            .map(|(inside, open)| inside.saturating_add(ends.after(self, open)))
+            .map(|(inside, open)| inside.saturating_add(ends.after(&self.parse, open)))
             .max()
             .unwrap_or(0)
     }
@@ -771,7 +773,7 @@ impl Matcher {
     /// opens below it). Each such match, with the most symbols a place
     /// there may need to end it ([`Distances::most_from`]).
     pub(super) fn places(&self, distances: &Distances, length: usize) -> Vec<(u64, Open)> {
-        let grammar = &*self.grammar;
+        let grammar = &*self.parse.grammar;
         let open = |rule, item: &Item| Open {
             rule,
             origin: item.origin,
@@ -780,7 +782,7 @@ impl Matcher {
         let mut places = Vec::new();
         let mut seen: FxHashSet<Open> = FxHashSet::default();
         let mut above = Vec::new();
-        for item in self.history.last() {
+        for item in self.parse.history.last() {
             let (inside, open) = match item.kind {
                 Kind::Node if grammar.in_lookahead(item.a) => continue,
                 Kind::Node => (
@@ -796,7 +798,7 @@ impl Matcher {
                     (distances.most_within(length, item.a), open(item.a, item))
                 }
                 Kind::Ended => (0, open(item.a, item)),
-                Kind::Top | Kind::Done | Kind::Any => continue,
+                Kind::Root | Kind::SeedEnd | Kind::Wild | Kind::Done | Kind::Any => continue,
             };
             places.push((inside, open));
             if seen.insert(open) {
@@ -804,7 +806,7 @@ impl Matcher {
             }
         }
         while let Some(child) = above.pop() {
-            for parent in self.history.row(child.origin as usize) {
+            for parent in self.parse.history.row(child.origin as usize) {
                 if parent.ctx != child.pred {
                     continue;
                 }
@@ -851,7 +853,7 @@ impl Matcher {
     /// each level, the most a place reachable there needs, plus the
     /// fewest that end the output once that match has ended.
     fn seed_bound(&self, ends: &mut Ends<'_>, seed: &Seed) -> u64 {
-        let grammar = &*self.grammar;
+        let grammar = &*self.parse.grammar;
         let distances = ends.distances;
         let item = seed.item;
         let open = |rule, item: &Item| Open {
@@ -866,7 +868,7 @@ impl Matcher {
             }
             _ => (item.a, distances.most(item.a)),
         };
-        let mut bound = inside.saturating_add(ends.after(self, open(rule, &item)));
+        let mut bound = inside.saturating_add(ends.after(&self.parse, open(rule, &item)));
         let mut below = rule;
         for parent in seed.parents.iter().flatten() {
             let (rule, inside) = match parent.kind {
@@ -886,7 +888,7 @@ impl Matcher {
                 }
                 _ => return UNREACHABLE,
             };
-            bound = bound.max(inside.saturating_add(ends.after(self, open(rule, parent))));
+            bound = bound.max(inside.saturating_add(ends.after(&self.parse, open(rule, parent))));
             below = rule;
         }
         bound
@@ -912,15 +914,15 @@ impl Matcher {
             within: short.map_or_else(|| vec![0; words], <[u32]>::to_vec),
             beyond: vec![0; words],
         };
-        if !self.grammar.is_cacheable() {
+        if !self.parse.grammar.is_cacheable() {
             return Ok(by_entries);
         }
         let trie = vocabulary.trie();
         let mut seeds = Vec::new();
-        for &item in self.history.last() {
+        for &item in self.parse.history.last() {
             Seed::add(
-                &self.grammar,
-                &self.history,
+                &self.parse.grammar,
+                &self.parse.history,
                 item,
                 trie.max_depth(),
                 &mut seeds,
@@ -967,7 +969,7 @@ impl Matcher {
                 origin: top.origin,
                 pred: top.pred,
             };
-            let rest = ends.after(self, open);
+            let rest = ends.after(&self.parse, open);
             let costs = vocabulary.mask_cache().end_costs(seed.key, || {
                 self.end_costs(seed, &entry.accepted, vocabulary, distances)
             })?;
@@ -993,7 +995,7 @@ impl Matcher {
         }
         // Tokens the grammar may take by id are checked one by one (the
         // short ones stay: a bound on bytes holds for one symbol).
-        for &named in self.grammar.named_tokens() {
+        for &named in self.parse.grammar.named_tokens() {
             let index = named as usize / 32;
             if index < words {
                 if short.is_none_or(|short| short[index] & (1 << (named % 32)) == 0) {
@@ -1007,7 +1009,7 @@ impl Matcher {
 
     /// The [`EndCosts`] of `seed`'s entry, whose accepted tokens are
     /// `accepted`: each token walked (in byte order, shared prefixes once)
-    /// from a matcher seeded like the entry's, where the end of the
+    /// from a parse seeded like the entry's, where the end of the
     /// topmost match it covers is the end.
     pub(super) fn end_costs(
         &self,
@@ -1017,7 +1019,7 @@ impl Matcher {
         distances: &Distances,
     ) -> Result<EndCosts, MaskError> {
         let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
-        let mut seeded = Matcher::seeded(Arc::clone(&self.grammar), seed.item, &parents, seed.rule);
+        let mut seeded = Parse::seeded(&self.parse.grammar, seed.item, &parents, seed.rule);
         let trie = vocabulary.trie();
         let mut bits = vec![0; vocabulary.mask_words()];
         accepted.add_to(&mut bits, trie.universe(), &mut Vec::new());
@@ -1030,7 +1032,7 @@ impl Matcher {
             if !is_set(&bits, id) {
                 continue;
             }
-            let (taken, _) = walk.accepts(&mut seeded, base, vocabulary.bytes(id));
+            let (taken, _) = walk.accepts(&mut seeded, 0, base, vocabulary.bytes(id));
             let cost = if taken {
                 ends.left(&seeded)
             } else {

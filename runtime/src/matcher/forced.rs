@@ -71,7 +71,7 @@ impl Matcher {
             let mut viable = 0;
             for byte in expected.bytes() {
                 // Without lookahead every byte an item can scan is viable.
-                if !self.grammar.has_lookahead() || probe.viable(Symbol::Byte(byte)) {
+                if !self.parse.grammar.has_lookahead() || probe.viable(Symbol::Byte(byte)) {
                     viable += 1;
                     only = Some(byte);
                     if viable > 1 {
@@ -82,7 +82,11 @@ impl Matcher {
             match only {
                 Some(byte) if viable == 1 && probe.push(Start::Scan(Symbol::Byte(byte))) => {
                     forced.push(byte);
-                    items += probe.history.row(probe.history.rows() - 1).len();
+                    items += probe
+                        .parse
+                        .history
+                        .row(probe.parse.history.rows() - 1)
+                        .len();
                 }
                 _ => break,
             }

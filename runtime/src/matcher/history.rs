@@ -37,7 +37,7 @@ pub(super) fn awaited_rules(grammar: &Grammar, item: &Item, mut f: impl FnMut(u3
         }
         Kind::Repeat => f(grammar.repeat(item.a).rule),
         Kind::Arm | Kind::TokenArm => f(grammar.pattern(item.aux).arm),
-        Kind::Top => f(item.a),
+        Kind::Root | Kind::SeedEnd | Kind::Wild => f(item.a),
         _ => {}
     }
 }

@@ -18,23 +18,21 @@ pub(super) enum Kind {
     TokenArm,
     /// Rule `a` has matched from `origin` to here.
     Ended,
-    /// Row 0's entry: waits for rule `a` (the root), and predicts it
-    /// unless `aux` is [`SENTINEL`] (a seeded matcher's row 0) or [`WILD`]
-    /// (a context matcher's row 0: [`Kind::Any`] follows `a`).
-    Top,
-    /// Rule `a` of the [`Kind::Top`] item has matched from the start to here.
+    /// Row 0's entry: waits for rule `a` (the root) and predicts it.
+    Root,
+    /// A seeded parse's row 0: marks where the seed's rule `a` ends
+    /// (predicts nothing).
+    SeedEnd,
+    /// A context parse's row 0 where a counted repetition calls rule
+    /// `a`: past `a`, any text may follow ([`Kind::Any`]).
+    Wild,
+    /// Rule `a` of a [`Kind::Root`] or [`Kind::SeedEnd`] item has matched
+    /// from the start to here.
     Done,
-    /// Any text: what follows a rule where a context matcher does not
+    /// Any text: what follows a rule where a context parse does not
     /// track the grammar (after a counted repetition).
     Any,
 }
-
-/// [`Kind::Top`]'s `aux` in a seeded matcher: it only marks where the seed
-/// item's rule ends.
-pub(super) const SENTINEL: u32 = 1;
-
-/// [`Kind::Top`]'s `aux` in a context matcher: any text may follow rule `a`.
-pub(super) const WILD: u32 = 2;
 
 /// An Earley item: a position in a rule, where the rule's match began
 /// (`origin`, a row index), and the lookahead context it lives in.

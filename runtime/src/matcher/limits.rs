@@ -64,11 +64,11 @@ impl Matcher {
     /// limited match open now ending within its limit (true for grammars
     /// without limits).
     pub(super) fn within_limits(&self) -> bool {
-        if !self.check_limits {
+        if !self.parse.check_limits {
             return true;
         }
-        match self.grammar.distances() {
-            Ok(distances) => Ends::new(&distances, 0).left(self) != UNREACHABLE,
+        match self.parse.grammar.distances() {
+            Ok(distances) => Ends::new(&distances, 0).left(&self.parse) != UNREACHABLE,
             Err(_) => false,
         }
     }
@@ -82,9 +82,9 @@ impl Matcher {
         vocabulary: &Arc<Vocabulary>,
         fill: impl FnOnce(&mut Self, &mut [u32]) -> Result<(), MaskError>,
     ) -> Result<(), MaskError> {
-        let check = std::mem::replace(&mut self.check_limits, false);
+        let check = std::mem::replace(&mut self.parse.check_limits, false);
         let filled = fill(self, mask);
-        self.check_limits = check;
+        self.parse.check_limits = check;
         filled?;
         if check {
             self.keep_within_limits(mask, vocabulary)?;
@@ -102,6 +102,7 @@ impl Matcher {
         vocabulary: &Vocabulary,
     ) -> Result<(), MaskError> {
         let distances = self
+            .parse
             .grammar
             .distances()
             .map_err(|failure| MaskError::Build(failure.to_string()))?;
@@ -165,9 +166,9 @@ impl Matcher {
         vocabulary: &Vocabulary,
         ends: &mut Ends<'_>,
     ) -> Vec<TokenId> {
-        let uses_tokens = self.grammar.uses_tokens();
+        let uses_tokens = self.parse.grammar.uses_tokens();
         let takes_any_by_id = uses_tokens
-            && TokenId::new(self.grammar.unnamed_token() as usize)
+            && TokenId::new(self.parse.grammar.unnamed_token() as usize)
                 .is_ok_and(|id| self.viable(Symbol::Token(id)));
         let mut by_text = Vec::new();
         for (index, &word) in open.iter().enumerate() {
@@ -177,7 +178,8 @@ impl Matcher {
                 bits &= bits - 1;
                 let id = TokenId::new(index * 32 + bit as usize).expect("mask ids fit");
                 let by_id = vocabulary.kind_of(id) == TokenKind::Special
-                    || (uses_tokens && (takes_any_by_id || self.grammar.names_token(id.as_u32())));
+                    || (uses_tokens
+                        && (takes_any_by_id || self.parse.grammar.names_token(id.as_u32())));
                 if by_id {
                     if self.keeps_limits_after(Symbol::Token(id), ends) {
                         continue;
@@ -210,15 +212,21 @@ impl Matcher {
         ends: &mut Ends<'_>,
         distances: &Distances,
     ) -> Result<Option<Decided>, MaskError> {
-        if !self.grammar.is_cacheable() {
+        if !self.parse.grammar.is_cacheable() {
             return Ok(None);
         }
-        let grammar = &*self.grammar;
+        let grammar = &*self.parse.grammar;
         let trie = vocabulary.trie();
         let words = vocabulary.mask_words();
         let mut seeds = Vec::new();
-        for &item in self.history.last() {
-            Seed::add(grammar, &self.history, item, trie.max_depth(), &mut seeds);
+        for &item in self.parse.history.last() {
+            Seed::add(
+                grammar,
+                &self.parse.history,
+                item,
+                trie.max_depth(),
+                &mut seeds,
+            );
         }
         let mut kept = vec![0u32; words];
         let mut over = vec![0u32; words];
@@ -302,7 +310,7 @@ impl Matcher {
         vocabulary: &Vocabulary,
         ends: &mut Ends<'_>,
     ) {
-        let grammar = &*self.grammar;
+        let grammar = &*self.parse.grammar;
         let trie = vocabulary.trie();
         // Limits in bytes count a token's length; limits in tokens only
         // that it has bytes.
@@ -317,7 +325,7 @@ impl Matcher {
             if cost == UNREACHABLE {
                 return false;
             }
-            let mut decide = || ends.ends_after_token(self, open, cost, length);
+            let mut decide = || ends.ends_after_token(&self.parse, open, cost, length);
             let small = (usize::try_from(cost).ok())
                 .zip(usize::try_from(length).ok())
                 .filter(|&(cost, length)| cost < SMALL_COSTS && length <= longest);
@@ -410,7 +418,7 @@ impl Matcher {
         bytes: usize,
     ) -> bool {
         let bytes = bytes as u64;
-        let grammar = &*self.grammar;
+        let grammar = &*self.parse.grammar;
         let opened_fit = grammar.limited().iter().all(|&rule| {
             let record = grammar.rule(rule);
             let most = distances.most_within(length, rule);
@@ -423,8 +431,10 @@ impl Matcher {
         }
         let mut hold = true;
         for (inside, open) in self.places(distances, length) {
-            ends.above(self, open, inside, |above, cost| {
-                if grammar.rule(above.rule).is_limited() && !fits(self, above, cost, bytes, 0) {
+            ends.above(&self.parse, open, inside, |above, cost| {
+                if grammar.rule(above.rule).is_limited()
+                    && !fits(&self.parse, above, cost, bytes, 0)
+                {
                     hold = false;
                 }
             });
@@ -438,11 +448,11 @@ impl Matcher {
     /// Whether `symbol` is taken and leaves every limited match a way to
     /// end within its limit; the matcher is unchanged.
     fn keeps_limits_after(&mut self, symbol: Symbol, ends: &mut Ends<'_>) -> bool {
-        let rows = self.history.rows();
+        let rows = self.parse.history.rows();
         if !self.push(Start::Scan(symbol)) {
             return false;
         }
-        let kept = ends.left(self) != UNREACHABLE;
+        let kept = ends.left(&self.parse) != UNREACHABLE;
         self.truncate(rows);
         kept
     }
@@ -481,7 +491,7 @@ impl Matcher {
                 }
             }
         };
-        let base = self.history.rows();
+        let base = self.parse.history.rows();
         let mut node = 0;
         while node < trie.len() {
             let subtree = trie.subtree_ranks(node);
@@ -494,7 +504,7 @@ impl Matcher {
             if alive && trie.height(node) > 0 {
                 // Whether any token below may still fit.
                 ends.spare = trie.height(node) as u64;
-                alive = ends.left(self) != UNREACHABLE;
+                alive = ends.left(&self.parse) != UNREACHABLE;
                 ends.spare = 0;
             }
             if !alive {
@@ -504,7 +514,7 @@ impl Matcher {
             }
             let own = trie.own_ranks(node);
             if count(own) > 0 {
-                let kept = ends.left(self) != UNREACHABLE;
+                let kept = ends.left(&self.parse) != UNREACHABLE;
                 for &id in &ranked[own.0 as usize..own.1 as usize] {
                     if is_set(&walked, id) {
                         let bit = 1 << (id.as_usize() % 32);
@@ -519,6 +529,6 @@ impl Matcher {
             node += 1;
         }
         self.truncate(base);
-        self.built()
+        self.parse.built()
     }
 }

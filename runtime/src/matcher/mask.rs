@@ -118,12 +118,12 @@ impl Matcher {
     /// `i / 32` is set exactly when [`Matcher::accept_token`] would accept
     /// token `i`. The matcher is unchanged. On error the mask is all zero.
     pub fn fill_next_token_bitmask(&mut self, mask: &mut [u32]) -> Result<(), MaskError> {
-        let start = self.work;
+        let start = self.parse.work;
         self.mask_stats = MaskStats::default();
         // What other matchers built since serves this one too.
-        self.grammar = self.grammar.latest();
-        let filled = self.fill(mask, start).and_then(|()| self.built());
-        self.mask_stats.items = self.work - start;
+        self.parse.grammar = self.parse.grammar.latest();
+        let filled = self.fill(mask, start).and_then(|()| self.parse.built());
+        self.mask_stats.items = self.parse.work - start;
         if filled.is_err() {
             mask.fill(0);
         }
@@ -179,7 +179,7 @@ impl Matcher {
         }
         self.with_limits_kept(mask, &vocabulary, |matcher, mask| {
             matcher.fill_by_id(mask, &vocabulary);
-            if matcher.grammar.is_cacheable() {
+            if matcher.parse.grammar.is_cacheable() {
                 matcher.mask_stats.cached = true;
                 matcher.fill_cached(mask, &vocabulary, &memos, start)
             } else {
@@ -187,7 +187,7 @@ impl Matcher {
             }
         })?;
         if let Some(bytes) = memos.size_to_report() {
-            (vocabulary.mask_cache()).memos_resized(self.grammar.id(), bytes);
+            (vocabulary.mask_cache()).memos_resized(self.parse.grammar.id(), bytes);
         }
         match self.token_budget {
             Some(budget) => self.keep_within_budget(mask, &vocabulary, budget),
@@ -198,22 +198,22 @@ impl Matcher {
     /// Tokens the grammar takes by id here. Ids it never names are all
     /// alike, so one stands for them all; named ones are tried one by one.
     fn fill_by_id(&mut self, mask: &mut [u32], vocabulary: &Vocabulary) {
-        if !self.grammar.uses_tokens() || !self.expected().allows_tokens() {
+        if !self.parse.grammar.uses_tokens() || !self.expected().allows_tokens() {
             return;
         }
         let by_id =
             |id: TokenId| vocabulary.kind_of(id) != TokenKind::Absent && !vocabulary.is_stop(id);
-        let unnamed = TokenId::new(self.grammar.unnamed_token() as usize)
+        let unnamed = TokenId::new(self.parse.grammar.unnamed_token() as usize)
             .is_ok_and(|id| self.viable(Symbol::Token(id)));
         if unnamed {
             for index in 0..vocabulary.len() {
                 let id = TokenId::new(index).expect("vocabulary ids fit");
-                if by_id(id) && !self.grammar.names_token(id.as_u32()) {
+                if by_id(id) && !self.parse.grammar.names_token(id.as_u32()) {
                     set(mask, id);
                 }
             }
         }
-        let grammar = Arc::clone(&self.grammar);
+        let grammar = Arc::clone(&self.parse.grammar);
         for &named in grammar.named_tokens() {
             let Ok(id) = TokenId::new(named as usize) else {
                 continue;
@@ -225,7 +225,7 @@ impl Matcher {
     }
 
     fn over_budget(&self, start: u64) -> Result<(), MaskError> {
-        if self.work - start > self.mask_budget {
+        if self.parse.work - start > self.mask_budget {
             return Err(MaskError::BudgetExceeded {
                 budget: self.mask_budget,
             });
@@ -241,17 +241,25 @@ impl Matcher {
         memos: &MaskMemos,
         start: u64,
     ) -> Result<(), MaskError> {
-        let grammar = Arc::clone(&self.grammar);
+        let grammar = Arc::clone(&self.parse.grammar);
         let longest_token = vocabulary.trie().max_depth();
         // Equal rules share entries, but not contexts: a combination is
         // keyed by entry and rule.
         let mut seeds: Vec<Seed> = Vec::new();
-        let entered = entered_by_seeds(&grammar, &self.history);
-        for &item in self.history.last() {
-            if !entered.is_empty() && entered_at_start(&grammar, &self.history, item, &entered) {
+        let entered = entered_by_seeds(&grammar, &self.parse.history);
+        for &item in self.parse.history.last() {
+            if !entered.is_empty()
+                && entered_at_start(&grammar, &self.parse.history, item, &entered)
+            {
                 continue;
             }
-            Seed::add(&grammar, &self.history, item, longest_token, &mut seeds);
+            Seed::add(
+                &grammar,
+                &self.parse.history,
+                item,
+                longest_token,
+                &mut seeds,
+            );
         }
         seeds.sort_unstable_by_key(|seed| (seed.key, seed.rule));
         // Every seed's place in the parse, for the uncertain tokens; one
@@ -273,7 +281,7 @@ impl Matcher {
                 };
                 combine(masking, &seeds, budget, &mut cost, &mut built)
             });
-        self.work += cost.items;
+        self.parse.work += cost.items;
         self.mask_stats.built = built;
         self.mask_stats.nodes_walked = cost.nodes;
         self.mask_stats.context_rests = cost.rests;
@@ -361,14 +369,15 @@ impl Matcher {
             }
             None => pending,
         };
-        let base = self.history.rows();
+        let base = self.parse.history.rows();
         let mut walk = PrefixWalk::default();
         for rank in whole {
             let id = ranked[rank as usize];
             if is_set(mask, id) {
                 continue;
             }
-            let (viable, pushed) = walk.accepts(self, base, vocabulary.bytes(id));
+            let step = self.steps.len();
+            let (viable, pushed) = walk.accepts(&mut self.parse, step, base, vocabulary.bytes(id));
             self.mask_stats.bytes_pushed += pushed;
             if viable {
                 set(mask, id);
@@ -463,9 +472,9 @@ impl Matcher {
             origin: route.origin,
             pred: route.pred,
         });
-        self.work += after.work;
+        self.parse.work += after.parse.work;
         self.mask_stats.bytes_pushed += 1;
-        after.built()?;
+        after.parse.built()?;
         if !completed {
             return Ok(Vec::new());
         }
@@ -476,7 +485,7 @@ impl Matcher {
         let Some(state) = named else {
             // No name to keep verdicts under: check them all here.
             let found = self.walk_rests(&mut after, vocabulary, &rests, start)?;
-            after.built()?;
+            after.parse.built()?;
             return Ok(found
                 .into_iter()
                 .filter_map(|(rank, _, taken)| taken.then_some(rank))
@@ -500,7 +509,7 @@ impl Matcher {
             return Ok(taken);
         }
         let found = self.walk_rests(&mut after, vocabulary, &rests, start)?;
-        after.built()?;
+        after.parse.built()?;
         taken.extend(
             found
                 .iter()
@@ -528,15 +537,15 @@ impl Matcher {
         let ranked = vocabulary.trie().ranked();
         let rest =
             |&(rank, end): &(u32, u8)| &vocabulary.bytes(ranked[rank as usize])[end as usize..];
-        let base = after.history.rows();
-        let before = after.work;
+        let base = after.parse.history.rows();
+        let before = after.parse.work;
         let mut first = FirstBytes::default();
         let mut rests: Vec<(u32, u8)> = rests
             .iter()
             .copied()
             .filter(|item| match rest(item).first() {
                 Some(&byte) => {
-                    first.check(after, base, byte);
+                    first.check(&mut after.parse, base, byte);
                     !first.refuses(byte)
                 }
                 None => true,
@@ -547,17 +556,17 @@ impl Matcher {
         let mut walk = PrefixWalk::default();
         let mut found = Vec::with_capacity(rests.len());
         for item in &rests {
-            let (taken, pushed) = walk.accepts(after, base, rest(item));
+            let (taken, pushed) = walk.accepts(&mut after.parse, 0, base, rest(item));
             self.mask_stats.bytes_pushed += pushed;
             found.push((item.0, item.1, taken));
-            if self.work + (after.work - before) - start > self.mask_budget {
-                self.work += after.work - before;
+            if self.parse.work + (after.parse.work - before) - start > self.mask_budget {
+                self.parse.work += after.parse.work - before;
                 return Err(MaskError::BudgetExceeded {
                     budget: self.mask_budget,
                 });
             }
         }
-        self.work += after.work - before;
+        self.parse.work += after.parse.work - before;
         Ok(found)
     }
 
@@ -569,7 +578,7 @@ impl Matcher {
         start: u64,
     ) -> Result<(), MaskError> {
         let trie = vocabulary.trie();
-        let base = self.history.rows();
+        let base = self.parse.history.rows();
         let mut node = 0;
         while node < trie.len() {
             // Back up to this node's parent.

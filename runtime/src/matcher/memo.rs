@@ -1,5 +1,5 @@
 //! Earley steps memoized by configuration, for walks of the token trie from
-//! one seeded matcher (building mask-cache entries).
+//! one seeded parse (building mask-cache entries).
 //!
 //! What a row does with the rest of the input depends only on its items and,
 //! for each item's origin, on the row there (whose items a completion
@@ -35,10 +35,10 @@ use std::collections::hash_map::Entry;
 
 use rustc_hash::FxHashMap;
 
-use super::Matcher;
 use super::earley::{Start, Symbol};
 use super::history::CAN_TERMINATE;
 use super::item::{Item, Kind};
+use super::parse::Parse;
 use crate::byteset::ByteSet;
 use crate::cache::Group;
 use crate::grammar::Grammar;
@@ -297,7 +297,7 @@ impl StepMemo {
     /// A walk from the last row of `matcher` (depth 0) over a trie, with
     /// the steps of `kept`: an earlier walk's from the same rows before
     /// its seed, over the same trie (memos are per vocabulary).
-    pub(super) fn new(matcher: &Matcher, kept: Option<StepMemo>) -> Self {
+    pub(super) fn new(matcher: &Parse, kept: Option<StepMemo>) -> Self {
         debug_assert!(!matcher.grammar.has_lookahead());
         let base = matcher.history.rows();
         let mut memo = match kept {
@@ -423,7 +423,7 @@ impl StepMemo {
 
     /// Steps from depth `depth - 1` of the current path over `byte` (the
     /// path below it is dropped); whether a derivation survives.
-    pub(super) fn step(&mut self, matcher: &mut Matcher, depth: usize, byte: u8) -> bool {
+    pub(super) fn step(&mut self, matcher: &mut Parse, depth: usize, byte: u8) -> bool {
         self.path.truncate(depth);
         self.built = self.built.min(depth - 1);
         let from = self.path[depth - 1];
@@ -440,7 +440,7 @@ impl StepMemo {
             }
         }
         self.build(matcher, depth - 1);
-        let viable = matcher.push(Start::Scan(Symbol::Byte(byte)));
+        let viable = matcher.push(Start::Scan(Symbol::Byte(byte)), 0);
         let to = if viable {
             self.built = depth;
             self.intern(matcher)
@@ -464,15 +464,15 @@ impl StepMemo {
     }
 
     /// Whether the output may end at `depth` of the current path.
-    pub(super) fn can_terminate(&self, depth: usize, matcher: &Matcher) -> bool {
+    pub(super) fn can_terminate(&self, depth: usize, matcher: &Parse) -> bool {
         match self.path[depth] {
-            NONE => matcher.can_terminate(),
+            NONE => matcher.can_end(),
             config => self.can_end[config as usize],
         }
     }
 
     /// Whether a dispatch's trigger completes at `depth` of the current path.
-    pub(super) fn at_arm(&self, depth: usize, matcher: &Matcher) -> bool {
+    pub(super) fn at_arm(&self, depth: usize, matcher: &Parse) -> bool {
         match self.path[depth] {
             NONE => enters_arm(matcher.history.last()),
             config => self.at_arm[config as usize],
@@ -496,7 +496,7 @@ impl StepMemo {
     /// the path past `depth` is dropped.
     pub(super) fn all_viable_below(
         &mut self,
-        matcher: &mut Matcher,
+        matcher: &mut Parse,
         depth: usize,
         classes: u64,
         height: usize,
@@ -547,7 +547,7 @@ impl StepMemo {
     /// bounded length, wherever in its count — so a walk takes them all at
     /// once from [`crate::trie::TokenTrie::plain_within`] and only visits
     /// the subtrees that hold other tokens. `None` when it is not so.
-    pub(super) fn plain_run(&mut self, matcher: &mut Matcher, longest: usize) -> Option<usize> {
+    pub(super) fn plain_run(&mut self, matcher: &mut Parse, longest: usize) -> Option<usize> {
         let start = self.path[0];
         if start == NONE || self.can_end[start as usize] || self.at_arm[start as usize] {
             return None;
@@ -591,7 +591,7 @@ impl StepMemo {
     /// a deeper subtree needs it.
     fn chain_reaches(
         &mut self,
-        matcher: &mut Matcher,
+        matcher: &mut Parse,
         start: usize,
         classes: u64,
         height: usize,
@@ -681,7 +681,7 @@ impl StepMemo {
 
     /// The configuration that every byte of every class of `classes` leads
     /// to from the configuration at `depth` of the current path, if one.
-    fn common_target(&mut self, matcher: &mut Matcher, depth: usize, classes: u64) -> Option<u32> {
+    fn common_target(&mut self, matcher: &mut Parse, depth: usize, classes: u64) -> Option<u32> {
         let mut common = None;
         let mut rest = classes;
         while rest != 0 {
@@ -700,7 +700,7 @@ impl StepMemo {
     /// every non-ASCII character for [`TEXT_CHARS`], every way to finish
     /// the character from state [`Utf8::INSIDE`]`[slot - FINISH]` past
     /// it. Memoized per configuration.
-    fn target(&mut self, matcher: &mut Matcher, depth: usize, slot: usize) -> Option<u32> {
+    fn target(&mut self, matcher: &mut Parse, depth: usize, slot: usize) -> Option<u32> {
         let config = self.path[depth] as usize;
         let mut known = self.targets[config][slot];
         if known == UNKNOWN {
@@ -733,7 +733,7 @@ impl StepMemo {
     /// same UTF-8 state) are in `seen`: what follows them was checked then.
     fn chars_lead(
         &mut self,
-        matcher: &mut Matcher,
+        matcher: &mut Parse,
         depth: usize,
         level: usize,
         utf8: Utf8,
@@ -774,7 +774,7 @@ impl StepMemo {
     }
 
     /// Puts the rows of the current path up to `depth` into the history.
-    fn build(&mut self, matcher: &mut Matcher, depth: usize) {
+    fn build(&mut self, matcher: &mut Parse, depth: usize) {
         matcher.truncate(self.base + self.built);
         let mut items = Vec::new();
         for d in self.built + 1..=depth {
@@ -825,13 +825,13 @@ impl StepMemo {
     /// The configuration of the matcher's last row (at the end of the
     /// current path), added if new; [`NONE`] past [`MAX_CONFIGS`] or if
     /// the row points to one without a configuration.
-    fn intern(&mut self, matcher: &Matcher) -> u32 {
+    fn intern(&mut self, matcher: &Parse) -> u32 {
         self.intern_row(matcher, matcher.history.rows() - 1)
     }
 
     /// The configuration of row `row` of the matcher's history (the last,
     /// or a row before the walk's seed row), as [`StepMemo::intern`].
-    fn intern_row(&mut self, matcher: &Matcher, row: usize) -> u32 {
+    fn intern_row(&mut self, matcher: &Parse, row: usize) -> u32 {
         let items = matcher.history.row(row);
         let mut shape = Vec::with_capacity(items.len());
         for &item in items {

@@ -22,6 +22,7 @@ mod lookahead;
 mod mask;
 mod memo;
 mod memos;
+mod parse;
 mod precompute;
 mod seed;
 mod states;
@@ -33,11 +34,9 @@ use std::fmt;
 use std::sync::Arc;
 
 use self::captures::CaptureLog;
-use self::earley::{Limits, Scratch, Start, Symbol};
-use self::history::{CAN_TERMINATE, History};
-use self::item::{Item, Kind, SENTINEL};
-use self::lookahead::Lookahead;
+use self::earley::{Start, Symbol};
 use self::memos::MaskMemos;
+use self::parse::Parse;
 use crate::TokenId;
 use crate::grammar::Grammar;
 use crate::vocab::Vocabulary;
@@ -115,21 +114,17 @@ impl Step {
 /// # }
 /// ```
 pub struct Matcher {
-    grammar: Arc<Grammar>,
+    /// The Earley parse of the output so far.
+    parse: Parse,
     vocabulary: Option<Arc<Vocabulary>>,
     /// What the grammar's masks keep between masks, from the vocabulary's
     /// cache (with a vocabulary only).
     memos: Option<Arc<MaskMemos>>,
-    history: History,
-    lookahead: Lookahead,
     /// The steps taken, for rollback.
     steps: Vec<Step>,
     terminated: bool,
     /// The stop token that ended the output, if a token did.
     ended_by: Option<TokenId>,
-    scratch: Scratch,
-    /// Earley items built so far: the measure of work for budgets.
-    work: u64,
     /// The most Earley items one token mask may build.
     mask_budget: u64,
     /// The most work one step may do (see [`Matcher::set_step_budget`]).
@@ -138,42 +133,29 @@ pub struct Matcher {
     mask_stats: MaskStats,
     /// The states of the first rows (see [`states`]).
     states: RowStates,
-    /// Why a rule the grammar builds on first use could not be built, if
-    /// one could not: every step since has been refused.
-    failure: Option<Arc<str>>,
     /// The input and the matches of captured rules, if the grammar has
     /// any (see [`Matcher::captures`]).
     captures: Option<CaptureLog>,
     /// The most steps the output may take (see
     /// [`Matcher::set_token_budget`]).
     token_budget: Option<usize>,
-    /// Whether new rows check the limits of limited rules (see
-    /// [`Limits`]): a matcher's own steps do, the copies that build masks
-    /// do not.
-    check_limits: bool,
 }
 
 impl Clone for Matcher {
     fn clone(&self) -> Self {
         Self {
-            grammar: Arc::clone(&self.grammar),
+            parse: self.parse.clone(),
             vocabulary: self.vocabulary.clone(),
             memos: self.memos.clone(),
-            history: self.history.clone(),
-            lookahead: self.lookahead.clone(),
             steps: self.steps.clone(),
             terminated: self.terminated,
             ended_by: self.ended_by,
-            scratch: Scratch::default(),
-            work: 0,
             mask_budget: self.mask_budget,
             step_budget: self.step_budget,
             mask_stats: MaskStats::default(),
             states: self.states.clone(),
-            failure: self.failure.clone(),
             captures: self.captures.clone(),
             token_budget: self.token_budget,
-            check_limits: self.check_limits,
         }
     }
 }
@@ -374,13 +356,13 @@ impl Matcher {
 
     fn at_entry(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
         let mut matcher = Self::empty(grammar, vocabulary);
-        matcher.check_limits = matcher.grammar.has_limits();
+        matcher.parse.check_limits = matcher.parse.grammar.has_limits();
         // Row 0 holds the entry item, which no settling removes.
         let viable = matcher.push(Start::Entry);
         debug_assert!(viable);
-        if matcher.grammar.has_captures() {
+        if matcher.parse.grammar.has_captures() {
             let mut captures = CaptureLog::default();
-            captures.scan(&matcher.grammar, &matcher.history, 0);
+            captures.scan(&matcher.parse.grammar, &matcher.parse.history, 0);
             matcher.captures = Some(captures);
         }
         matcher
@@ -388,32 +370,19 @@ impl Matcher {
 
     /// A matcher with no rows yet.
     fn empty(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
-        // What other matchers of a lazy grammar built serves this one too.
-        let newest = grammar.latest();
-        let grammar = if Arc::ptr_eq(&newest, &grammar) {
-            grammar
-        } else {
-            newest
-        };
         Self {
-            grammar,
+            parse: Parse::new(grammar),
             vocabulary,
             memos: None,
-            history: History::default(),
-            lookahead: Lookahead::default(),
             steps: Vec::new(),
             terminated: false,
             ended_by: None,
-            scratch: Scratch::default(),
-            work: 0,
             mask_budget: DEFAULT_MASK_BUDGET,
             step_budget: DEFAULT_STEP_BUDGET,
             mask_stats: MaskStats::default(),
             states: RowStates::new(),
-            failure: None,
             captures: None,
             token_budget: None,
-            check_limits: false,
         }
     }
 
@@ -424,145 +393,31 @@ impl Matcher {
 
     /// The grammar this matcher follows.
     pub fn grammar(&self) -> &Arc<Grammar> {
-        &self.grammar
-    }
-
-    /// A matcher whose only item is `seed` (in the main context) below
-    /// `parents` (topmost first, each waiting for the rule of the one
-    /// below it, the lowest for `seed`'s), each in a row of its own: where
-    /// the topmost's rule `rule` ends, the row can terminate. Mask-cache
-    /// entries are built with it.
-    fn seeded(grammar: Arc<Grammar>, seed: Item, parents: &[Item], rule: u32) -> Self {
-        let mut matcher = Self::empty(grammar, None);
-        let sentinel = Item {
-            kind: Kind::Top,
-            a: rule,
-            aux: SENTINEL,
-            origin: 0,
-            pred: 0,
-            ctx: 0,
-        };
-        matcher.history.push(&matcher.grammar, &[sentinel], 0, 0);
-        for &parent in parents {
-            let origin = u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32");
-            let parent = Item {
-                origin,
-                pred: 0,
-                ctx: 0,
-                ..parent
-            };
-            matcher.history.push(&matcher.grammar, &[parent], 0, 0);
-        }
-        let seed = Item {
-            origin: u32::try_from(matcher.history.rows() - 1).expect("rows fit in u32"),
-            pred: 0,
-            ctx: 0,
-            ..seed
-        };
-        let viable = matcher.push(Start::Seed(seed));
-        debug_assert!(viable);
-        matcher
-    }
-
-    /// A matcher at the point where `rule` has just matched, in every
-    /// context the grammar calls it from: row 0 holds every item that
-    /// waits for `rule` or, transitively, for a rule that can end with it
-    /// (`waiting`); row 1 completes `rule`. What it accepts next is what
-    /// the grammar can put after `rule` (context expansion). `None` if
-    /// nothing can follow `rule`.
-    fn context(grammar: Arc<Grammar>, waiting: &[Item], rule: u32) -> Option<Self> {
-        let mut matcher = Self::empty(grammar, None);
-        matcher.history.push(&matcher.grammar, waiting, 0, 0);
-        matcher.push(Start::Complete(rule)).then_some(matcher)
+        &self.parse.grammar
     }
 
     /// A matcher at this one's first `rows` rows, with no steps to roll
     /// back: what a look ahead from an earlier row needs, without copying
     /// the per-row state of the rows cut off.
     fn cut_back(&self, rows: usize) -> Self {
-        let mut history = self.history.clone();
-        history.truncate(rows);
-        let mut lookahead = self.lookahead.clone();
-        lookahead.truncate(rows);
         Self {
-            history,
-            lookahead,
+            parse: self.parse.cut_back(rows),
             mask_budget: self.mask_budget,
             states: self.states.prefix(rows),
             memos: self.memos.clone(),
-            ..Self::empty(Arc::clone(&self.grammar), self.vocabulary.clone())
+            ..Self::empty(Arc::clone(&self.parse.grammar), self.vocabulary.clone())
         }
     }
 
-    /// `Err` if a rule the grammar builds on first use could not be built
-    /// (the masks and steps since are not to be trusted).
-    pub(super) fn built(&self) -> Result<(), MaskError> {
-        match &self.failure {
-            Some(failure) => Err(MaskError::Build(failure.to_string())),
-            None => Ok(()),
-        }
-    }
-
-    /// Builds and appends the row from `start`; false (and nothing
-    /// changed) if no derivation survives it.
+    /// Builds and appends the row from `start`, as part of the next step;
+    /// false (and nothing changed) if no derivation survives it.
     fn push(&mut self, start: Start) -> bool {
-        if self.failure.is_some() {
-            return false;
-        }
-        let rows = self.history.rows();
-        let settled = loop {
-            let limits = if self.check_limits {
-                Limits::Checked {
-                    step: u32::try_from(self.steps.len()).expect("steps fit in u32"),
-                }
-            } else {
-                Limits::Ignored
-            };
-            let settled = earley::build(
-                &self.grammar,
-                &self.history,
-                (&mut self.lookahead, &mut self.scratch),
-                start,
-                limits,
-            );
-            self.work += self.scratch.work();
-            if self.scratch.missing().is_empty() {
-                break settled;
-            }
-            // The row predicted rules not built yet: build them, and make
-            // the row again in the grammar that has them.
-            self.lookahead.truncate(rows);
-            match self.grammar.extended(self.scratch.missing()) {
-                Ok(Some(grammar)) => self.grammar = grammar,
-                Ok(None) => {
-                    self.failure =
-                        Some("a rule the grammar builds on first use was not built".into());
-                    return false;
-                }
-                Err(failure) => {
-                    self.failure = Some(failure.into());
-                    return false;
-                }
-            }
-        };
-        if settled.viable {
-            let flags = if settled.can_terminate {
-                CAN_TERMINATE
-            } else {
-                0
-            };
-            let step = u32::try_from(self.steps.len()).expect("steps fit in u32");
-            self.history
-                .push(&self.grammar, self.scratch.items(), flags, step);
-        } else {
-            self.lookahead.truncate(rows);
-        }
-        settled.viable
+        self.parse.push(start, self.steps.len())
     }
 
     /// Whether the row after `symbol` is viable; the matcher is unchanged.
     fn viable(&mut self, symbol: Symbol) -> bool {
-        let rows = self.history.rows();
+        let rows = self.parse.history.rows();
         let viable = self.push(Start::Scan(symbol));
         if viable {
             self.truncate(rows);
@@ -575,17 +430,16 @@ impl Matcher {
             captures.truncate(rows);
         }
         self.states.truncate(rows);
-        self.history.truncate(rows);
-        self.lookahead.truncate(rows);
+        self.parse.truncate(rows);
     }
 
     fn accept(&mut self, symbols: impl Iterator<Item = Symbol>) -> Result<(), Rejection> {
-        let start = self.history.rows();
+        let start = self.parse.history.rows();
         if self.terminated {
             let found = symbols.map(found).next().unwrap_or(Found::End);
             return Err(self.rejection(found));
         }
-        let work = self.work;
+        let work = self.parse.work;
         let mut budget = self.step_budget;
         // What a refusal for the token budget names, and what it weighs.
         let mut first = Found::End;
@@ -604,7 +458,7 @@ impl Matcher {
             }
             // A long step (a whole document) gets room for each symbol.
             budget = budget.saturating_add(STEP_BUDGET_PER_SYMBOL);
-            if self.work - work > budget {
+            if self.parse.work - work > budget {
                 // At the symbol the budget ran out on.
                 let rejection = Rejection {
                     position: self.position() - 1,
@@ -615,7 +469,7 @@ impl Matcher {
                 return Err(rejection);
             }
         }
-        let symbols = (self.history.rows() - start) as u64;
+        let symbols = (self.parse.history.rows() - start) as u64;
         if !self.within_token_budget(before, symbols) {
             self.truncate(start);
             return Err(Rejection {
@@ -631,7 +485,7 @@ impl Matcher {
             });
         }
         if let Some(captures) = &mut self.captures {
-            captures.scan(&self.grammar, &self.history, start);
+            captures.scan(&self.parse.grammar, &self.parse.history, start);
         }
         self.steps.push(Step::at(start));
         Ok(())
@@ -659,7 +513,7 @@ impl Matcher {
         if self.terminated || !self.can_terminate() {
             return Err(self.rejection(Found::End));
         }
-        self.steps.push(Step::at(self.history.rows()));
+        self.steps.push(Step::at(self.parse.history.rows()));
         self.terminated = true;
         Ok(())
     }
@@ -694,7 +548,7 @@ impl Matcher {
     /// Whether the output so far is a complete match of the grammar, so the
     /// model may end it here.
     pub fn can_terminate(&self) -> bool {
-        !self.terminated && self.history.flags(self.history.rows() - 1) & CAN_TERMINATE != 0
+        !self.terminated && self.parse.can_end()
     }
 
     /// Undoes the last `steps` steps. Costs what they added, not the length
@@ -740,12 +594,16 @@ impl Matcher {
 
     /// The number of symbols accepted so far (bytes, and tokens matched by id).
     pub fn position(&self) -> usize {
-        self.history.rows() - 1
+        self.parse.history.rows() - 1
     }
 
     /// What the grammar allows next.
     pub fn expected(&self) -> Expected {
-        Expected::of(&self.grammar, self.history.last(), self.can_terminate())
+        Expected::of(
+            &self.parse.grammar,
+            self.parse.history.last(),
+            self.can_terminate(),
+        )
     }
 
     fn rejection(&self, found: Found) -> Rejection {
@@ -757,7 +615,7 @@ impl Matcher {
             over_budget: None,
             token_budget: None,
             over_limit: false,
-            failure: self.failure.clone(),
+            failure: self.parse.failure.clone(),
         }
     }
 
@@ -781,8 +639,8 @@ impl Matcher {
     /// Sizes of the state.
     pub fn stats(&self) -> Stats {
         Stats {
-            rows: self.history.rows(),
-            items: self.history.items(),
+            rows: self.parse.history.rows(),
+            items: self.parse.history.items(),
         }
     }
 }

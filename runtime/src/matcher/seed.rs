@@ -190,7 +190,7 @@ fn waiting_parents(
                 (grammar.edge_node(parent.a), Some(repeat))
             }
             Kind::Arm | Kind::TokenArm if grammar.pattern(parent.aux).arm == rule => return None,
-            Kind::Top if parent.a == rule => return None,
+            Kind::Root | Kind::SeedEnd | Kind::Wild if parent.a == rule => return None,
             _ => continue,
         };
         if found.len() == MAX_WAITING {

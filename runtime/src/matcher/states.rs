@@ -139,13 +139,13 @@ impl Matcher {
     /// Rows met before keep their names, so this names only the rows added
     /// since the last call (and the rows their items began at).
     pub(super) fn state(&mut self, names: &mut StateNames) -> Option<(u64, u32)> {
-        debug_assert!(!self.grammar.has_lookahead());
-        let grammar = std::sync::Arc::clone(&self.grammar);
+        debug_assert!(!self.parse.grammar.has_lookahead());
+        let grammar = std::sync::Arc::clone(&self.parse.grammar);
         if self.states.generation != names.generation {
             self.states.restart(names.generation);
         }
         let row_names = &mut self.states.names;
-        let rows = self.history.rows();
+        let rows = self.parse.history.rows();
         row_names.resize(rows, UNNAMED);
         let mut shape = Vec::new();
         let mut stack = vec![rows - 1];
@@ -154,7 +154,7 @@ impl Matcher {
                 stack.pop();
                 continue;
             }
-            let items = self.history.row(row);
+            let items = self.parse.history.row(row);
             let waiting = stack.len();
             for &item in items {
                 let origin = item.origin as usize;

@@ -18,7 +18,7 @@ use crate::vocab::TokenKind;
 impl Matcher {
     /// Whether the grammar takes `id` by id here.
     fn takes_by_id(&mut self, id: TokenId) -> bool {
-        self.grammar.uses_tokens() && self.viable(Symbol::Token(id))
+        self.parse.grammar.uses_tokens() && self.viable(Symbol::Token(id))
     }
 
     /// Accepts one token of the model as one step, or rejects it and

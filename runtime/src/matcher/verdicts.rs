@@ -4,8 +4,8 @@
 
 use rustc_hash::FxHashMap;
 
-use super::Matcher;
 use super::earley::{Start, Symbol};
+use super::parse::Parse;
 use crate::byteset::ByteSet;
 use crate::cache::StateKey;
 
@@ -27,12 +27,12 @@ pub(super) struct FirstBytes {
 impl FirstBytes {
     /// Checks `byte`, unless it was, with `context` (a matcher right after
     /// the rule, at row `base`): one step, undone.
-    pub(super) fn check(&mut self, context: &mut Matcher, base: usize, byte: u8) {
+    pub(super) fn check(&mut self, context: &mut Parse, base: usize, byte: u8) {
         if self.checked.contains(byte) {
             return;
         }
         self.checked.insert(byte);
-        if context.push(Start::Scan(Symbol::Byte(byte))) {
+        if context.push(Start::Scan(Symbol::Byte(byte)), 0) {
             self.taken.insert(byte);
         }
         context.truncate(base);

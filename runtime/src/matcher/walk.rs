@@ -4,8 +4,8 @@
 
 use std::fmt;
 
-use super::Matcher;
 use super::earley::{Start, Symbol};
+use super::parse::Parse;
 
 /// What building entries cost.
 #[derive(Clone, Copy, Debug, Default)]
@@ -35,7 +35,7 @@ pub enum MaskError {
         budget: u64,
     },
     /// The links of a draft tree do not form a tree (see
-    /// [`Matcher::fill_draft_tree_bitmasks`]): what is wrong.
+    /// [`Matcher::fill_draft_tree_bitmasks`](crate::Matcher::fill_draft_tree_bitmasks)): what is wrong.
     DraftTree(String),
     /// A rule the grammar builds on first use could not be built (see
     /// [`RuleBuilder`](crate::RuleBuilder)): why.
@@ -72,11 +72,13 @@ pub(super) struct PrefixWalk {
 }
 
 impl PrefixWalk {
-    /// Whether `matcher` (at row `base` plus the path) takes `bytes` from
-    /// `base`, and how many bytes that pushed.
+    /// Whether `parse` (at row `base` plus the path; its new rows part of
+    /// step `step`) takes `bytes` from `base`, and how many bytes that
+    /// pushed.
     pub(super) fn accepts(
         &mut self,
-        matcher: &mut Matcher,
+        parse: &mut Parse,
+        step: usize,
         base: usize,
         bytes: &[u8],
     ) -> (bool, u64) {
@@ -87,7 +89,7 @@ impl PrefixWalk {
             .take_while(|(a, b)| a == b)
             .count();
         if shared < self.path.len() {
-            matcher.truncate(base + shared);
+            parse.truncate(base + shared);
             self.path.truncate(shared);
             self.refused = None;
         }
@@ -97,7 +99,7 @@ impl PrefixWalk {
         let mut pushed = 0;
         for &byte in &bytes[shared..] {
             pushed += 1;
-            if matcher.push(Start::Scan(Symbol::Byte(byte))) {
+            if parse.push(Start::Scan(Symbol::Byte(byte)), step) {
                 self.path.push(byte);
                 self.refused = None;
             } else {
