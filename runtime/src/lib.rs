@@ -25,6 +25,12 @@
 //! - [`StaticGrammar`]: a bundle built into the program (by the `grammar!`
 //!   macro, or `include_bytes!`), opened on first use.
 //!
+//! Each module uses only those below it: ids, tables, scanners and lazy
+//! rules; then the grammar, and beside it the vocabulary with its mask
+//! cache; then the matcher (an Earley parse, the mask computation over
+//! it, the user's `Matcher` on top); then bundles. The book's runtime
+//! chapter draws the layers.
+//!
 //! ```
 //! use xg_runtime::RuleId;
 //!
