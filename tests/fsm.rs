@@ -370,6 +370,66 @@ proptest! {
     }
 }
 
+/// A choice of words searched for inside a string (a JSON Schema `oneOf`
+/// of unanchored `pattern`s, from `Github_hard---o12278`: each branch a
+/// quote, any characters, the word, any characters, the quote) compiles to
+/// one deterministic, minimal automaton with the language of the IR: the
+/// parts every branch shares are taken out of the choice, so that a subset
+/// remembers whether a word was seen, not which. As a union of the seven
+/// branches' automata it stayed nondeterministic (more subsets than
+/// determinization allows, 12 ms to find out), and a mask walked the
+/// vocabulary once per branch.
+#[test]
+fn a_choice_of_words_searched_for_in_a_string_is_one_deterministic_automaton() {
+    let schema = serde_json::json!({"type": "string", "oneOf": [
+        {"pattern": "NEW"}, {"pattern": "ON_APPROVAL"}, {"pattern": "ON_SIGNING"},
+        {"pattern": "ON_MODIFICATION"}, {"pattern": "EXECUTED"},
+        {"pattern": "DEPRECATED"}, {"pattern": "REJECTED"}
+    ]});
+    let generated = xg_compiler::json_schema::generate(
+        &schema,
+        &xg_compiler::json_schema::Options::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    let original = generated.to_ir();
+    let automata = fsm::build(
+        &normalize::normalize(original.clone()),
+        &Budget::unlimited(),
+        &CACHE,
+    )
+    .unwrap();
+    let root = root_fsm(&automata);
+    assert!(
+        root.is_deterministic(),
+        "{} nodes, not deterministic",
+        root.nodes.len()
+    );
+    assert_eq!(equivalence_classes(root), root.nodes.len(), "not minimal");
+    let rewritten = fsm_as_ir(&automata);
+    for (text, expected) in [
+        (r#""NEW""#, true),
+        (r#""a NEW one, EXECUTED""#, true),
+        (r#""ON_SIGNIN""#, false),
+        (r#""ON_\nSIGNING""#, false),
+        (r#""\tREJECTED\n""#, true),
+        (r#""NEW"#, false),
+        (r#""""#, false),
+    ] {
+        let input = Symbol::text(text);
+        assert_eq!(
+            recognizes(&rewritten, &input, Mode::Complete),
+            expected,
+            "{text}"
+        );
+        assert_eq!(
+            recognizes(&original, &input, Mode::Complete),
+            expected,
+            "{text} (IR)"
+        );
+    }
+}
+
 /// A repetition of at most zero matches is the empty text and leaves no
 /// rule behind, even around a counted repetition (which gets a rule of its
 /// own): the choice below takes `t1`'s body. Found by
