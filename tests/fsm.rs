@@ -86,6 +86,24 @@ fn equivalence_classes(fsm: &fsm::Fsm) -> usize {
     }
 }
 
+/// The IR of a JSON Schema (default options) and its automata.
+fn schema_automata(schema: &serde_json::Value) -> (ir::Grammar, fsm::Grammar) {
+    let generated = xg_compiler::json_schema::generate(
+        schema,
+        &xg_compiler::json_schema::Options::default(),
+        &Budget::unlimited(),
+    )
+    .unwrap();
+    let original = generated.to_ir();
+    let automata = fsm::build(
+        &normalize::normalize(original.clone()),
+        &Budget::unlimited(),
+        &CACHE,
+    )
+    .unwrap();
+    (original, automata)
+}
+
 /// The nodes of all automata (a dispatch counts as one).
 fn node_count(grammar: &fsm::Grammar) -> usize {
     grammar
@@ -180,19 +198,7 @@ fn extra_property_names_compile_to_minimal_automata() {
         properties.join(", ")
     ))
     .unwrap();
-    let generated = xg_compiler::json_schema::generate(
-        &schema,
-        &xg_compiler::json_schema::Options::default(),
-        &Budget::unlimited(),
-    )
-    .unwrap();
-    let original = generated.to_ir();
-    let automata = fsm::build(
-        &normalize::normalize(original.clone()),
-        &Budget::unlimited(),
-        &CACHE,
-    )
-    .unwrap();
+    let (original, automata) = schema_automata(&schema);
     let mut checked = 0;
     for rule in &automata.rules {
         if let fsm::Body::Automaton(fsm) = &rule.body
@@ -386,19 +392,7 @@ fn a_choice_of_words_searched_for_in_a_string_is_one_deterministic_automaton() {
         {"pattern": "ON_MODIFICATION"}, {"pattern": "EXECUTED"},
         {"pattern": "DEPRECATED"}, {"pattern": "REJECTED"}
     ]});
-    let generated = xg_compiler::json_schema::generate(
-        &schema,
-        &xg_compiler::json_schema::Options::default(),
-        &Budget::unlimited(),
-    )
-    .unwrap();
-    let original = generated.to_ir();
-    let automata = fsm::build(
-        &normalize::normalize(original.clone()),
-        &Budget::unlimited(),
-        &CACHE,
-    )
-    .unwrap();
+    let (original, automata) = schema_automata(&schema);
     let root = root_fsm(&automata);
     assert!(
         root.is_deterministic(),
