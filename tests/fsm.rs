@@ -86,6 +86,24 @@ fn equivalence_classes(fsm: &fsm::Fsm) -> usize {
     }
 }
 
+/// Each text is a complete match of both the IR `original` and its
+/// automata `rewritten` exactly when `expected` says so.
+fn expect_complete(original: &ir::Grammar, rewritten: &ir::Grammar, cases: &[(&str, bool)]) {
+    for &(text, expected) in cases {
+        let input = Symbol::text(text);
+        assert_eq!(
+            recognizes(rewritten, &input, Mode::Complete),
+            expected,
+            "{text}"
+        );
+        assert_eq!(
+            recognizes(original, &input, Mode::Complete),
+            expected,
+            "{text} (IR)"
+        );
+    }
+}
+
 /// The IR of a JSON Schema (default options) and its automata.
 fn schema_automata(schema: &serde_json::Value) -> (ir::Grammar, fsm::Grammar) {
     let generated = xg_compiler::json_schema::generate(
@@ -215,29 +233,21 @@ fn extra_property_names_compile_to_minimal_automata() {
     }
     assert!(checked > 5, "{checked} automata checked");
     let rewritten = fsm_as_ir(&automata);
-    for (text, expected) in [
-        (r#"{"id":1,"idy":2}"#, true),
-        (r#"{"idy":[true]}"#, true),
-        (r#"{"nam":"x"}"#, true),
-        (r#"{"name":"x"}"#, false),
-        (r#"{"name":1}"#, true),
-        (r#"{"abe":{}}"#, true),
-        (r#"{"xbd":null}"#, false),
-        (r#"{"été":null}"#, false),
-        (r#"{"étés":null}"#, true),
-    ] {
-        let input = Symbol::text(text);
-        assert_eq!(
-            recognizes(&rewritten, &input, Mode::Complete),
-            expected,
-            "{text}"
-        );
-        assert_eq!(
-            recognizes(&original, &input, Mode::Complete),
-            expected,
-            "{text} (IR)"
-        );
-    }
+    expect_complete(
+        &original,
+        &rewritten,
+        &[
+            (r#"{"id":1,"idy":2}"#, true),
+            (r#"{"idy":[true]}"#, true),
+            (r#"{"nam":"x"}"#, true),
+            (r#"{"name":"x"}"#, false),
+            (r#"{"name":1}"#, true),
+            (r#"{"abe":{}}"#, true),
+            (r#"{"xbd":null}"#, false),
+            (r#"{"été":null}"#, false),
+            (r#"{"étés":null}"#, true),
+        ],
+    );
 }
 
 #[test]
@@ -401,27 +411,19 @@ fn a_choice_of_words_searched_for_in_a_string_is_one_deterministic_automaton() {
     );
     assert_eq!(equivalence_classes(root), root.nodes.len(), "not minimal");
     let rewritten = fsm_as_ir(&automata);
-    for (text, expected) in [
-        (r#""NEW""#, true),
-        (r#""a NEW one, EXECUTED""#, true),
-        (r#""ON_SIGNIN""#, false),
-        (r#""ON_\nSIGNING""#, false),
-        (r#""\tREJECTED\n""#, true),
-        (r#""NEW"#, false),
-        (r#""""#, false),
-    ] {
-        let input = Symbol::text(text);
-        assert_eq!(
-            recognizes(&rewritten, &input, Mode::Complete),
-            expected,
-            "{text}"
-        );
-        assert_eq!(
-            recognizes(&original, &input, Mode::Complete),
-            expected,
-            "{text} (IR)"
-        );
-    }
+    expect_complete(
+        &original,
+        &rewritten,
+        &[
+            (r#""NEW""#, true),
+            (r#""a NEW one, EXECUTED""#, true),
+            (r#""ON_SIGNIN""#, false),
+            (r#""ON_\nSIGNING""#, false),
+            (r#""\tREJECTED\n""#, true),
+            (r#""NEW"#, false),
+            (r#""""#, false),
+        ],
+    );
 }
 
 /// A repetition of at most zero matches is the empty text and leaves no
