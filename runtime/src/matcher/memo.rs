@@ -43,7 +43,7 @@ use crate::byteset::ByteSet;
 use crate::cache::Group;
 use crate::grammar::Grammar;
 use crate::tables::Edge;
-use crate::trie::{MALFORMED, PLAIN_CLASSES, TEXT_CHARS, Utf8, class_bytes};
+use crate::trie::{MALFORMED, PLAIN_CLASSES, TEXT_CHARS, Utf8, byte_class, class_bytes};
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -88,6 +88,17 @@ const NONE: u32 = u32::MAX;
 /// Rows before every walk that configurations name as they are: row 0, the
 /// sentinel of the seed's rule.
 const FIXED: usize = 1;
+/// Letters, digits and non-ASCII characters: the byte classes
+/// [`StepMemo::closed_below`] follows last.
+const LETTERS: u64 =
+    1 << byte_class(b'0') | 1 << byte_class(b'a') | 1 << byte_class(b'A') | 1 << TEXT_CHARS;
+/// The most configurations [`StepMemo::closed_below`] follows.
+const MAX_CLOSED: usize = 12;
+/// The most Earley items [`StepMemo::closed_below`] spends on new steps in
+/// one walk: a search's few states take a few dozen; a property name's
+/// states (where any other name may follow too) would take as many as the
+/// names have characters, and fail at [`MAX_CLOSED`].
+const CLOSED_WORK: u64 = 256;
 /// The most bytes of memoized steps a grammar keeps between walks.
 const STORE_BYTES: usize = 32 << 20;
 /// The most bytes of recorded subtrees one memo keeps.
@@ -197,6 +208,14 @@ pub(super) struct StepMemo {
     targets: Vec<[u32; TARGETS]>,
     /// Per configuration: the byte classes known to lead back to it.
     loops: Vec<u64>,
+    /// Per configuration: [`PLAIN_CLASSES`] if every plain token is known
+    /// to be viable from it (see [`StepMemo::closed_below`]), else 0.
+    closed: Vec<u64>,
+    /// Per configuration: whether [`StepMemo::closed_below`] followed the
+    /// set from it.
+    closure_tried: Vec<bool>,
+    /// The Earley items this walk may still spend on following sets.
+    closure_work: u64,
     /// Per configuration: whether a walk reached it at the root of a
     /// subtree worth recording.
     reached: Vec<bool>,
@@ -306,6 +325,7 @@ impl StepMemo {
                 kept.lead.clear();
                 kept.built = 0;
                 kept.met = kept.shapes.len();
+                kept.closure_work = CLOSED_WORK;
                 kept
             }
             _ => Self {
@@ -316,6 +336,9 @@ impl StepMemo {
                 at_arm: Vec::new(),
                 targets: Vec::new(),
                 loops: Vec::new(),
+                closed: Vec::new(),
+                closure_tried: Vec::new(),
+                closure_work: CLOSED_WORK,
                 reached: Vec::new(),
                 next: Vec::new(),
                 runs: Vec::new(),
@@ -342,7 +365,7 @@ impl StepMemo {
 
     /// About the bytes the memo holds.
     fn bytes(&self) -> usize {
-        self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 64)
+        self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 80)
             + 2 * self.items * size_of::<Item>()
             + self.subtree_bytes
             + self.chain_bytes
@@ -415,7 +438,7 @@ impl StepMemo {
                 let whole = classes == 0
                     || (utf8 == Utf8::Boundary
                         && classes & 1 << MALFORMED == 0
-                        && classes & !self.loops[to] == 0);
+                        && classes & !(self.loops[to] | self.closed[to]) == 0);
                 (whole && !(stop_at_arms && self.at_arm[to])).then_some(Settled::Whole)
             }
         }
@@ -491,9 +514,12 @@ impl StepMemo {
     /// configuration on it. Inside a character, every way to finish it
     /// must lead to one configuration first, where the chain starts. The
     /// inside of a string leads back to itself; a string of bounded length
-    /// steps its count down. A walk then takes the whole subtree at once.
-    /// Steps it needs are computed and memoized as [`StepMemo::step`] does;
-    /// the path past `depth` is dropped.
+    /// steps its count down. Or, where only plain tokens are below, when
+    /// the configurations plain characters lead to stay viable without
+    /// one chain ([`StepMemo::closed_below`]: a search in a string). A
+    /// walk then takes the whole subtree at once. Steps it needs are
+    /// computed and memoized as [`StepMemo::step`] does; the path past
+    /// `depth` is dropped.
     pub(super) fn all_viable_below(
         &mut self,
         matcher: &mut Parse,
@@ -530,9 +556,135 @@ impl StepMemo {
                 (depth + 1, height - remaining)
             }
         };
-        let viable = self.chain_reaches(matcher, start, classes, height);
+        let viable = self.chain_reaches(matcher, start, classes, height)
+            || (classes & !PLAIN_CLASSES == 0 && self.closed_below(matcher, start));
         self.path.truncate(depth + 1);
         viable
+    }
+
+    /// Whether every plain token ([`PLAIN_CLASSES`]: printable ASCII but
+    /// quote and backslash, and whole non-ASCII characters) is viable from
+    /// the configuration at `depth` of the current path: the
+    /// configurations plain characters lead to, and theirs on, are a closed
+    /// set in which none dies and no arm begins. A search for a word in a
+    /// string (`"pattern": "wifi"`) has no chain of common targets — `w`
+    /// leads elsewhere than `a` — but every character keeps it alive, in
+    /// one of a few states. Followed once per configuration, depth first
+    /// with punctuation and white space before letters, digits and
+    /// characters (where the set dies, it mostly dies there): at most
+    /// [`MAX_CLOSED`] configurations, within [`CLOSED_WORK`] Earley items a
+    /// walk, each stepped from just below `depth`, and only configurations
+    /// whose origins are those of the first one (or the first one itself).
+    /// A closed set's configurations take every plain subtree at once from
+    /// then on ([`StepMemo::settled`] and the loops test).
+    fn closed_below(&mut self, matcher: &mut Parse, depth: usize) -> bool {
+        let root = self.path[depth];
+        if root == NONE {
+            return false;
+        }
+        if self.closure_tried[root as usize] || self.closure_work == 0 {
+            return self.closed[root as usize] != 0;
+        }
+        self.closure_tried[root as usize] = true;
+        // Most configurations refuse some plain byte outright: no item
+        // scans it.
+        let next = &self.next[root as usize];
+        let refused = (0x20..=0xF4u8).any(|byte| {
+            let plain = if byte.is_ascii() {
+                PLAIN_CLASSES & 1 << byte_class(byte) != 0
+            } else {
+                matches!(byte, 0xC2..=0xF4)
+            };
+            plain && next[usize::from(byte)] == DEAD_STEP
+        });
+        if refused {
+            return false;
+        }
+        let work = matcher.work;
+        let mut set = vec![root];
+        // Per configuration being followed: the classes left to follow
+        // from it, the ones that mostly end things first.
+        let mut stack = vec![(root, PLAIN_CLASSES & !LETTERS, PLAIN_CLASSES & LETTERS)];
+        let closed = loop {
+            let Some((config, first, then)) = stack.last_mut() else {
+                break true;
+            };
+            let rest = if *first != 0 { first } else { then };
+            if *rest == 0 {
+                stack.pop();
+                continue;
+            }
+            let class = u8::try_from(rest.trailing_zeros()).expect("a class below 64");
+            *rest &= *rest - 1;
+            let config = *config;
+            if set.len() > MAX_CLOSED || matcher.work - work > self.closure_work {
+                break false;
+            }
+            self.path.truncate(depth + 1);
+            self.path.push(config);
+            self.built = self.built.min(depth);
+            let found = set.len();
+            let viable = match self.target(matcher, depth + 1, usize::from(class)) {
+                Some(target) => self.add_to(&mut set, target, root),
+                // A character's bytes are not stepped one by one here.
+                None if class == TEXT_CHARS => false,
+                None => class_bytes(class).all(|byte| {
+                    self.step(matcher, depth + 2, byte)
+                        && self.add_to(&mut set, self.path[depth + 2], root)
+                }),
+            };
+            if !viable {
+                break false;
+            }
+            stack.extend(
+                set[found..]
+                    .iter()
+                    .map(|&new| (new, PLAIN_CLASSES & !LETTERS, PLAIN_CLASSES & LETTERS)),
+            );
+        };
+        self.path.truncate(depth + 1);
+        self.closure_work = self.closure_work.saturating_sub(matcher.work - work);
+        // Each configuration of the set has its own set within this one:
+        // closed if this one is, and not followed again if not (it would
+        // mostly fail again, after the same work).
+        for &config in &set {
+            self.closed[config as usize] = if closed { PLAIN_CLASSES } else { 0 };
+            self.closure_tried[config as usize] = true;
+        }
+        closed
+    }
+
+    /// Adds `config`, found from `root`, to `set` unless it holds it;
+    /// whether it may be followed: not past [`MAX_CONFIGS`], no arm about
+    /// to begin, its origins those of `root`
+    /// ([`StepMemo::origins_within`]).
+    fn add_to(&self, set: &mut Vec<u32>, config: u32, root: u32) -> bool {
+        if set.contains(&config) {
+            return true;
+        }
+        if config == NONE || self.at_arm[config as usize] || !self.origins_within(config, root) {
+            return false;
+        }
+        set.push(config);
+        true
+    }
+
+    /// Whether every origin of configuration `config` is one of `root`'s,
+    /// `root` itself, its own row or a row before the walk's path.
+    fn origins_within(&self, config: u32, root: u32) -> bool {
+        let root_code = self.base_code() + root;
+        let root_origins = &self.shapes[root as usize];
+        self.shapes[config as usize].iter().all(|item| {
+            let origin = item.origin;
+            origin == SELF
+                || (origin as usize) < FIXED
+                || origin == root_code
+                || root_origins
+                    .iter()
+                    .any(|root_item| root_item.origin == origin)
+                || (origin.checked_sub(self.base_code()))
+                    .is_some_and(|wanted| self.lead.contains(&wanted))
+        })
     }
 
     /// How many plain characters ([`PLAIN_CLASSES`]) the configuration at
@@ -859,8 +1011,10 @@ impl StepMemo {
         self.at_arm.push(enters_arm(items));
         self.targets.push([UNKNOWN; TARGETS]);
         self.loops.push(0);
+        self.closed.push(0);
         self.reached.push(false);
         let (next, runs) = first_steps(&matcher.grammar, items);
+        self.closure_tried.push(false);
         self.next.push(next);
         self.runs.push(runs);
         id
