@@ -1221,9 +1221,7 @@ fn rests_after_rule_ends_are_exact_on_a_real_vocabulary() {
         "p9": "my_app_name", "p12": "end", "n": 1920,
         "tags": ["a", "bb", "Hi, you"], "inner": {"a": "x", "b": -1.5e3},
     });
-    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     let enders: Vec<TokenId> = (0..vocabulary.len())
         .map(token)
         .filter(|&id| vocabulary.bytes(id).iter().any(|b| b"\",}]:".contains(b)))
@@ -1272,9 +1270,7 @@ fn path_to(node: usize, tokens: &[TokenId], parent_of: &[usize]) -> Vec<TokenId>
 fn draft_tree_masks_equal_a_replay_per_node() {
     use xg_runtime::DraftTree;
 
-    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     let grammar = runtime_grammar(&grammar_text("std/json.xg"));
     let words = vocabulary.mask_words();
     let text = r#"{"name": "Ada", "tags": ["x", 1.5e3, true], "n": null}"#;
@@ -1444,9 +1440,7 @@ fn accept_and_rollback_batches_equal_one_call_per_matcher() {
         r#"{"name":"x","age":-1}"#,
         r#"{"name":"Alan","age":4.5}"#, // refused at the fraction
     ];
-    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     let cache = xg_compiler::CompileCache::default();
     let grammar = schema_grammar(&schema, &maskbench_options(), &cache).unwrap();
     let outputs: Vec<Vec<TokenId>> = texts
@@ -1550,10 +1544,7 @@ fn plain_tokens_in_bounded_strings_are_sorted_by_length_at_once() {
             "| bring things",
         ),
     ];
-    let tokenizer = &REAL_TOKENIZERS[0];
-    let (json, config) = real_tokenizer(tokenizer);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     for (source, text) in cases {
         let grammar = runtime_grammar_for(source, Some(&vocabulary));
         let bounded = source.contains("\"maxLength\": 40");
@@ -1603,10 +1594,7 @@ fn searches_in_strings_take_subtrees_whose_states_stay_viable_at_once() {
             r#"["it is ok", "so fine", "not\nok"]"#,
         ),
     ];
-    let tokenizer = &REAL_TOKENIZERS[0];
-    let (json, config) = real_tokenizer(tokenizer);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     for (source, text) in cases {
         let grammar = runtime_grammar_for(source, Some(&vocabulary));
         masks_along(&vocabulary, &model, grammar, text, |step, stats| {
@@ -1617,6 +1605,15 @@ fn searches_in_strings_take_subtrees_whose_states_stay_viable_at_once() {
             );
         });
     }
+}
+
+/// The vocabulary of the first of [`REAL_TOKENIZERS`] (Llama 3.1) and its
+/// tokenizer, to tokenize the texts masks are checked along.
+fn first_real_vocabulary() -> (Arc<Vocabulary>, tokenizers::Tokenizer) {
+    let (json, config) = real_tokenizer(&REAL_TOKENIZERS[0]);
+    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
+    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    (vocabulary, model)
 }
 
 /// Feeds `text`, tokenized by `model`, to a matcher of `grammar`, checking
@@ -1669,10 +1666,7 @@ fn masks_along(
 fn rests_after_white_space_are_refused_by_their_first_byte() {
     let source = r#"root ::= %json {"type": "array", "items": {"type": ["integer", "boolean", "string", "object"]}}"#;
     let text = r#"[1, true, "a b", {"k": [2, false]},  3 ]"#;
-    let tokenizer = &REAL_TOKENIZERS[0];
-    let (json, config) = real_tokenizer(tokenizer);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     let spaced = (0..vocabulary.len())
         .filter(|&id| vocabulary.bytes(token(id)).first() == Some(&b' '))
         .count();
@@ -1697,10 +1691,7 @@ fn rests_after_white_space_are_refused_by_their_first_byte() {
 /// sampled and the next one in debug builds).
 #[test]
 fn rests_after_white_space_die_at_their_first_byte() {
-    let tokenizer = &REAL_TOKENIZERS[0];
-    let (json, config) = real_tokenizer(tokenizer);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     let object = |members: usize| {
         let properties: serde_json::Map<String, serde_json::Value> = (0..members)
             .map(|i| {
@@ -1742,10 +1733,7 @@ fn rests_after_white_space_die_at_their_first_byte() {
 /// in debug builds).
 #[test]
 fn white_space_in_a_lazy_grammar_is_followed_by_what_the_grammar_allows() {
-    let tokenizer = &REAL_TOKENIZERS[0];
-    let (json, config) = real_tokenizer(tokenizer);
-    let vocabulary = Arc::new(Vocabulary::from_tokenizer_json(&json, Some(&config)).unwrap());
-    let model = tokenizers::Tokenizer::from_bytes(&json).unwrap();
+    let (vocabulary, model) = first_real_vocabulary();
     let properties: serde_json::Map<String, serde_json::Value> = (0..300)
         .map(|i| {
             let inner = serde_json::json!({
