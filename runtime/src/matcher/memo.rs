@@ -636,9 +636,12 @@ impl StepMemo {
             if !viable {
                 break false;
             }
+            // A configuration of a closed set found before needs no
+            // following.
             stack.extend(
                 set[found..]
                     .iter()
+                    .filter(|&&new| self.closed[new as usize] == 0)
                     .map(|&new| (new, PLAIN_CLASSES & !LETTERS, PLAIN_CLASSES & LETTERS)),
             );
         };
@@ -648,7 +651,9 @@ impl StepMemo {
         // closed if this one is, and not followed again if not (it would
         // mostly fail again, after the same work).
         for &config in &set {
-            self.closed[config as usize] = if closed { PLAIN_CLASSES } else { 0 };
+            if closed {
+                self.closed[config as usize] = PLAIN_CLASSES;
+            }
             self.closure_tried[config as usize] = true;
         }
         closed
