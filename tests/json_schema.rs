@@ -586,6 +586,51 @@ fn copies_of_a_subschema_share_its_rules_and_its_report() {
     assert!(!accepts(r#"{"copy_49":{"name":"b","other":1}}"#));
 }
 
+/// A `patternProperties` member whose value schema is the one every other
+/// key takes (`{}` beside an unsaid `additionalProperties`) adds nothing:
+/// it is left out, so the key is one branch (not a counted repetition of
+/// 255 characters beside any other name, which every mask walked) and no
+/// approximation is reported. A pattern whose value differs, or that a
+/// declared name matches, keeps its member and its note; the texts each
+/// schema accepts are as before.
+#[test]
+fn pattern_members_that_add_nothing_to_other_keys_are_left_out() {
+    let options = maskbench_options();
+    let notes = |schema: &Value| {
+        let generated = json_schema::generate(schema, &options, &Budget::new(Limits::default()))
+            .expect("the schema generates");
+        generated
+            .report
+            .warnings()
+            .filter(|note| note.keyword == "patternProperties")
+            .count()
+    };
+    let same = serde_json::json!({"type": "object", "patternProperties": {"^.{1,255}$": {}}});
+    let other = serde_json::json!({
+        "type": "object",
+        "patternProperties": {"^x": {"type": "integer"}},
+    });
+    let shadowing = serde_json::json!({
+        "type": "object",
+        "properties": {"xa": {"type": "string"}},
+        "patternProperties": {"^x": {}},
+    });
+    assert_eq!(notes(&same), 0);
+    assert!(notes(&other) > 0);
+    assert!(notes(&shadowing) > 0);
+
+    let accepts = |schema: &Value, text: &str| {
+        first_refused_byte(&compile(schema, &options).unwrap(), text).is_none()
+    };
+    assert!(accepts(&same, r#"{"key":{},"":[1],"a b":"c"}"#));
+    assert!(accepts(&other, r#"{"x1":2,"y":"any"}"#));
+    assert!(
+        accepts(&other, r#"{"x1":"any"}"#),
+        "other keys' schema, as noted"
+    );
+    assert!(accepts(&shadowing, r#"{"xa":"s","xb":[]}"#));
+}
+
 /// A `$ref` with annotations beside it merges into the node of its target:
 /// every such property shares the target's rule, so the rule count does
 /// not grow with them (12 references to a root of 20 properties fit in a

@@ -1401,7 +1401,8 @@ impl<'a> Emitter<'a> {
             .iter()
             .filter(|p| !p.patterns.is_empty())
             .collect();
-        let mut alternatives = Vec::new();
+        let mut members = Vec::new();
+        let mut pattern_part = None;
         if let Some(part) = pattern_parts.first() {
             let part = (*part).clone();
             if pattern_parts.len() > 1 || part.patterns.len() > 1 {
@@ -1411,15 +1412,11 @@ impl<'a> Emitter<'a> {
                     "a key matching several patterns needs only one pattern's schema",
                 );
             }
-            alternatives = self.pattern_members(&part, declared, name);
+            members = self.pattern_members(&part, declared, name);
             if part.additional == Others::None {
-                return Some(G::alt(alternatives));
+                return Some(G::alt(members.into_iter().map(|member| member.member)));
             }
-            self.notes.approximate(
-                &part.pointer,
-                "patternProperties",
-                "a key matching a pattern may take the `additionalProperties` schema instead",
-            );
+            pattern_part = Some(part.pointer);
         }
         let key: Vec<String> = node
             .objects
@@ -1430,6 +1427,20 @@ impl<'a> Emitter<'a> {
             })
             .collect();
         let value = self.child(key, &format!("{name}_value"));
+        // A pattern member whose value is the one any other key takes, and
+        // whose pattern no declared name matches, adds nothing to the
+        // other keys' member (unless `propertyNames` restricts those).
+        if node.property_names.is_empty() {
+            members.retain(|member| member.shadows_declared || member.value != value);
+        }
+        if let Some(pointer) = pattern_part.filter(|_| !members.is_empty()) {
+            self.notes.approximate(
+                &pointer,
+                "patternProperties",
+                "a key matching a pattern may take the `additionalProperties` schema instead",
+            );
+        }
+        let mut alternatives: Vec<G> = members.into_iter().map(|member| member.member).collect();
         let key_separator = self.key_separator(self.depth);
         if let Some(pointer) = node.property_names.first().cloned() {
             let names = self.collect(&node.property_names);
@@ -1499,11 +1510,12 @@ impl<'a> Emitter<'a> {
         part: &schema::ObjectPart,
         declared: &[String],
         name: &str,
-    ) -> Vec<G> {
+    ) -> Vec<PatternMember> {
         let key_separator = self.key_separator(self.depth);
         let mut members = Vec::new();
         for (pattern, pointer) in &part.patterns {
-            if declared.iter().any(|d| pattern_matches(pattern, d)) {
+            let shadows_declared = declared.iter().any(|d| pattern_matches(pattern, d));
+            if shadows_declared {
                 self.notes.approximate(
                     &part.pointer,
                     "patternProperties",
@@ -1511,10 +1523,10 @@ impl<'a> Emitter<'a> {
                 );
             }
             let value = self.child(vec![pointer.clone()], &format!("{name}_pattern"));
-            match strings::pattern_body(pattern) {
+            let member = match strings::pattern_body(pattern) {
                 Ok(key) => {
                     self.notes.enforced(&part.pointer, "patternProperties");
-                    members.push(G::seq([quoted(key), key_separator.clone(), value]));
+                    G::seq([quoted(key), key_separator.clone(), value.clone()])
                 }
                 Err(err) => {
                     self.notes.approximate(
@@ -1522,16 +1534,37 @@ impl<'a> Emitter<'a> {
                         "patternProperties",
                         &format!("{}; any key is allowed", err.0),
                     );
-                    members.push(G::seq([
-                        self.block(Block::String, self.depth),
-                        key_separator.clone(),
+                    // Any key: the declared names too.
+                    members.push(PatternMember {
+                        member: G::seq([
+                            self.block(Block::String, self.depth),
+                            key_separator.clone(),
+                            value.clone(),
+                        ]),
                         value,
-                    ]));
+                        shadows_declared: true,
+                    });
+                    continue;
                 }
-            }
+            };
+            members.push(PatternMember {
+                member,
+                value,
+                shadows_declared,
+            });
         }
         members
     }
+}
+
+/// A member of an object for one pattern of `patternProperties`.
+struct PatternMember {
+    /// The key, the separator and the value.
+    member: G,
+    /// The value alone.
+    value: G,
+    /// Whether a declared property's name may match the key.
+    shadows_declared: bool,
 }
 
 /// The items of an array: prefix items by position, then `rest`, with the
