@@ -589,14 +589,7 @@ impl StepMemo {
         // Most configurations refuse some plain byte outright: no item
         // scans it.
         let next = &self.next[root as usize];
-        let refused = (0x20..=0xF4u8).any(|byte| {
-            let plain = if byte.is_ascii() {
-                PLAIN_CLASSES & 1 << byte_class(byte) != 0
-            } else {
-                matches!(byte, 0xC2..=0xF4)
-            };
-            plain && next[usize::from(byte)] == DEAD_STEP
-        });
+        let refused = plain_first_bytes().any(|byte| next[usize::from(byte)] == DEAD_STEP);
         if refused {
             return false;
         }
@@ -727,15 +720,7 @@ impl StepMemo {
         self.path.truncate(1);
         self.path.extend_from_slice(&configs);
         self.built = 0;
-        let exhausted = (0x20..=0xF4u8)
-            .filter(|&byte| {
-                if byte.is_ascii() {
-                    PLAIN_CLASSES & 1 << crate::trie::byte_class(byte) != 0
-                } else {
-                    Utf8::Boundary.advance(byte).is_some()
-                }
-            })
-            .all(|byte| !self.step(matcher, run + 1, byte));
+        let exhausted = plain_first_bytes().all(|byte| !self.step(matcher, run + 1, byte));
         self.path.truncate(1);
         exhausted.then_some(run)
     }
@@ -1062,6 +1047,18 @@ pub(super) fn inert(grammar: &Grammar, item: Item) -> bool {
         Kind::Ended => true,
         _ => false,
     }
+}
+
+/// The bytes a plain character ([`PLAIN_CLASSES`]) may begin with: plain
+/// ASCII and the lead bytes of non-ASCII characters.
+fn plain_first_bytes() -> impl Iterator<Item = u8> {
+    (0x20..=0xF4u8).filter(|&byte| {
+        if byte.is_ascii() {
+            PLAIN_CLASSES & 1 << byte_class(byte) != 0
+        } else {
+            Utf8::Boundary.advance(byte).is_some()
+        }
+    })
 }
 
 /// Whether `config` is the one `target` holds, or the first: a step that
