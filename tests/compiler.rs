@@ -155,3 +155,60 @@ fn a_request_keeps_its_warnings() {
     assert_eq!(warning.severity, Severity::Warning);
     assert!(report.to_string().contains("unknownKeyword"), "{report}");
 }
+
+/// A keyword ignored or approximated alike at many places is one warning,
+/// at its first place, that counts the others; the schema's own report
+/// still lists every place.
+#[test]
+fn warnings_alike_at_many_places_are_said_once() {
+    let text = r#"{
+  "type": "object",
+  "properties": {
+    "a": {"type": "string", "vendorHint": 1},
+    "b": {"type": "string", "vendorHint": 2},
+    "c": {"type": "array", "uniqueItems": true, "vendorHint": 3}
+  }
+}"#;
+    let schema: serde_json::Value = serde_json::from_str(text).unwrap();
+    let compiler = Compiler::new(Limits::default());
+    let mut request = compiler.request();
+    let file = request.add("schema.json", text.to_string());
+    let grammar = pipeline::json_schema(
+        &mut request,
+        &schema,
+        file,
+        &json_schema::Options::default(),
+    );
+    let (grammar, report) = request.finish(grammar).expect("compiles");
+    assert!(accepts(&grammar, r#"{"a": "x", "c": [1, 2]}"#));
+    let warnings: Vec<_> = report.diagnostics().iter().collect();
+    assert_eq!(warnings.len(), 2, "{report}");
+    let vendor = warnings
+        .iter()
+        .find(|w| w.message.contains("`vendorHint`"))
+        .expect("a warning for vendorHint");
+    assert!(
+        vendor.message.contains("#/properties/a is ignored")
+            && vendor.message.contains("and at 2 more places"),
+        "{}",
+        vendor.message
+    );
+    // At the value of the first place's keyword.
+    let span = &vendor.primary.span;
+    assert_eq!(&text[span.start..span.end], "1");
+    assert!(text[..span.start].ends_with(r#""a": {"type": "string", "vendorHint": "#));
+    let unique = warnings
+        .iter()
+        .find(|w| w.message.contains("`uniqueItems`"))
+        .expect("a warning for uniqueItems");
+    assert!(!unique.message.contains("more place"), "{}", unique.message);
+
+    let options = json_schema::Options::default();
+    let budget = xg_compiler::Budget::new(Limits::default());
+    let generated = json_schema::generate(&schema, &options, &budget).expect("generates");
+    let places = generated
+        .report
+        .warnings()
+        .filter(|n| n.keyword == "vendorHint");
+    assert_eq!(places.count(), 3);
+}

@@ -30,6 +30,7 @@ pub(crate) use self::formats::KNOWN as KNOWN_FORMATS;
 use std::collections::HashMap;
 use std::fmt;
 
+use rustc_hash::FxHashMap;
 use serde_json::Value;
 
 use crate::budget::{Budget, Exceeded};
@@ -228,7 +229,7 @@ impl Default for Options {
 }
 
 /// What the front end did with one keyword at one place.
-#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
+#[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord, Hash)]
 pub enum Treatment {
     /// Enforced exactly.
     Enforced,
@@ -580,19 +581,40 @@ impl Placement<'_> {
 /// The report's warnings as diagnostics, at the keyword's value where the
 /// text is known.
 pub(crate) fn push_warnings(report: &Report, at: &Placement, diagnostics: &mut Diagnostics) {
-    let warnings: Vec<&Note> = report.warnings().collect();
-    let candidates: Vec<Vec<String>> = warnings
+    // One warning per keyword, treatment and reason, at its first place: a
+    // schema that uses an unknown keyword 3,000 times (`ignoreCase` in Azure
+    // Pipelines' schema) says so once, not 3,000 times (each place placed in
+    // the text was a tenth of that schema's compile time). The report keeps
+    // every place.
+    let mut groups: FxHashMap<(&str, Treatment, &str), usize> = FxHashMap::default();
+    let mut firsts: Vec<(&Note, usize)> = Vec::new();
+    for note in report.warnings() {
+        let key = (note.keyword.as_str(), note.treatment, note.detail.as_str());
+        match groups.get(&key) {
+            Some(&group) => firsts[group].1 += 1,
+            None => {
+                groups.insert(key, firsts.len());
+                firsts.push((note, 0));
+            }
+        }
+    }
+    let candidates: Vec<Vec<String>> = firsts
         .iter()
-        .map(|note| {
+        .map(|(note, _)| {
             let keyword = pointer::pointer_to(&note.pointer, &note.keyword);
             vec![keyword, note.pointer.clone()]
         })
         .collect();
-    for (note, (span, label)) in warnings.iter().zip(at.place_each(&candidates)) {
+    for ((note, more), (span, label)) in firsts.iter().zip(at.place_each(&candidates)) {
+        let elsewhere = match more {
+            0 => String::new(),
+            1 => " (and at 1 more place; the report lists it)".to_string(),
+            n => format!(" (and at {n} more places; the report lists each)"),
+        };
         diagnostics.push(Diagnostic::warning(
             "json-schema-approximated",
             format!(
-                "`{}` at {} is {}: {}",
+                "`{}` at {} is {}: {}{elsewhere}",
                 note.keyword, note.pointer, note.treatment, note.detail
             ),
             span,
