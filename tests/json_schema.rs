@@ -752,6 +752,71 @@ fn pattern_alternatives_share_their_unanchored_ends() {
     }
 }
 
+/// A `pattern` not anchored at an end is compiled without the parts a match
+/// may leave off there (`https?://[a-z]+(/.*)?` is found where
+/// `https?://[a-z]` is), so that every state after a match is one state:
+/// a URL pattern's masks walked the whole vocabulary at every step (1.1 ms a
+/// step) while its optional path kept states apart. Random patterns with
+/// optional, repeated and alternative parts at either end, some anchored,
+/// accept exactly the strings regex-automata finds them in (exact ones:
+/// those without an approximation note).
+fn search_pattern() -> impl proptest::strategy::Strategy<Value = String> {
+    use proptest::prelude::*;
+    let leaf = prop_oneof![
+        Just("a".to_string()),
+        Just("b".to_string()),
+        Just("[a-c]".to_string()),
+        Just("[^a]".to_string()),
+    ];
+    let part = leaf.prop_recursive(3, 12, 3, |inner| {
+        prop_oneof![
+            prop::collection::vec(inner.clone(), 2..4).prop_map(|items| items.concat()),
+            prop::collection::vec(inner.clone(), 2..3)
+                .prop_map(|items| format!("(?:{})", items.join("|"))),
+            (inner, 0..6usize, 0..3u32).prop_map(|(e, form, n)| match form {
+                0 => format!("(?:{e})*"),
+                1 => format!("(?:{e})+"),
+                2 => format!("(?:{e})?"),
+                3 => format!("(?:{e}){{{n}}}"),
+                4 => format!("(?:{e}){{{n},}}"),
+                _ => format!("(?:{e}){{{n},{}}}", n + 1),
+            }),
+        ]
+    });
+    let alternative = (any::<bool>(), part, any::<bool>()).prop_map(|(start, p, end)| {
+        format!(
+            "{}{p}{}",
+            if start { "^" } else { "" },
+            if end { "$" } else { "" }
+        )
+    });
+    prop::collection::vec(alternative, 1..3).prop_map(|items| items.join("|"))
+}
+
+proptest::proptest! {
+    #![proptest_config(common::cases(64))]
+
+    #[test]
+    fn patterns_are_found_where_regex_automata_finds_them(
+        pattern in search_pattern(),
+        subjects in proptest::collection::vec("[abc]{0,6}", 24),
+    ) {
+        let schema = serde_json::json!({"type": "string", "pattern": pattern});
+        let budget = Budget::new(Limits::default());
+        let generated = json_schema::generate(&schema, &Options::default(), &budget).unwrap();
+        // Exact patterns only (`^a|^a$` is parsed as `^a(?:|$)`, whose
+        // inner `$` is approximated).
+        proptest::prop_assume!(generated.report.warnings().next().is_none());
+        let grammar = compile(&schema, &Options::default()).unwrap();
+        let reference = regex_automata::meta::Regex::new(&pattern).unwrap();
+        for subject in &subjects {
+            let text = compact(&Value::from(subject.as_str()));
+            let accepted = first_refused_byte(&grammar, &text).is_none();
+            proptest::prop_assert_eq!(accepted, reference.is_match(subject), "{} on {}", pattern, text);
+        }
+    }
+}
+
 /// In the given order, properties merged from several subschemas come in
 /// the order a reader of the schema sees them: `allOf` members as listed,
 /// a chosen `anyOf`/`oneOf` branch where the choice is written (before or

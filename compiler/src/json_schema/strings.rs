@@ -381,17 +381,85 @@ pub(crate) fn pattern_body(pattern: &str) -> Result<G, PatternError> {
             continue;
         }
         let (anchored_start, anchored_end) = (anchors >= 2, anchors % 2 == 1);
+        let mut core = G::alt(group);
+        if !anchored_start {
+            core = after_anything(core);
+        }
+        if !anchored_end {
+            core = before_anything(core);
+        }
         let mut parts = Vec::new();
         if !anchored_start {
             parts.push(any());
         }
-        parts.push(G::alt(group));
+        parts.push(core);
         if !anchored_end {
             parts.push(any());
         }
         out.push(G::seq(parts));
     }
     Ok(G::alt(out))
+}
+
+/// Whether a translated pattern part matches the empty string.
+fn nullable(g: &G) -> bool {
+    match g {
+        G::Empty => true,
+        G::Seq(items) => items.iter().all(nullable),
+        G::Alt(items) => items.iter().any(nullable),
+        G::Rep(inner, min, _) => *min == 0 || nullable(inner),
+        G::Nothing | G::Lit(_) | G::Class(_) | G::Ref(_) | G::Except(_) => false,
+    }
+}
+
+/// A smaller `p'` with `p' any*` = `p any*`, for a pattern not anchored at
+/// its end: what may follow a match is free, so a nullable tail of the
+/// match adds nothing (`https?://[\w.]+(:\d+)?(/.*)?` is found exactly
+/// where `https?://[\w.]` is). Without the tail every state after the
+/// match is one state (anything, then the closing quote), where the
+/// optional parts kept states apart that masks had to tell apart.
+fn before_anything(g: G) -> G {
+    if nullable(&g) {
+        return G::Empty;
+    }
+    match g {
+        G::Seq(mut items) => {
+            while items.last().is_some_and(nullable) {
+                items.pop();
+            }
+            let last = items.pop().map(before_anything);
+            G::seq(items.into_iter().chain(last))
+        }
+        G::Alt(items) => G::alt(items.into_iter().map(before_anything)),
+        // `x{min,max} any*` is `x{min} any*`: the first `min - 1`, then
+        // the last without its tail.
+        G::Rep(inner, min, _) => {
+            let rest = G::rep((*inner).clone(), min - 1, Some(min - 1));
+            G::seq([rest, before_anything(*inner)])
+        }
+        g => g,
+    }
+}
+
+/// A smaller `p'` with `any* p'` = `any* p`, for a pattern not anchored at
+/// its start: [`before_anything`] at the other end.
+fn after_anything(g: G) -> G {
+    if nullable(&g) {
+        return G::Empty;
+    }
+    match g {
+        G::Seq(items) => {
+            let mut items = items.into_iter().skip_while(nullable);
+            let first = items.next().map(after_anything);
+            G::seq(first.into_iter().chain(items))
+        }
+        G::Alt(items) => G::alt(items.into_iter().map(after_anything)),
+        G::Rep(inner, min, _) => {
+            let rest = G::rep((*inner).clone(), min - 1, Some(min - 1));
+            G::seq([after_anything(*inner), rest])
+        }
+        g => g,
+    }
 }
 
 /// A matcher for the ECMA-262 `pattern` (unanchored, as JSON Schema means
