@@ -137,19 +137,26 @@ fn tokens_given_by_text_need_the_compilers_vocabulary() {
     assert!(matcher.can_terminate());
 }
 
-#[test]
-fn a_request_keeps_its_warnings() {
+/// The grammar of the JSON Schema `text` through a request, and what the
+/// request reported.
+fn schema_through_a_request(text: &str) -> (Grammar, Report) {
+    let schema: serde_json::Value = serde_json::from_str(text).unwrap();
     let compiler = Compiler::new(Limits::default());
-    let schema = json!({"type": "string", "unknownKeyword": 1});
     let mut request = compiler.request();
-    let file = request.add("schema.json", schema.to_string());
+    let file = request.add("schema.json", text.to_string());
     let grammar = pipeline::json_schema(
         &mut request,
         &schema,
         file,
         &json_schema::Options::default(),
     );
-    let (grammar, report) = request.finish(grammar).expect("compiles");
+    request.finish(grammar).expect("compiles")
+}
+
+#[test]
+fn a_request_keeps_its_warnings() {
+    let schema = json!({"type": "string", "unknownKeyword": 1});
+    let (grammar, report) = schema_through_a_request(&schema.to_string());
     assert!(accepts(&grammar, "\"ok\""));
     let warning = report.diagnostics().iter().next().expect("a warning");
     assert_eq!(warning.severity, Severity::Warning);
@@ -169,17 +176,7 @@ fn warnings_alike_at_many_places_are_said_once() {
     "c": {"type": "array", "uniqueItems": true, "vendorHint": 3}
   }
 }"#;
-    let schema: serde_json::Value = serde_json::from_str(text).unwrap();
-    let compiler = Compiler::new(Limits::default());
-    let mut request = compiler.request();
-    let file = request.add("schema.json", text.to_string());
-    let grammar = pipeline::json_schema(
-        &mut request,
-        &schema,
-        file,
-        &json_schema::Options::default(),
-    );
-    let (grammar, report) = request.finish(grammar).expect("compiles");
+    let (grammar, report) = schema_through_a_request(text);
     assert!(accepts(&grammar, r#"{"a": "x", "c": [1, 2]}"#));
     let warnings: Vec<_> = report.diagnostics().iter().collect();
     assert_eq!(warnings.len(), 2, "{report}");
@@ -203,6 +200,7 @@ fn warnings_alike_at_many_places_are_said_once() {
         .expect("a warning for uniqueItems");
     assert!(!unique.message.contains("more place"), "{}", unique.message);
 
+    let schema: serde_json::Value = serde_json::from_str(text).unwrap();
     let options = json_schema::Options::default();
     let budget = xg_compiler::Budget::new(Limits::default());
     let generated = json_schema::generate(&schema, &options, &budget).expect("generates");
