@@ -158,7 +158,15 @@ pub fn json_schema(
                 request.cache.schema(text.to_owned(), options, || {
                     let inexact = json_schema::inexact_numbers(schema, text);
                     budget.check().map_err(stopped)?;
-                    json_schema::generate_shallow(schema, inexact, options, budget)
+                    // A request shows warnings only: enforced keywords
+                    // are not noted.
+                    json_schema::generate_shallow(
+                        schema,
+                        inexact,
+                        options,
+                        budget,
+                        json_schema::Kept::Warnings,
+                    )
                 })
             })
         }

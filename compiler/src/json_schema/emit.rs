@@ -13,7 +13,7 @@ use xg_runtime::lru::free_aside;
 
 use super::content::{self, Contents};
 use super::grammar::{Except, G, Rules};
-use super::notes::Notes;
+use super::notes::{Kept, Notes};
 use super::numbers::{self, Decimal};
 use super::schema::{self, ArrayPart, Node, Others, Reader, types};
 use super::{
@@ -104,13 +104,14 @@ impl<'a> Emitter<'a> {
         written_numbers: HashMap<String, String>,
         options: &'a Options,
         budget: &'a Budget,
+        kept: Kept,
     ) -> Self {
         let draft = doc.get("$schema").and_then(Value::as_str).unwrap_or("");
         let zero_fraction_integers =
             !options.plain_integers && !["draft-03", "draft-04"].iter().any(|d| draft.contains(d));
         Self {
             reader: Reader::new(doc, written_numbers),
-            notes: Notes::new(options.strict),
+            notes: Notes::new(options.strict, kept),
             options,
             zero_fraction_integers,
             negative_zero: !options.plain_integers,

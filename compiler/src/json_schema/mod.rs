@@ -26,6 +26,7 @@ mod schema;
 mod strings;
 
 pub(crate) use self::formats::KNOWN as KNOWN_FORMATS;
+pub(crate) use self::notes::Kept;
 
 use std::collections::HashMap;
 use std::fmt;
@@ -297,7 +298,8 @@ impl fmt::Display for SchemaError {
 #[derive(Clone, Debug)]
 pub struct Generated {
     rules: Rules,
-    /// What was enforced, approximated and ignored.
+    /// What was enforced, approximated and ignored (of a request's schema,
+    /// only what was not enforced: its warnings).
     pub report: Report,
     /// Per rule name, the JSON pointer of the schema it was made for.
     origins: std::collections::HashMap<String, String>,
@@ -409,7 +411,7 @@ pub fn generate_with_numbers(
             message: exceeded.to_string(),
         }]);
     }
-    generate_shallow(schema, written, options, budget)
+    generate_shallow(schema, written, options, budget, Kept::Everything)
 }
 
 /// A schema embedded in a larger grammar (`%json` in `.xg`, a structural
@@ -433,14 +435,16 @@ pub(crate) fn embed(
 }
 
 /// [`generate_with_numbers`] for a schema [`too_deep`] has passed already
-/// (the pipeline checks it before printing the schema as its cache key).
+/// (the pipeline checks it before printing the schema as its cache key),
+/// its report keeping what `kept` says.
 pub(crate) fn generate_shallow(
     schema: &Value,
     written: WrittenNumbers,
     options: &Options,
     budget: &Budget,
+    kept: Kept,
 ) -> Result<Generated, Vec<SchemaError>> {
-    emit::Emitter::new(schema, written.0, options, budget).run()
+    emit::Emitter::new(schema, written.0, options, budget, kept).run()
 }
 
 /// A schema's numbers that serde_json does not print as its text writes

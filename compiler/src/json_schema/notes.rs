@@ -7,10 +7,23 @@ use rustc_hash::FxHashMap;
 use super::pointer::{pointer_to, shown};
 use super::{Note, Report, SchemaError, Treatment};
 
+/// What a compilation's report keeps.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum Kept {
+    /// Every keyword at every place, enforced ones too: the report a user
+    /// asks for (`xg json-schema --report`, [`super::generate`]).
+    Everything,
+    /// Only what is not enforced exactly: all a request shows (its
+    /// warnings). Notes of enforced keywords, one per keyword and place,
+    /// and their copies were a tenth of a large schema's compile time.
+    Warnings,
+}
+
 /// The notes and errors of one schema's compilation.
 pub(crate) struct Notes {
     /// Strict mode: what would be approximated or ignored is an error.
     strict: bool,
+    kept: Kept,
     pub(super) report: Report,
     /// Where each note is in the report, by pointer, then keyword (looked
     /// up without making strings: most notes repeat one already made).
@@ -19,10 +32,12 @@ pub(crate) struct Notes {
 }
 
 impl Notes {
-    /// No notes yet, for a compilation in strict mode or not.
-    pub(crate) fn new(strict: bool) -> Self {
+    /// No notes yet, for a compilation in strict mode or not, keeping
+    /// what `kept` says.
+    pub(crate) fn new(strict: bool, kept: Kept) -> Self {
         Self {
             strict,
+            kept,
             report: Report::default(),
             noted: FxHashMap::default(),
             errors: Vec::new(),
@@ -39,6 +54,11 @@ impl Notes {
         treatment: Treatment,
         detail: &str,
     ) {
+        // An enforced note never replaces a weaker one: leaving it out
+        // changes no warning.
+        if treatment == Treatment::Enforced && self.kept == Kept::Warnings {
+            return;
+        }
         let note = || Note {
             pointer: shown(pointer),
             keyword: keyword.to_string(),
