@@ -681,4 +681,59 @@ mod tests {
             ]
         );
     }
+
+    /// A request's report, which notes no enforced keyword, holds exactly
+    /// the warnings of the full report (in any order): a keyword enforced
+    /// on one path and approximated on another, and warnings under schemas
+    /// reused at several places (their copies) included.
+    #[test]
+    fn a_report_of_warnings_only_has_the_full_reports_warnings() {
+        use super::{Kept, Options, WrittenNumbers, generate_shallow};
+        let item = serde_json::json!({
+            "type": "object",
+            "properties": {
+                "name": {"type": "string", "minLength": 1, "vendorHint": 1},
+                "tags": {"type": "array", "uniqueItems": true},
+            },
+            "dependentRequired": {"tags": ["name"]},
+        });
+        let schemas = [
+            serde_json::json!({"type": "object", "properties": {"a": item, "b": item, "c": item}}),
+            // `format` enforced on the first branch, approximated (next to
+            // a pattern) on the second: the full report notes it enforced,
+            // then approximated in the same place.
+            serde_json::json!({
+                "allOf": [{"$ref": "#/definitions/s"}],
+                "anyOf": [{"type": "string"}, {"pattern": "^2"}],
+                "definitions": {"s": {"type": "string", "format": "date-time"}},
+            }),
+            serde_json::json!({
+                "definitions": {"node": {"properties": {"next": {"$ref": "#/definitions/node"},
+                                                       "at": {"format": "date-time", "x-note": 1}}}},
+                "properties": {"first": {"$ref": "#/definitions/node"},
+                               "second": {"$ref": "#/definitions/node"}},
+                "patternProperties": {"^x": {"type": "integer"}},
+            }),
+        ];
+        let budget = crate::Budget::unlimited();
+        for schema in &schemas {
+            let report = |kept| {
+                let options = Options::default();
+                let generated =
+                    generate_shallow(schema, WrittenNumbers::default(), &options, &budget, kept)
+                        .expect("the schema generates");
+                generated.report
+            };
+            let sorted = |mut notes: Vec<super::Note>| {
+                notes.sort_by(|a, b| (&a.pointer, &a.keyword).cmp(&(&b.pointer, &b.keyword)));
+                notes
+            };
+            let full = report(Kept::Everything);
+            let warnings = report(Kept::Warnings);
+            let expected = sorted(full.warnings().cloned().collect());
+            assert!(!expected.is_empty(), "{schema}");
+            assert!(full.notes.len() > expected.len(), "{schema}");
+            assert_eq!(sorted(warnings.notes), expected, "{schema}");
+        }
+    }
 }
