@@ -817,6 +817,39 @@ proptest::proptest! {
     }
 }
 
+/// Length limits a pattern leaves unenforced are reported as what they are
+/// and where they are: a `minLength` in a definition that meets a
+/// `pattern` on one branch is approximated at the definition (not a
+/// `maxLength` at the pattern's place), a `maxLength` on the other branch,
+/// with no pattern, stays enforced, and a `minLength` of 0 limits nothing.
+#[test]
+fn length_limits_next_to_a_pattern_are_reported_where_they_are() {
+    let treatment = |schema: &Value, pointer: &str, keyword: &str| {
+        let generated =
+            json_schema::generate(schema, &Options::default(), &Budget::new(Limits::default()))
+                .expect("the schema generates");
+        let notes = generated.report.notes.iter();
+        let mut found = notes.filter(|n| n.pointer == pointer && n.keyword == keyword);
+        found.next().map(|n| n.treatment)
+    };
+    let schema = serde_json::json!({
+        "allOf": [{"$ref": "#/definitions/s"}],
+        "anyOf": [{"pattern": "^a"}, {"maxLength": 5}],
+        "definitions": {"s": {"type": "string", "minLength": 2}},
+    });
+    use json_schema::Treatment::{Approximated, Enforced};
+    assert_eq!(
+        treatment(&schema, "#/definitions/s", "minLength"),
+        Some(Approximated)
+    );
+    assert_eq!(treatment(&schema, "#/anyOf/1", "maxLength"), Some(Enforced));
+    assert_eq!(treatment(&schema, "#/anyOf/0", "maxLength"), None);
+    let zero =
+        serde_json::json!({"type": "string", "pattern": "^a", "minLength": 0, "maxLength": 9});
+    assert_eq!(treatment(&zero, "#", "minLength"), Some(Enforced));
+    assert_eq!(treatment(&zero, "#", "maxLength"), Some(Approximated));
+}
+
 /// In the given order, properties merged from several subschemas come in
 /// the order a reader of the schema sees them: `allOf` members as listed,
 /// a chosen `anyOf`/`oneOf` branch where the choice is written (before or

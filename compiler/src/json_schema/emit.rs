@@ -999,16 +999,10 @@ impl<'a> Emitter<'a> {
         }
         let body = match body {
             Some(g) => {
-                if length_limited {
-                    let pointer = node
-                        .patterns
-                        .first()
-                        .or(node.formats.first())
-                        .map_or("", |(_, p)| p.as_str())
-                        .to_string();
+                for (keyword, pointer) in &node.length_keywords {
                     self.notes.approximate(
-                        &pointer,
-                        "maxLength",
+                        pointer,
+                        keyword,
                         "length limits next to a pattern or format are not enforced",
                     );
                 }

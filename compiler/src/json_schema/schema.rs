@@ -106,6 +106,9 @@ pub(crate) struct Node {
     pub(crate) min_length: u64,
     /// `maxLength` (smallest).
     pub(crate) max_length: Option<u64>,
+    /// Where each `minLength` and `maxLength` is, by keyword: what to
+    /// report when a pattern or format leaves them unenforced.
+    pub(crate) length_keywords: Vec<(&'static str, String)>,
     /// `pattern`s with their pointers.
     pub(crate) patterns: Vec<(String, String)>,
     /// `format`s with their pointers.
@@ -152,6 +155,7 @@ impl Default for Node {
             values: None,
             min_length: 0,
             max_length: None,
+            length_keywords: Vec::new(),
             patterns: Vec::new(),
             formats: Vec::new(),
             lower: None,
@@ -747,8 +751,18 @@ impl<'a> Reader<'a> {
         };
         let at_most = |old: Option<u64>| Some(old.map_or(n, |m| m.min(n)));
         match keyword {
-            "minLength" => node.min_length = node.min_length.max(n),
-            "maxLength" => node.max_length = at_most(node.max_length),
+            "minLength" => {
+                node.min_length = node.min_length.max(n);
+                if n > 0 {
+                    node.length_keywords
+                        .push(("minLength", pointer.to_string()));
+                }
+            }
+            "maxLength" => {
+                node.max_length = at_most(node.max_length);
+                node.length_keywords
+                    .push(("maxLength", pointer.to_string()));
+            }
             "minItems" => node.min_items = node.min_items.max(n),
             "maxItems" => node.max_items = at_most(node.max_items),
             "minProperties" => {
