@@ -824,6 +824,7 @@ proptest::proptest! {
 /// with no pattern, stays enforced, and a `minLength` of 0 limits nothing.
 #[test]
 fn length_limits_next_to_a_pattern_are_reported_where_they_are() {
+    use json_schema::Treatment::{Approximated, Enforced};
     let treatment = |schema: &Value, pointer: &str, keyword: &str| {
         let generated =
             json_schema::generate(schema, &Options::default(), &Budget::new(Limits::default()))
@@ -837,7 +838,6 @@ fn length_limits_next_to_a_pattern_are_reported_where_they_are() {
         "anyOf": [{"pattern": "^a"}, {"maxLength": 5}],
         "definitions": {"s": {"type": "string", "minLength": 2}},
     });
-    use json_schema::Treatment::{Approximated, Enforced};
     assert_eq!(
         treatment(&schema, "#/definitions/s", "minLength"),
         Some(Approximated)
