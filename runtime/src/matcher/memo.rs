@@ -420,6 +420,11 @@ impl StepMemo {
     /// when it takes the walk. Most of the nodes a walk visits are settled
     /// so: the siblings of a property name's path, each leading into "any
     /// other name".
+    #[inline(always)]
+    #[allow(
+        clippy::inline_always,
+        reason = "per trie node of a walk; `#[inline]` left it a call (measured)"
+    )]
     pub(super) fn settled(
         &self,
         depth: usize,
@@ -446,6 +451,12 @@ impl StepMemo {
 
     /// Steps from depth `depth - 1` of the current path over `byte` (the
     /// path below it is dropped); whether a derivation survives.
+    /// Inlined up to the memo's answer: most steps of a walk are known.
+    #[inline(always)]
+    #[allow(
+        clippy::inline_always,
+        reason = "per trie node of a walk; `#[inline]` left it a call (measured)"
+    )]
     pub(super) fn step(&mut self, matcher: &mut Parse, depth: usize, byte: u8) -> bool {
         self.path.truncate(depth);
         self.built = self.built.min(depth - 1);
@@ -455,13 +466,19 @@ impl StepMemo {
             .get(from as usize)
             .map_or(UNKNOWN, |next| loaded(next[usize::from(byte)]));
         match known {
-            DEAD => return false,
-            UNKNOWN => {}
+            DEAD => false,
+            UNKNOWN => self.compute_step(matcher, depth, byte),
             to => {
                 self.path.push(to);
-                return true;
+                true
             }
         }
+    }
+
+    /// [`StepMemo::step`] where the memo does not know the step yet: one
+    /// Earley step, memoized for the run of bytes `byte` is in.
+    fn compute_step(&mut self, matcher: &mut Parse, depth: usize, byte: u8) -> bool {
+        let from = self.path[depth - 1];
         self.build(matcher, depth - 1);
         let viable = matcher.push(Start::Scan(Symbol::Byte(byte)), 0);
         let to = if viable {
@@ -739,6 +756,9 @@ impl StepMemo {
         height: usize,
     ) -> bool {
         let key = (self.path[start], classes);
+        if height > 0 && self.targets_known_apart(key.0, classes) {
+            return false;
+        }
         let slot = RecentChain::slot(key.0, key.1);
         let recent = self.recent[slot];
         if recent.config == key.0 && recent.classes == key.1 {
@@ -804,6 +824,28 @@ impl StepMemo {
         };
         self.chains.insert(key, chain);
         viable
+    }
+
+    /// Whether the memoized targets of `classes` from `config` already
+    /// show that no chain starts there: one class is dead, or two lead to
+    /// different configurations. Most nodes above a quote inside a string
+    /// are so, each with classes of its own below it; this answers them
+    /// without a chain to look up or keep.
+    fn targets_known_apart(&self, config: u32, classes: u64) -> bool {
+        let targets = &self.targets[config as usize];
+        let mut common = None;
+        let mut rest = classes;
+        while rest != 0 {
+            let class = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            match targets[class] {
+                UNKNOWN => {}
+                DEAD => return true,
+                target if *common.get_or_insert(target) != target => return true,
+                _ => {}
+            }
+        }
+        false
     }
 
     /// Whether the rows the items of configuration `config` start at are
