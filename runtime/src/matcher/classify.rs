@@ -52,7 +52,10 @@ pub(super) fn classify(
     let trie = masking.vocabulary.trie();
     let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
     let mut matcher = Parse::seeded(grammar, seed.item, &parents, seed.rule);
-    let kept = (memos.step_store()).take(seed.rule, parents.len(), grammar.built_rules());
+    // The parse is in the newest snapshot of a lazy grammar, which has
+    // every rule an earlier walk built (the user's snapshot may not yet).
+    let built = matcher.grammar.built_rules();
+    let kept = (memos.step_store()).take(seed.rule, parents.len(), built);
     let mut steps = StepMemo::new(&matcher, kept);
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;

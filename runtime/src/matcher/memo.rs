@@ -387,10 +387,21 @@ impl StepMemo {
         (met.then_some(config), (met || reached).then_some(config))
     }
 
-    /// What was found below trie node `node` reached in `config`.
+    /// What was found below trie node `node` reached in `config`, by a
+    /// walk of `kind` — or, for a walk that skips plain tokens, by one that
+    /// did not: its record sorts the plain tokens too, as they are from
+    /// `config`, and the skipping walk takes them from the same facts.
     pub(super) fn subtree(&self, config: u32, node: usize, kind: WalkKind) -> Option<&Subtree> {
         let node = u32::try_from(node).ok()?;
-        self.subtrees.get(&(config, node, kind))
+        self.subtrees.get(&(config, node, kind)).or_else(|| {
+            let visiting = WalkKind {
+                skips_plain: false,
+                ..kind
+            };
+            (kind.skips_plain)
+                .then(|| self.subtrees.get(&(config, node, visiting)))
+                .flatten()
+        })
     }
 
     /// Keeps what was found below trie node `node` reached in `config`,
