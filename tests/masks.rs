@@ -891,10 +891,10 @@ fn up_to_triples(extra: &[&str], alphabet: &[&str]) -> Vec<String> {
 /// Feeds `pieces` (tokens of `tokens`, the last one the stop token) to a
 /// matcher of `grammar`, checking every mask against the reference, and
 /// returns what each mask cost.
-fn mask_stats_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<MaskStats> {
+fn mask_stats_along(grammar: Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<MaskStats> {
     let vocabulary = with_stop_last(tokens);
     let ids: Vec<TokenId> = (0..tokens.len()).map(token).collect();
-    let mut matcher = Matcher::with_vocabulary(Arc::clone(grammar), vocabulary);
+    let mut matcher = Matcher::with_vocabulary(grammar, vocabulary);
     let mut stats = Vec::new();
     for piece in pieces {
         check_mask(&mut matcher, &ids).unwrap();
@@ -908,7 +908,7 @@ fn mask_stats_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) 
 }
 
 /// [`mask_stats_along`]: the trie nodes each mask walked building entries.
-fn nodes_walked_along(grammar: &Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<u64> {
+fn nodes_walked_along(grammar: Arc<Grammar>, tokens: &[String], pieces: &[&str]) -> Vec<u64> {
     let stats = mask_stats_along(grammar, tokens, pieces);
     stats.iter().map(|stats| stats.nodes_walked).collect()
 }
@@ -942,7 +942,7 @@ const PROPERTY_NAME_TEXT: [&str; 12] =
 #[test]
 fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
     let (grammar, tokens) = property_names();
-    let walked = nodes_walked_along(&grammar, &tokens, &PROPERTY_NAME_TEXT);
+    let walked = nodes_walked_along(Arc::clone(&grammar), &tokens, &PROPERTY_NAME_TEXT);
     // The walk after `{"` meets the other-name configuration below many
     // trie nodes and records what is below it from the second on; the
     // walks of later prefixes replay it.
@@ -953,6 +953,40 @@ fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
             "step {step} walked {nodes} trie nodes, the first prefix {first}: {walked:?}"
         );
     }
+}
+
+/// In a grammar whose rules are built on first use, a walk may build rules
+/// the user's matcher has not reached yet, in a later snapshot; the next
+/// walk starts from the newest snapshot and takes the memo the last one
+/// kept there. The grammar holds the record of its newest snapshot, and so
+/// does every matcher of it: a user who keeps only the matcher (the
+/// grammar dropped once the matcher is made) loses nothing — its masks
+/// walk exactly the trie nodes they walk with the grammar kept.
+#[test]
+fn matchers_of_a_dropped_lazy_grammar_still_start_walks_from_its_newest_snapshot() {
+    let (eager, tokens) = property_names();
+    let schema = json!({"type": "object", "properties": {
+        "alpha": {"type": "integer"}, "alpine": {"type": "integer"},
+        "alps": {"type": "integer"}, "beta": {"type": "integer"}}});
+    let lazy = || {
+        let cache = xg_compiler::CompileCache::default();
+        let grammar = schema_grammar(&schema, &maskbench_options(), &cache);
+        grammar.unwrap()
+    };
+    let kept = lazy();
+    assert!(
+        !kept.is_complete(),
+        "the test needs rules built on first use"
+    );
+    let with_grammar = nodes_walked_along(Arc::clone(&kept), &tokens, &PROPERTY_NAME_TEXT);
+    let dropped = nodes_walked_along(lazy(), &tokens, &PROPERTY_NAME_TEXT);
+    assert_eq!(dropped, with_grammar);
+    // And the walks are worth sharing: later prefixes replay the first's.
+    let built_first = nodes_walked_along(eager, &tokens, &PROPERTY_NAME_TEXT);
+    assert!(
+        with_grammar[6] * 5 < with_grammar[2],
+        "{with_grammar:?} (built first: {built_first:?})"
+    );
 }
 
 /// Inside a string of bounded length every character steps the count down,
@@ -967,7 +1001,7 @@ fn bounded_strings_take_subtrees_that_fit_at_once() {
     let letters = ["a", "b", "c", "d", "e", "é"];
     let tokens = up_to_triples(&["\"", "\"\""], &letters);
     let text = ["\"", "abc", "dé", "eab", "cd", "é", "a", "\""];
-    let walked = nodes_walked_along(&grammar, &tokens, &text);
+    let walked = nodes_walked_along(Arc::clone(&grammar), &tokens, &text);
     // After the opening quote, 12 characters are left: every subtree fits.
     let first_level = letters.len() + 1;
     assert!(
@@ -990,7 +1024,7 @@ fn characters_begun_above_a_trie_node_are_finished_at_once() {
     let pieces = ["中", "丮", "乀", "乁", "乂", "a", "é"];
     let tokens = up_to_triples(&["\""], &pieces);
     let text = ["\"", "中a", "é", "\""];
-    let walked = nodes_walked_along(&grammar, &tokens, &text);
+    let walked = nodes_walked_along(Arc::clone(&grammar), &tokens, &text);
     // The trie's first level: the quote, `a`, and the lead bytes of é and
     // of the CJK characters; nothing below it.
     let first_level = 4;
@@ -1031,7 +1065,7 @@ fn a_grammar_used_with_two_vocabularies_keeps_their_walks_apart() {
     let fewer = ["a", "b", "l", "\"", "\\", ":", "1", ",", "é", "}"];
     let second = up_to_triples(&["{", "p", "i", "n", "e", "ab", "zz"], &fewer);
     for tokens in [&first, &second, &first, &second] {
-        nodes_walked_along(&grammar, tokens, &PROPERTY_NAME_TEXT);
+        nodes_walked_along(Arc::clone(&grammar), tokens, &PROPERTY_NAME_TEXT);
     }
 }
 
@@ -1051,7 +1085,7 @@ fn number_in_places(places: usize) -> Vec<u64> {
         .to_vec();
     tokens.push("</s>".to_owned());
     let text = ["k", "7", ":", "1", "2", "3", "4", ",7"];
-    let stats = mask_stats_along(&grammar, &tokens, &text);
+    let stats = mask_stats_along(Arc::clone(&grammar), &tokens, &text);
     stats.iter().map(|stats| stats.items).collect()
 }
 
@@ -1100,7 +1134,7 @@ fn a_rule_used_everywhere_leaves_its_tokens_to_the_full_state() {
 #[test]
 fn a_character_that_leaves_every_name_is_not_built_again_at_each_prefix() {
     let (grammar, tokens) = property_names();
-    let stats = mask_stats_along(&grammar, &tokens, &PROPERTY_NAME_TEXT);
+    let stats = mask_stats_along(Arc::clone(&grammar), &tokens, &PROPERTY_NAME_TEXT);
     let built: Vec<u32> = stats.iter().map(|stats| stats.built).collect();
     for step in 2..=8 {
         assert!(
@@ -1180,7 +1214,7 @@ fn tokens_running_past_a_counted_word_are_decided_by_the_entry() {
     .map(|t| (*t).to_owned())
     .collect();
     let pieces = ["\"", "the", " cat", " sat", " on", " cat", "\""];
-    let stats = mask_stats_along(&grammar, &tokens, &pieces);
+    let stats = mask_stats_along(Arc::clone(&grammar), &tokens, &pieces);
     // Three such tokens at every step inside the text before.
     let uncertain: Vec<u32> = stats.iter().map(|s| s.uncertain).collect();
     assert!(uncertain.iter().all(|&n| n == 0), "{uncertain:?}");
@@ -1431,7 +1465,7 @@ fn draft_tree_batches_equal_one_call_per_matcher() {
 /// steps moves no matcher.
 #[test]
 fn accept_and_rollback_batches_equal_one_call_per_matcher() {
-    let schema = serde_json::json!({"type": "object", "properties": {
+    let schema = json!({"type": "object", "properties": {
         "name": {"type": "string"}, "age": {"type": "integer"}},
         "required": ["name", "age"], "additionalProperties": false});
     let texts = [

@@ -77,6 +77,13 @@ pub struct Grammar {
 /// The newest snapshot of a lazy grammar (see [`Grammar::latest`]).
 type Newest = Mutex<Option<Arc<Grammar>>>;
 
+/// A hold on the record of a lazy grammar's newest snapshot (see
+/// [`Grammar::snapshots`]).
+#[derive(Clone)]
+pub(crate) struct Snapshots {
+    _newest: Arc<Newest>,
+}
+
 /// A counted repetition edge: `min` to `max` consecutive matches of
 /// `rule`, then on to `target`.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -258,6 +265,18 @@ impl Grammar {
         let newest = self.newest_of_first.upgrade()?;
         let newest = newest.lock().unwrap_or_else(PoisonError::into_inner);
         newest.clone()
+    }
+
+    /// A hold on the record of this lazy grammar's newest snapshot, for a
+    /// matcher to keep: the grammar first made holds it, but its user may
+    /// drop that grammar once a matcher exists, and without the record
+    /// later walks and matchers would start from their own snapshots
+    /// again (rebuilding rules, refused the memos kept with later ones).
+    /// Snapshots point at the record weakly, so it never keeps itself
+    /// alive.
+    pub(crate) fn snapshots(&self) -> Option<Snapshots> {
+        let newest = self.newest_of_first.upgrade()?;
+        Some(Snapshots { _newest: newest })
     }
 
     /// How many rules are built (not pending): the snapshots of a lazy

@@ -38,7 +38,7 @@ use self::earley::{Start, Symbol};
 use self::memos::MaskMemos;
 use self::parse::Parse;
 use crate::TokenId;
-use crate::grammar::Grammar;
+use crate::grammar::{Grammar, Snapshots};
 use crate::vocab::Vocabulary;
 
 pub use self::captures::Capture;
@@ -139,6 +139,9 @@ pub struct Matcher {
     /// The most steps the output may take (see
     /// [`Matcher::set_token_budget`]).
     token_budget: Option<usize>,
+    /// For a grammar whose rules are built on first use: the record of its
+    /// newest snapshot, kept while the matcher lives.
+    snapshots: Option<Snapshots>,
 }
 
 impl Clone for Matcher {
@@ -156,6 +159,7 @@ impl Clone for Matcher {
             states: self.states.clone(),
             captures: self.captures.clone(),
             token_budget: self.token_budget,
+            snapshots: self.snapshots.clone(),
         }
     }
 }
@@ -371,6 +375,7 @@ impl Matcher {
     /// A matcher with no rows yet.
     fn empty(grammar: Arc<Grammar>, vocabulary: Option<Arc<Vocabulary>>) -> Self {
         Self {
+            snapshots: grammar.snapshots(),
             parse: Parse::new(grammar),
             vocabulary,
             memos: None,
