@@ -964,7 +964,7 @@ fn walks_replay_what_earlier_walks_found_below_shared_configurations() {
 /// walk exactly the trie nodes they walk with the grammar kept.
 #[test]
 fn matchers_of_a_dropped_lazy_grammar_still_start_walks_from_its_newest_snapshot() {
-    let (eager, tokens) = property_names();
+    let (_, tokens) = property_names();
     let schema = json!({"type": "object", "properties": {
         "alpha": {"type": "integer"}, "alpine": {"type": "integer"},
         "alps": {"type": "integer"}, "beta": {"type": "integer"}}});
@@ -982,11 +982,7 @@ fn matchers_of_a_dropped_lazy_grammar_still_start_walks_from_its_newest_snapshot
     let dropped = nodes_walked_along(lazy(), &tokens, &PROPERTY_NAME_TEXT);
     assert_eq!(dropped, with_grammar);
     // And the walks are worth sharing: later prefixes replay the first's.
-    let built_first = nodes_walked_along(eager, &tokens, &PROPERTY_NAME_TEXT);
-    assert!(
-        with_grammar[6] * 5 < with_grammar[2],
-        "{with_grammar:?} (built first: {built_first:?})"
-    );
+    assert!(with_grammar[6] * 5 < with_grammar[2], "{with_grammar:?}");
 }
 
 /// Inside a string of bounded length every character steps the count down,
