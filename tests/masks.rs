@@ -1624,14 +1624,22 @@ fn searches_in_strings_take_subtrees_whose_states_stay_viable_at_once() {
             r#"["it is ok", "so fine", "not\nok"]"#,
         ),
     ];
+    walks_stay_under(&cases, |vocabulary| vocabulary.len() as u64 / 5);
+}
+
+/// Checks the masks along each case's text (a grammar and a text it
+/// takes) on Llama 3.1 as [`masks_along`] does, and that no step walks
+/// `limit` trie nodes or more.
+fn walks_stay_under(cases: &[(&str, &str)], limit: impl Fn(&Vocabulary) -> u64) {
     let (vocabulary, model) = first_real_vocabulary();
+    let limit = limit(&vocabulary);
     for (source, text) in cases {
         let grammar = runtime_grammar_for(source, Some(&vocabulary));
         masks_along(&vocabulary, &model, grammar, text, |step, stats| {
             let walked = stats.nodes_walked;
             assert!(
-                walked < vocabulary.len() as u64 / 5,
-                "{source}: step {step}: {walked} trie nodes walked"
+                walked < limit,
+                "{source}: {text}: step {step}: {walked} trie nodes walked"
             );
         });
     }
@@ -1839,4 +1847,33 @@ fn masks_are_exact_inside_strings_that_must_hold_a_word() {
         }
         assert!(matcher.can_terminate(), "{schema}");
     }
+}
+
+/// Inside a JSON string every plain character leads back to the same
+/// configuration, so what it does with a token depends only on the
+/// token's tail — its bytes from the first quote, backslash, control byte
+/// or broken character — and a walk sorts Llama 3.1's 2,600 distinct
+/// tails once per such configuration instead of visiting the 7,400 trie
+/// nodes above those tokens. Along string values (escapes, non-ASCII
+/// text, quotes inside) and free property names, every mask equals the
+/// reference (every token in release builds, 600 sampled and the next one
+/// in debug builds) and no step walks 4,000 trie nodes (7,400 to 8,200
+/// before at each string's first character).
+#[test]
+fn tokens_inside_strings_are_sorted_by_their_tails() {
+    let cases: [(&str, &str); 3] = [
+        (
+            r#"root ::= %json {"type": "object", "properties": {"note": {"type": "string"}, "n": {"type": "integer"}}, "required": ["note", "n"]}"#,
+            r#"{"note": "a \"quoted\" word,\ta tab \\ é漢字 \u00e9 and more", "n": 7}"#,
+        ),
+        (
+            r#"root ::= %json {"type": "object", "additionalProperties": {"type": "integer"}}"#,
+            r#"{"alpha": 1, "a \"b\"": 2, "naïve": 3}"#,
+        ),
+        (
+            r#"root ::= %json {"type": "array", "items": {"type": "string"}}"#,
+            r#"["x", "line\nbreak", "", "\"\""]"#,
+        ),
+    ];
+    walks_stay_under(&cases, |_| 4_000);
 }

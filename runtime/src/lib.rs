@@ -53,6 +53,7 @@ pub mod lru;
 mod matcher;
 mod scanner;
 pub mod tables;
+mod tails;
 mod trie;
 mod vocab;
 

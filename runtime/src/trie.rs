@@ -14,6 +14,7 @@
 use std::sync::OnceLock;
 
 use crate::TokenId;
+use crate::tails::Tails;
 
 /// A vocabulary's text tokens as a prefix tree in depth-first order.
 #[derive(Clone, Debug)]
@@ -47,6 +48,11 @@ pub(crate) struct TokenTrie {
     /// Per node: whether every token of its subtree is plain text (see
     /// [`TokenTrie::plain_within`]).
     pure: Vec<bool>,
+    /// Per node: whether its path is whole UTF-8 characters (see
+    /// [`TokenTrie::whole`]).
+    whole: Vec<bool>,
+    /// Where plain text stops in each token, made on first use.
+    tails: OnceLock<Box<Tails>>,
     /// Per rank: the characters of the token if it is plain text, else 0.
     plain_chars: Vec<u8>,
     /// Per number of characters `n` up to the longest plain token: the
@@ -103,7 +109,7 @@ pub(crate) const MALFORMED: u8 = CLASSES + 1;
 
 /// Whether `byte` is plain text: printable ASCII but JSON's quote and
 /// backslash (what a JSON string takes as it is).
-const fn is_plain(byte: u8) -> bool {
+pub(crate) const fn is_plain(byte: u8) -> bool {
     matches!(byte, 0x20..=0x7E) && byte != b'"' && byte != b'\\'
 }
 
@@ -290,6 +296,8 @@ impl TokenTrie {
             heights: Vec::new(),
             utf8: Vec::new(),
             pure: Vec::new(),
+            whole: Vec::new(),
+            tails: OnceLock::new(),
             plain_chars: Vec::new(),
             plain_within: Vec::new(),
             up_to_length: Default::default(),
@@ -341,6 +349,10 @@ impl TokenTrie {
         let utf8 = trie.utf8_states();
         trie.classes_below = trie.classes(&utf8);
         trie.find_plain(&utf8);
+        trie.whole = utf8
+            .iter()
+            .map(|&state| state == Some(Utf8::Boundary))
+            .collect();
         trie.utf8 = utf8
             .into_iter()
             .map(|state| state.unwrap_or(Utf8::Boundary))
@@ -482,6 +494,12 @@ impl TokenTrie {
         })
     }
 
+    /// The characters of the token of rank `rank` if
+    /// [`TokenTrie::plain_within`] counts it as plain text, else 0.
+    pub(crate) fn plain_chars(&self, rank: u32) -> u8 {
+        self.plain_chars[rank as usize]
+    }
+
     /// The characters of the longest plain token.
     pub(crate) fn longest_plain(&self) -> usize {
         self.plain_within.len().saturating_sub(1)
@@ -609,6 +627,18 @@ impl TokenTrie {
     /// (whose end is below it), or between characters.
     pub(crate) fn utf8(&self, node: usize) -> Utf8 {
         self.utf8[node]
+    }
+
+    /// Whether the path to `node` is whole UTF-8 characters: valid, and
+    /// not inside a character.
+    pub(crate) fn whole(&self, node: usize) -> bool {
+        self.whole[node]
+    }
+
+    /// Where plain text stops in each token (see [`Tails`]), made on first
+    /// use.
+    pub(crate) fn tails(&self) -> &Tails {
+        self.tails.get_or_init(|| Box::new(Tails::new(self)))
     }
 
     /// The ranks of the tokens whose bytes end at `node`.

@@ -466,7 +466,10 @@ impl Vocabulary {
                 .filter_map(|i| TokenId::new(i).ok())
                 .filter(|&id| self.kind_of(id) == TokenKind::Text && !self.is_stop(id))
                 .map(|id| (id, self.bytes(id)));
-            TokenTrie::new(text, self.mask_words())
+            let trie = TokenTrie::new(text, self.mask_words());
+            // Walks inside strings need them from their first mask on.
+            trie.tails();
+            trie
         })
     }
 

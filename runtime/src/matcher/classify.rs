@@ -20,13 +20,14 @@
 //! sibling.
 
 use super::item::Item;
-use super::memo::{Settled, StepMemo, Subtree, WalkKind};
+use super::memo::{Settled, StepMemo, Subtree, TailVerdicts, WalkKind};
 use super::memos::Masking;
 use super::parse::Parse;
 use super::seed::Seed;
 use super::walk::{Cost, MaskError};
 use crate::cache::{Classified, Group, KeyKind, TokenSet};
-use crate::trie::TokenTrie;
+use crate::tails::Tails;
+use crate::trie::{PLAIN_CLASSES, TokenTrie};
 
 /// Bit 63 of a group's ends: the full state decides (the token runs 63
 /// bytes or more past the place, or completes a dispatch's trigger).
@@ -35,6 +36,11 @@ const FULL_CHECK: u64 = 1 << 63;
 /// The fewest trie nodes a subtree must have for its outcome to be
 /// recorded: replaying a smaller one saves less than recording costs.
 const MIN_RECORDED_NODES: usize = 32;
+
+/// The fewest tokens with tails below a node for a walk to sort the tails
+/// from the node's configuration (a walk of their trie, some thousand
+/// nodes for Llama 3.1) rather than walk the node's subtree.
+const MIN_TAIL_TOKENS: usize = 256;
 
 /// What `seed` alone does with every token: walks the token trie with a
 /// parse seeded with it (and the items above it that it covers). A token
@@ -66,20 +72,69 @@ pub(super) fn classify(
     let plain = run
         .filter(|&chars| chars > 0)
         .map(|chars| trie.plain_within(chars));
-    // Per depth on the current path: the places (bit j: after j bytes) the
-    // rule can end up to there.
+    // Inside a bounded string no configuration loops: a count goes down.
+    let tails = (run.is_none_or(|chars| chars >= trie.longest_plain())).then(|| trie.tails());
+    let over = Over {
+        trie,
+        offset: 0,
+        tails,
+        budget,
+    };
+    walk::<true>(over, &mut steps, &mut matcher, &mut found, cost)?;
+    cost.items += matcher.work;
+    matcher.built()?;
+    // Tagged with the snapshot the walk ended in: one that has every node
+    // the memo names.
+    let built = matcher.grammar.built_rules();
+    (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
+    Ok(found.into_classified(plain, trie))
+}
+
+/// The trie a walk goes over, from where, and what it may spend.
+#[derive(Clone, Copy)]
+struct Over<'t> {
+    trie: &'t TokenTrie,
+    /// The depth of the current path the walk starts below.
+    offset: usize,
+    /// The vocabulary's tails, for a walk of its trie that sorts tokens by
+    /// them.
+    tails: Option<&'t Tails>,
+    /// The most Earley items the parse may build.
+    budget: u64,
+}
+
+/// Walks the trie of `over` from the configuration at its offset on
+/// the current path, sorting its tokens into `found`. Over the
+/// vocabulary's trie (`VOCABULARY`, from the seed) what is found below
+/// nodes is recorded for later walks, and, given its tails, the tokens
+/// below a node whose
+/// configuration every plain character leads back to are sorted by
+/// their tails; else `trie` is the trie of the tails
+/// ([`crate::tails::Tails`]). Two copies of the loop, so that neither
+/// calls itself.
+fn walk<const VOCABULARY: bool>(
+    over: Over<'_>,
+    steps: &mut StepMemo,
+    matcher: &mut Parse,
+    found: &mut Found,
+    cost: &mut Cost,
+) -> Result<(), MaskError> {
+    let Over { trie, offset, .. } = over;
+    // Per depth below the walk's root: the places (bit j: after j
+    // bytes) the rule can end up to there.
     let mut ends = vec![0u64];
     let mut node = 0;
     while node < trie.len() {
         cost.nodes += 1;
-        found.end_recording(node, &mut steps);
+        found.end_recording(node, steps);
         if found.kind.skips_plain && trie.pure(node) {
             node = trie.end(node);
             continue;
         }
-        let depth = trie.depth(node);
-        ends.truncate(depth);
-        let above = ends[depth - 1];
+        let local = trie.depth(node);
+        let depth = offset + local;
+        ends.truncate(local);
+        let above = ends[local - 1];
         let settled = steps.settled(
             depth,
             trie.byte(node),
@@ -94,10 +149,10 @@ pub(super) fn classify(
                 continue;
             }
             Some(Settled::Dead) => false,
-            None => steps.step(&mut matcher, depth, trie.byte(node)),
+            None => steps.step(matcher, depth, trie.byte(node)),
         };
         let (met_before, recurring) =
-            if viable && depth < 63 && trie.end(node) - node >= MIN_RECORDED_NODES {
+            if VOCABULARY && viable && depth < 63 && trie.end(node) - node >= MIN_RECORDED_NODES {
                 steps.recurring(depth)
             } else {
                 (None, None)
@@ -114,14 +169,14 @@ pub(super) fn classify(
             if let Some(config) = recurring {
                 found.record(config, node, trie.end(node), above);
             }
-            if found.kind.stop_at_arms && steps.at_arm(depth, &matcher) {
+            if found.kind.stop_at_arms && steps.at_arm(depth, matcher) {
                 let (start, end) = trie.subtree_ranks(node);
                 found.group(start, end, above | FULL_CHECK);
                 node = trie.end(node);
             } else {
                 found.accept(trie.own_ranks(node));
-                let here = if steps.can_terminate(depth, &matcher) {
-                    1 << depth.min(63)
+                let here = if steps.can_terminate(depth, matcher) {
+                    1 << local.min(63)
                 } else {
                     0
                 };
@@ -129,7 +184,7 @@ pub(super) fn classify(
                 let below = trie.classes_below(node);
                 if below != 0
                     && steps.all_viable_below(
-                        &mut matcher,
+                        matcher,
                         depth,
                         below,
                         trie.height(node),
@@ -140,24 +195,121 @@ pub(super) fn classify(
                     // accepted (the inside of a string, free text).
                     found.accept(trie.ranks_below(node));
                     node = trie.end(node);
+                } else if VOCABULARY
+                    && over.tails.is_some()
+                    && !steps.plain_never_loops(depth)
+                    && sorts_by_tails(over, node, above | here, steps, matcher, found, cost)?
+                {
+                    node = trie.end(node);
                 } else {
                     node += 1;
                 }
             }
         }
-        if matcher.work > budget {
+        if matcher.work > over.budget {
             cost.items += matcher.work;
-            return Err(MaskError::BudgetExceeded { budget });
+            return Err(MaskError::BudgetExceeded {
+                budget: over.budget,
+            });
         }
     }
-    found.end_recording(node, &mut steps);
-    cost.items += matcher.work;
-    matcher.built()?;
-    // Tagged with the snapshot the walk ended in: one that has every node
-    // the memo names.
-    let built = matcher.grammar.built_rules();
-    (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
-    Ok(found.into_classified(plain, trie))
+    found.end_recording(node, steps);
+    Ok(())
+}
+
+/// Sorts the tokens below `node` of the vocabulary's trie (reached
+/// with `above`, the places the rule can end up to it) by their tails,
+/// if the configuration there is one that every plain character leads
+/// back to ([`StepMemo::plain_loops`]): the plain text of a token
+/// keeps it there, so its tail decides. The tails are sorted once per
+/// configuration, by a walk of their trie from it. Whether it sorted
+/// them: not where the path is not whole characters, nor where only
+/// plain tokens are below (taken whole, if at all), nor, the first
+/// time, for fewer than [`MIN_TAIL_TOKENS`] tokens (walking them costs
+/// less). Out of line: the walk's loop is hot, and this is asked at few
+/// of its nodes.
+#[inline(never)]
+fn sorts_by_tails(
+    over: Over<'_>,
+    node: usize,
+    above: u64,
+    steps: &mut StepMemo,
+    matcher: &mut Parse,
+    found: &mut Found,
+    cost: &mut Cost,
+) -> Result<bool, MaskError> {
+    let (vocabulary, Some(tails)) = (over.trie, over.tails) else {
+        return Ok(false);
+    };
+    if !vocabulary.whole(node) || vocabulary.classes_below(node) & !PLAIN_CLASSES == 0 {
+        return Ok(false);
+    }
+    let depth = vocabulary.depth(node);
+    // Not asked below a small subtree (it may take steps the walk would
+    // not): it could not hold enough tokens to sort their tails.
+    let small = vocabulary.end(node) - node < MIN_TAIL_TOKENS;
+    if (small && !steps.plain_loop_known(depth)) || !steps.plain_loops(matcher, depth) {
+        return Ok(false);
+    }
+    let below = vocabulary.ranks_below(node);
+    // The tails' trie is walked whole, whatever the walk skips.
+    let kind = WalkKind {
+        skips_plain: false,
+        ..found.kind
+    };
+    if steps.tail_verdicts(depth, kind).is_none() {
+        if tails.count(below) < MIN_TAIL_TOKENS {
+            return Ok(false);
+        }
+        let mut sorted = Found {
+            kind,
+            ..Found::default()
+        };
+        let over = Over {
+            trie: tails.trie(),
+            offset: depth,
+            tails: None,
+            budget: over.budget,
+        };
+        walk::<false>(over, steps, matcher, &mut sorted, cost)?;
+        let verdicts = TailVerdicts::new(
+            tails.trie().universe_len(),
+            &sorted.accepted,
+            &sorted.groups,
+        );
+        steps.keep_tail_verdicts(depth, kind, verdicts);
+    }
+    let verdicts = steps.tail_verdicts(depth, kind).expect("kept above");
+    // The tokens not listed are plain text; a walk that skips plain
+    // tokens has them already (the node's configuration loops, so the
+    // walk's first one does: every plain token is taken).
+    let skips_plain = found.kind.skips_plain;
+    let (start, end) = below;
+    let mut plain_from = start;
+    for (rank, place) in tails.from(below, depth) {
+        if !skips_plain {
+            found.accept((plain_from, rank));
+        }
+        plain_from = rank + 1;
+        match place.map(|(at, tail)| (at, verdicts.of(tail))) {
+            // Plain text from the node on, or a tail accepted.
+            None | Some((_, None)) => found.accept((rank, rank + 1)),
+            Some((at, Some(ends))) => found.group(rank, rank + 1, above | shifted(ends, at)),
+        }
+    }
+    if !skips_plain {
+        found.accept((plain_from, end));
+    }
+    Ok(true)
+}
+
+/// The places `ends` (bit j: after j bytes) `by` bytes further on; places
+/// 63 bytes or more on are [`FULL_CHECK`], which stays as it is.
+fn shifted(ends: u64, by: usize) -> u64 {
+    let places = ends & !FULL_CHECK;
+    let far = places != 0 && (by >= 63 || places >> (63 - by) != 0);
+    let near = if by >= 63 { 0 } else { places << by };
+    (ends & FULL_CHECK) | (near & !FULL_CHECK) | if far { FULL_CHECK } else { 0 }
 }
 
 /// The tokens a walk has sorted so far.

@@ -190,6 +190,49 @@ impl Subtree {
     }
 }
 
+/// What the tails of tokens ([`crate::tails::Tails`]) do from one
+/// configuration that every plain character leads back to (see
+/// [`StepMemo::plain_loops`]), for one kind of walk.
+pub(super) struct TailVerdicts {
+    /// One bit per tail rank: accepted.
+    accepted: Box<[u64]>,
+    /// Per tail rank not accepted: the places the rule can end in it, as a
+    /// walk's groups hold them from the tail's first byte (0: rejected).
+    ends: Box<[u64]>,
+}
+
+impl TailVerdicts {
+    /// The verdicts on `tails` tails from a walk of their trie that
+    /// accepted the ranks of `accepted` and left `groups` uncertain.
+    pub(super) fn new(tails: usize, accepted: &[(u32, u32)], groups: &[Group]) -> Self {
+        let mut bits = vec![0u64; tails.div_ceil(64)];
+        for &(start, end) in accepted {
+            for rank in start..end {
+                bits[rank as usize / 64] |= 1 << (rank % 64);
+            }
+        }
+        let mut ends = vec![0u64; tails];
+        for group in groups {
+            ends[group.start as usize..group.end as usize].fill(group.ends);
+        }
+        Self {
+            accepted: bits.into(),
+            ends: ends.into(),
+        }
+    }
+
+    /// `None` if the tail of rank `tail` is accepted, else the places the
+    /// rule can end in it (0: rejected).
+    pub(super) fn of(&self, tail: u32) -> Option<u64> {
+        let tail = tail as usize;
+        (self.accepted[tail / 64] & 1 << (tail % 64) == 0).then(|| self.ends[tail])
+    }
+
+    fn bytes(&self) -> usize {
+        size_of_val(&*self.accepted) + size_of_val(&*self.ends) + 64
+    }
+}
+
 /// Memoized steps of a trie walk from the last row of a matcher.
 pub(super) struct StepMemo {
     /// Rows of the history before the walk; the walk's depth `d` is row
@@ -211,6 +254,9 @@ pub(super) struct StepMemo {
     /// Per configuration: [`PLAIN_CLASSES`] if every plain token is known
     /// to be viable from it (see [`StepMemo::closed_below`]), else 0.
     closed: Vec<u64>,
+    /// Per configuration: whether every plain character leads back to it
+    /// (see [`StepMemo::plain_loops`]), once known.
+    plain_loop: Vec<Option<bool>>,
     /// Per configuration: whether [`StepMemo::closed_below`] followed the
     /// set from it.
     closure_tried: Vec<bool>,
@@ -241,6 +287,9 @@ pub(super) struct StepMemo {
     /// Per configuration, trie node and kind of walk: what was found below
     /// the node.
     subtrees: FxHashMap<(u32, u32, WalkKind), Subtree>,
+    /// Per configuration that plain text leads back to, and kind of walk:
+    /// what the tails of tokens do from it.
+    tails: FxHashMap<(u32, WalkKind), TailVerdicts>,
     /// Per configuration and set of byte classes: the chain of common
     /// targets from it, as far as it was followed.
     chains: FxHashMap<(u32, u64), Chain>,
@@ -252,6 +301,7 @@ pub(super) struct StepMemo {
     /// `chains`.
     items: usize,
     subtree_bytes: usize,
+    tail_bytes: usize,
     chain_bytes: usize,
 }
 
@@ -337,6 +387,7 @@ impl StepMemo {
                 targets: Vec::new(),
                 loops: Vec::new(),
                 closed: Vec::new(),
+                plain_loop: Vec::new(),
                 closure_tried: Vec::new(),
                 closure_work: CLOSED_WORK,
                 reached: Vec::new(),
@@ -349,6 +400,8 @@ impl StepMemo {
                 subtrees: FxHashMap::default(),
                 items: 0,
                 subtree_bytes: 0,
+                tails: FxHashMap::default(),
+                tail_bytes: 0,
                 chains: FxHashMap::default(),
                 recent: vec![RecentChain::EMPTY; RECENT_CHAINS],
                 chain_bytes: 0,
@@ -368,6 +421,7 @@ impl StepMemo {
         self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 80)
             + 2 * self.items * size_of::<Item>()
             + self.subtree_bytes
+            + self.tail_bytes
             + self.chain_bytes
     }
 
@@ -421,6 +475,75 @@ impl StepMemo {
             self.subtree_bytes += bytes;
             self.subtrees.insert((config, node, kind), subtree);
         }
+    }
+
+    /// What the tails of tokens do from the configuration at `depth` of
+    /// the current path, for walks of `kind`, if a walk sorted them.
+    pub(super) fn tail_verdicts(&self, depth: usize, kind: WalkKind) -> Option<&TailVerdicts> {
+        self.tails.get(&(self.path[depth], kind))
+    }
+
+    /// Keeps what the tails of tokens do from the configuration at `depth`
+    /// of the current path, for walks of `kind`.
+    pub(super) fn keep_tail_verdicts(
+        &mut self,
+        depth: usize,
+        kind: WalkKind,
+        verdicts: TailVerdicts,
+    ) {
+        self.tail_bytes += verdicts.bytes();
+        self.tails.insert((self.path[depth], kind), verdicts);
+    }
+
+    /// Whether the configuration at `depth` of the current path is known
+    /// not to be one [`StepMemo::plain_loops`] holds for. Asked at every
+    /// node a walk cannot settle otherwise, so inlined.
+    #[inline(always)]
+    #[allow(
+        clippy::inline_always,
+        reason = "per trie node of a walk; `#[inline]` left it a call (measured)"
+    )]
+    pub(super) fn plain_never_loops(&self, depth: usize) -> bool {
+        let config = self.path[depth];
+        config == NONE || self.plain_loop[config as usize] == Some(false)
+    }
+
+    /// Whether [`StepMemo::plain_loops`] is known for the configuration
+    /// at `depth` of the current path.
+    pub(super) fn plain_loop_known(&self, depth: usize) -> bool {
+        let config = self.path[depth];
+        config == NONE || self.plain_loop[config as usize].is_some()
+    }
+
+    /// Whether every plain character ([`PLAIN_CLASSES`]: printable ASCII
+    /// but quote and backslash, and every non-ASCII character byte by
+    /// byte) leads the configuration at `depth` of the current path back
+    /// to itself, where the rule cannot end and no arm begins: the inside
+    /// of a JSON string, or of any name but the known ones. What it does
+    /// with a token then depends on the token's tail alone. Steps it needs
+    /// are computed and memoized as [`StepMemo::step`] does.
+    pub(super) fn plain_loops(&mut self, matcher: &mut Parse, depth: usize) -> bool {
+        let config = self.path[depth];
+        if config == NONE {
+            return false;
+        }
+        let at = config as usize;
+        if let Some(known) = self.plain_loop[at] {
+            return known;
+        }
+        // Class by class, non-ASCII characters last (the dearest to
+        // step): most configurations fail at the first.
+        let mut loops = !self.can_end[at] && !self.at_arm[at];
+        let mut rest = PLAIN_CLASSES;
+        while loops && rest != 0 {
+            let class = rest.trailing_zeros() as usize;
+            rest &= rest - 1;
+            loops = self.loops[at] & 1 << class != 0
+                || self.target(matcher, depth, class) == Some(config);
+        }
+        self.path.truncate(depth + 1);
+        self.plain_loop[at] = Some(loops);
+        loops
     }
 
     /// What a trie node at `depth` of the current path, over `byte`, with
@@ -515,6 +638,7 @@ impl StepMemo {
     }
 
     /// Whether the output may end at `depth` of the current path.
+    #[inline]
     pub(super) fn can_terminate(&self, depth: usize, matcher: &Parse) -> bool {
         match self.path[depth] {
             NONE => matcher.can_end(),
@@ -523,6 +647,7 @@ impl StepMemo {
     }
 
     /// Whether a dispatch's trigger completes at `depth` of the current path.
+    #[inline]
     pub(super) fn at_arm(&self, depth: usize, matcher: &Parse) -> bool {
         match self.path[depth] {
             NONE => enters_arm(matcher.history.last()),
@@ -548,6 +673,11 @@ impl StepMemo {
     /// walk then takes the whole subtree at once. Steps it needs are
     /// computed and memoized as [`StepMemo::step`] does; the path past
     /// `depth` is dropped.
+    #[inline(always)]
+    #[allow(
+        clippy::inline_always,
+        reason = "per trie node of a walk; `#[inline]` left it a call (measured)"
+    )]
     pub(super) fn all_viable_below(
         &mut self,
         matcher: &mut Parse,
@@ -560,9 +690,24 @@ impl StepMemo {
         if config == NONE || classes & 1 << MALFORMED != 0 {
             return false;
         }
+        if utf8 == Utf8::Boundary && classes & !self.loops[config as usize] == 0 {
+            return true;
+        }
+        self.chain_below(matcher, depth, classes, height, utf8)
+    }
+
+    /// [`StepMemo::all_viable_below`] past the loops test: a chain of
+    /// common targets, or a closed set.
+    fn chain_below(
+        &mut self,
+        matcher: &mut Parse,
+        depth: usize,
+        classes: u64,
+        height: usize,
+        utf8: Utf8,
+    ) -> bool {
         // The chain starts at `start` and goes on `height` more levels.
         let (start, height) = match utf8 {
-            Utf8::Boundary if classes & !self.loops[config as usize] == 0 => return true,
             Utf8::Boundary => (depth, height),
             Utf8::Inside { remaining, .. } => {
                 let Some(finished) = utf8
@@ -1055,6 +1200,7 @@ impl StepMemo {
         self.targets.push([UNKNOWN; TARGETS]);
         self.loops.push(0);
         self.closed.push(0);
+        self.plain_loop.push(None);
         self.reached.push(false);
         let (next, runs) = first_steps(&matcher.grammar, items);
         self.closure_tried.push(false);

@@ -1,0 +1,237 @@
+//! Where plain text stops in each token, for walks that take plain text
+//! as it is.
+//!
+//! Inside a JSON string every plain character — printable ASCII but quote
+//! and backslash, every non-ASCII character — leads the walk's
+//! configuration back to itself. What such a configuration does with a
+//! token then depends only on the token's *tail*: its bytes from the first
+//! character that is not plain (a quote, a backslash, a control byte, a
+//! sequence that breaks UTF-8). Llama 3.1 has about 5,100 tokens with such
+//! a character but only about 2,600 distinct tails, most of which die on
+//! their first or second byte; a walk sorts the tails once per
+//! configuration (over [`Tails::trie`]) and every token below a node from
+//! its tail, instead of visiting the 7,000 trie nodes above those tokens
+//! (see `matcher::classify`).
+
+use crate::TokenId;
+use crate::trie::{TokenTrie, Utf8, is_plain};
+
+/// The tails of a vocabulary's tokens that are not all plain text, and
+/// which tokens are not plain for [`TokenTrie::plain_within`] either.
+#[derive(Clone, Debug)]
+pub(crate) struct Tails {
+    /// The distinct tails as a trie of their own: a tail's rank there
+    /// names it.
+    trie: TokenTrie,
+    /// The ranks (in the vocabulary's trie) of the *listed* tokens,
+    /// ascending: those with places, and those without that
+    /// [`TokenTrie::plain_within`] leaves out (longer than it counts, or
+    /// ending inside a character). A walk that takes plain tokens from
+    /// there sorts these alone.
+    ranks: Vec<u32>,
+    /// Per listed token: where its places start in `places` (the next
+    /// token's start ends them).
+    starts: Vec<u32>,
+    /// Per place: its offset in the token's bytes, and the rank of the tail
+    /// from there.
+    places: Vec<(u32, u32)>,
+}
+
+impl Tails {
+    /// The tails of the tokens of `vocabulary` (a vocabulary's trie).
+    pub(crate) fn new(vocabulary: &TokenTrie) -> Self {
+        // The listed tokens' bytes, one after the other, and where each
+        // starts (one more at the end).
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut bytes_start: Vec<usize> = vec![0];
+        let mut ranks = Vec::new();
+        let mut starts = Vec::new();
+        // Per place: its offset and the listed token it is in.
+        let mut found: Vec<(u32, usize)> = Vec::new();
+        let mut path: Vec<u8> = Vec::new();
+        let mut offsets = Vec::new();
+        for node in 0..vocabulary.len() {
+            path.truncate(vocabulary.depth(node) - 1);
+            path.push(vocabulary.byte(node));
+            let (first, past) = vocabulary.own_ranks(node);
+            if first == past {
+                continue;
+            }
+            places(&path, &mut offsets);
+            for rank in first..past {
+                if offsets.is_empty() && vocabulary.plain_chars(rank) > 0 {
+                    continue;
+                }
+                let token = ranks.len();
+                ranks.push(rank);
+                starts.push(u32::try_from(found.len()).expect("places fit in u32"));
+                found.extend(offsets.iter().map(|&at| (at, token)));
+                bytes.extend_from_slice(&path);
+                bytes_start.push(bytes.len());
+            }
+        }
+        starts.push(u32::try_from(found.len()).expect("places fit in u32"));
+        let tail = |&(at, token): &(u32, usize)| {
+            &bytes[bytes_start[token] + at as usize..bytes_start[token + 1]]
+        };
+        let mut distinct: Vec<&[u8]> = found.iter().map(tail).collect();
+        distinct.sort_unstable();
+        distinct.dedup();
+        let places = found
+            .iter()
+            .map(|place| {
+                let rank = distinct
+                    .binary_search(&tail(place))
+                    .expect("every tail is there");
+                (place.0, u32::try_from(rank).expect("tails fit in u32"))
+            })
+            .collect();
+        // Distinct and sorted: a tail's rank in its trie is its index here.
+        let trie = TokenTrie::new(
+            distinct.iter().enumerate().map(|(index, &tail)| {
+                let id = TokenId::new(index).expect("tails fit in a token id");
+                (id, tail)
+            }),
+            distinct.len().div_ceil(32),
+        );
+        Self {
+            trie,
+            ranks,
+            starts,
+            places,
+        }
+    }
+
+    /// The distinct tails, as a trie whose ranks name them.
+    pub(crate) fn trie(&self) -> &TokenTrie {
+        &self.trie
+    }
+
+    /// How many tokens of ranks `start..end` are listed.
+    pub(crate) fn count(&self, (start, end): (u32, u32)) -> usize {
+        self.ranks.partition_point(|&rank| rank < end)
+            - self.ranks.partition_point(|&rank| rank < start)
+    }
+
+    /// The listed tokens of ranks `start..end`, ascending, each with its
+    /// first place at or past `offset` bytes (and the rank of the tail
+    /// from there) if it has one: a token without is plain text from there
+    /// on.
+    pub(crate) fn from(
+        &self,
+        (start, end): (u32, u32),
+        offset: usize,
+    ) -> impl Iterator<Item = (u32, Option<(usize, u32)>)> + '_ {
+        let first = self.ranks.partition_point(|&rank| rank < start);
+        let past = self.ranks.partition_point(|&rank| rank < end);
+        (first..past).map(move |token| {
+            let places = &self.places[self.starts[token] as usize..self.starts[token + 1] as usize];
+            let place = places
+                .iter()
+                .find(|&&(at, _)| at as usize >= offset)
+                .map(|&(at, tail)| (at as usize, tail));
+            (self.ranks[token], place)
+        })
+    }
+}
+
+/// Puts into `places` the offsets in `bytes` where a character that is
+/// not plain text starts (a byte [`is_plain`] refuses, or a sequence that
+/// breaks UTF-8), up to the first break: past it nothing is whole characters. A character cut
+/// short by the end of the bytes counts as plain: a configuration that
+/// every non-ASCII character leads back to takes each of its beginnings
+/// byte by byte (`StepMemo::target` checks them all).
+fn places(bytes: &[u8], places: &mut Vec<u32>) {
+    places.clear();
+    let mut at = 0;
+    while at < bytes.len() {
+        let byte = bytes[at];
+        if byte.is_ascii() {
+            if !is_plain(byte) {
+                places.push(offset(at));
+            }
+            at += 1;
+            continue;
+        }
+        let mut state = Utf8::Boundary;
+        let mut next = at;
+        loop {
+            match state.advance(bytes[next]) {
+                None => {
+                    places.push(offset(at));
+                    return;
+                }
+                Some(Utf8::Boundary) => break,
+                Some(inside) => state = inside,
+            }
+            next += 1;
+            if next == bytes.len() {
+                return;
+            }
+        }
+        at = next + 1;
+    }
+}
+
+/// An offset in a token.
+fn offset(at: usize) -> u32 {
+    u32::try_from(at).expect("tokens are short")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Tails, places};
+
+    fn places_of(bytes: &[u8]) -> Vec<u32> {
+        let mut found = Vec::new();
+        places(bytes, &mut found);
+        found
+    }
+    use crate::TokenId;
+    use crate::trie::TokenTrie;
+
+    #[test]
+    fn places_are_where_plain_text_stops_up_to_the_first_break() {
+        assert_eq!(places_of(b"abc"), Vec::<u32>::new());
+        assert_eq!(places_of(b"a\"b\\"), vec![1, 3]);
+        assert_eq!(places_of(b"\t\n"), vec![0, 1]);
+        assert_eq!(places_of("é\"".as_bytes()), vec![2]);
+        // Cut short by the end: plain.
+        assert_eq!(places_of(&"é".as_bytes()[..1]), Vec::<u32>::new());
+        assert_eq!(places_of(b"x\xe7\x9a"), Vec::<u32>::new());
+        // Broken: a place, and none after it.
+        assert_eq!(places_of(b"a\xe7b\"c"), vec![1]);
+        assert_eq!(places_of(b"\x80\""), vec![0]);
+        assert_eq!(places_of(b"\x7f"), vec![0]);
+    }
+
+    #[test]
+    fn tails_name_each_distinct_rest_once_and_find_places_from_an_offset() {
+        let tokens: Vec<&[u8]> = vec![b"a\"", b"ab", b"b\"", b"x\"y\"", b"\\n"];
+        let trie = TokenTrie::new(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(index, &bytes)| (TokenId::new(index).unwrap(), bytes)),
+            1,
+        );
+        let tails = Tails::new(&trie);
+        // `"` (twice), `\n`, `"y"` (and its `"` again).
+        assert_eq!(tails.trie().universe_len(), 3);
+        let all = (0, 5);
+        assert_eq!(tails.count(all), 4);
+        let from_one: Vec<_> = tails
+            .from(all, 1)
+            .map(|(_, place)| place.map(|p| p.0))
+            .collect();
+        // By rank: `\n`, `a"`, `b"`, `x"y"` (`ab` has no tail).
+        assert_eq!(from_one, vec![None, Some(1), Some(1), Some(1)]);
+        let from_two: Vec<_> = tails.from(all, 2).map(|(_, place)| place).collect();
+        let quote = from_two[3].unwrap();
+        assert_eq!(quote.0, 3);
+        assert_eq!(
+            Some(quote.1),
+            tails.from(all, 1).nth(1).unwrap().1.map(|p| p.1)
+        );
+    }
+}
