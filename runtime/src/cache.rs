@@ -33,6 +33,7 @@ use rustc_hash::FxHashMap;
 use crate::TokenId;
 use crate::lru::{self, Lru};
 use crate::trie::TokenTrie;
+use crate::zeros::written_zeros;
 
 /// The default bound on a cache's size: 1 GiB.
 pub const DEFAULT_CACHE_BYTES: usize = 1 << 30;
@@ -207,7 +208,7 @@ impl TokenSet {
     fn from_ranks_in_bits(ranges: &[(u32, u32)], count: usize, trie: &TokenTrie) -> Self {
         let (universe, total, ranked) = (trie.universe(), trie.universe_len(), trie.ranked());
         let smallest = count.min(total - count).min(universe.len());
-        let mut bits = vec![0u32; universe.len()];
+        let mut bits = written_zeros(universe.len());
         let marks_the_set = count <= total - count;
         each_range(ranges, total, marks_the_set, |ranks| {
             for &id in &ranked[ranks] {

@@ -56,6 +56,7 @@ pub mod tables;
 mod tails;
 mod trie;
 mod vocab;
+mod zeros;
 
 pub use self::bundle::BundleError;
 pub use self::byteset::ByteSet;

@@ -42,6 +42,7 @@ use crate::grammar::{Grammar, Repeat};
 use crate::scanner;
 use crate::trie::TokenTrie;
 use crate::vocab::{TokenKind, Vocabulary};
+use crate::zeros::written_zeros;
 
 /// The most tokens of one mask-cache entry left to walk one by one; past
 /// it, the entry's [`EndCosts`] are looked up (made once, by a walk of all
@@ -642,8 +643,8 @@ impl Matcher {
         // nothing.
         let by_entries = if takes_any_by_id || limited {
             ByEntries {
-                within: short.map_or_else(|| vec![0; mask.len()], <[u32]>::to_vec),
-                beyond: vec![0; mask.len()],
+                within: short.map_or_else(|| written_zeros(mask.len()), <[u32]>::to_vec),
+                beyond: written_zeros(mask.len()),
             }
         } else {
             self.tokens_by_entries(vocabulary, &mut ends, room, bounded, short)?
@@ -698,7 +699,7 @@ impl Matcher {
     ) -> Result<(), MaskError> {
         // Sorted, or for many, read off the trie's order.
         if by_text.len() > SORT_AT_MOST {
-            let mut walked = vec![0u32; mask.len()];
+            let mut walked: Vec<u32> = written_zeros(mask.len());
             for id in &by_text {
                 walked[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
             }
@@ -911,8 +912,8 @@ impl Matcher {
         let distances = ends.distances;
         let words = vocabulary.mask_words();
         let mut by_entries = ByEntries {
-            within: short.map_or_else(|| vec![0; words], <[u32]>::to_vec),
-            beyond: vec![0; words],
+            within: short.map_or_else(|| written_zeros(words), <[u32]>::to_vec),
+            beyond: written_zeros(words),
         };
         if !self.parse.grammar.is_cacheable() {
             return Ok(by_entries);
@@ -929,11 +930,11 @@ impl Matcher {
             );
         }
         let mut scratch = Vec::new();
-        let mut here = vec![0; words];
+        let mut here = written_zeros(words);
         // Over the room by the costs of an entry that accepts them, and
         // accepted by an entry whose costs were not looked at.
-        let mut over = vec![0; words];
-        let mut unknown = vec![0; words];
+        let mut over = written_zeros(words);
+        let mut unknown = written_zeros(words);
         let mut entries = Vec::with_capacity(seeds.len());
         for seed in &seeds {
             let Some(entry) = vocabulary.mask_cache().cached_entry(&seed.key) else {
@@ -1021,7 +1022,7 @@ impl Matcher {
         let parents: Vec<Item> = seed.parents.iter().rev().flatten().copied().collect();
         let mut seeded = Parse::seeded(&self.parse.grammar, seed.item, &parents, seed.rule);
         let trie = vocabulary.trie();
-        let mut bits = vec![0; vocabulary.mask_words()];
+        let mut bits = written_zeros(vocabulary.mask_words());
         accepted.add_to(&mut bits, trie.universe(), &mut Vec::new());
         let base = seeded.history.rows();
         let mut ends = Ends::new(distances, base);

@@ -38,6 +38,7 @@ use crate::TokenId;
 use crate::cache::EndCosts;
 use crate::grammar::distances::{ANY_LENGTH, Distances, TOKEN_LENGTHS, UNREACHABLE};
 use crate::vocab::{TokenKind, Vocabulary};
+use crate::zeros::written_zeros;
 
 /// The costs whose verdicts [`Matcher::keeps_by_costs`] keeps in a table.
 const SMALL_COSTS: usize = 64;
@@ -228,11 +229,11 @@ impl Matcher {
                 &mut seeds,
             );
         }
-        let mut kept = vec![0u32; words];
-        let mut over = vec![0u32; words];
-        let mut unknown = vec![0u32; words];
-        let mut here = vec![0u32; words];
-        let mut mine = vec![0u32; words];
+        let mut kept: Vec<u32> = written_zeros(words);
+        let mut over: Vec<u32> = written_zeros(words);
+        let mut unknown: Vec<u32> = written_zeros(words);
+        let mut here: Vec<u32> = written_zeros(words);
+        let mut mine: Vec<u32> = written_zeros(words);
         let mut scratch = Vec::new();
         let mut entries = Vec::with_capacity(seeds.len());
         for seed in &seeds {
@@ -473,7 +474,7 @@ impl Matcher {
         }
         let trie = vocabulary.trie();
         let ranked = trie.ranked();
-        let mut walked = vec![0u32; mask.len()];
+        let mut walked: Vec<u32> = written_zeros(mask.len());
         for id in by_text {
             walked[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
         }

@@ -40,6 +40,7 @@ use super::walk::{Cost, MaskError, PrefixWalk, RankSet};
 use crate::TokenId;
 use crate::cache::{Combined, Key, Lookup, TokenSet};
 use crate::vocab::{TokenKind, Vocabulary};
+use crate::zeros::written_zeros;
 
 /// The default bound on the work of one mask, in Earley items tried (see
 /// [`Matcher::set_mask_budget`]): about a second of work (some 20 ns a
@@ -635,7 +636,7 @@ fn combine(
     let vocabulary = masking.vocabulary;
     let trie = vocabulary.trie();
     let mut entries = Vec::with_capacity(seeds.len());
-    let mut accepted = vec![0; vocabulary.mask_words()];
+    let mut accepted = written_zeros(vocabulary.mask_words());
     // The tokens in `accepted`, while every entry is a list of ids.
     let mut count = Some(0);
     let mut scratch = Vec::new();

@@ -44,6 +44,7 @@ use crate::cache::Group;
 use crate::grammar::Grammar;
 use crate::tables::Edge;
 use crate::trie::{MALFORMED, PLAIN_CLASSES, TEXT_CHARS, Utf8, byte_class, class_bytes};
+use crate::zeros::written_zeros;
 
 /// A step not computed yet.
 const UNKNOWN: u32 = u32::MAX;
@@ -205,7 +206,7 @@ impl TailVerdicts {
     /// The verdicts on `tails` tails from a walk of their trie that
     /// accepted the ranks of `accepted` and left `groups` uncertain.
     pub(super) fn new(tails: usize, accepted: &[(u32, u32)], groups: &[Group]) -> Self {
-        let mut bits = vec![0u64; tails.div_ceil(64)];
+        let mut bits = written_zeros(tails.div_ceil(64));
         for &(start, end) in accepted {
             for rank in start..end {
                 bits[rank as usize / 64] |= 1 << (rank % 64);

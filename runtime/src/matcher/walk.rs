@@ -6,6 +6,7 @@ use std::fmt;
 
 use super::earley::{Start, Symbol};
 use super::parse::Parse;
+use crate::zeros::written_zeros;
 
 /// What building entries cost.
 #[derive(Clone, Copy, Debug, Default)]
@@ -116,7 +117,7 @@ pub(super) struct RankSet(Vec<u64>);
 
 impl RankSet {
     pub(super) fn new(ranks: usize) -> Self {
-        Self(vec![0; ranks.div_ceil(64)])
+        Self(written_zeros(ranks.div_ceil(64)))
     }
 
     pub(super) fn contains(&self, rank: u32) -> bool {
