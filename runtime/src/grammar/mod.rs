@@ -100,6 +100,36 @@ impl Repeat {
     pub(crate) fn below_max(&self, count: u32) -> bool {
         self.max.is_none_or(|max| count < max)
     }
+
+    /// What `count` matches done tell a walk of fewer than `cap` more
+    /// matches: how many it still needs and how many it has room for,
+    /// each capped at `cap`. Counts of one class behave alike over such a
+    /// walk (a match takes a byte, so a token of `cap - 2` bytes ends
+    /// fewer than `cap` of them).
+    pub(crate) fn class(&self, count: u32, cap: u32) -> (u32, u32) {
+        let needed = self.min.saturating_sub(count).min(cap);
+        let room = self
+            .max
+            .map_or(cap, |max| max.saturating_sub(count).min(cap));
+        (needed, room)
+    }
+
+    /// The count that stands for every count of `count`'s [`Repeat::class`]:
+    /// the smallest count that needs none more, or the count `cap` below
+    /// the least one, when `count` is that far from both bounds.
+    pub(crate) fn representative(&self, count: u32, cap: u32) -> u32 {
+        match self.class(count, cap) {
+            (0, room) if room == cap => self.min,
+            (needed, _) if needed == cap => self.min - cap,
+            _ => count,
+        }
+    }
+}
+
+/// The cap of [`Repeat::class`] for tokens of at most `longest_token`
+/// bytes.
+pub(crate) fn count_cap(longest_token: usize) -> u32 {
+    u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF))
 }
 
 impl fmt::Debug for Grammar {
@@ -1068,4 +1098,52 @@ fn shape(tables: &Tables, rule: &RuleRecord) -> Vec<u64> {
         automaton(rule.lookahead, rule.lookahead_node_count, &mut shape);
     }
     shape
+}
+
+#[cfg(test)]
+mod tests {
+    use super::Repeat;
+
+    /// Whether `count` and `other` agree, over every number of further
+    /// matches below `cap`, on whether the repetition may stop there and
+    /// may take one more.
+    fn alike(repeat: Repeat, count: u32, other: u32, cap: u32) -> bool {
+        (0..cap).all(|more| {
+            (count + more >= repeat.min) == (other + more >= repeat.min)
+                && repeat.below_max(count + more) == repeat.below_max(other + more)
+        })
+    }
+
+    /// Every count's representative is of its class, and counts of one
+    /// class behave alike over fewer than `cap` more matches, for every
+    /// bound up to 12 (and none) and caps 2 to 5.
+    #[test]
+    fn counts_of_one_class_behave_alike() {
+        for min in 0..12 {
+            let maxes = (min.max(1)..12).map(Some).chain([None]);
+            for max in maxes {
+                let repeat = Repeat {
+                    rule: 0,
+                    min,
+                    max,
+                    target: 0,
+                };
+                let last = max.map_or(min + 8, |max| max - 1);
+                for cap in 2..6 {
+                    for count in 0..=last {
+                        let representative = repeat.representative(count, cap);
+                        assert_eq!(repeat.class(representative, cap), repeat.class(count, cap));
+                        for other in 0..=last {
+                            if repeat.class(other, cap) == repeat.class(count, cap) {
+                                assert!(
+                                    alike(repeat, count, other, cap),
+                                    "{repeat:?} {count} {other} {cap}"
+                                );
+                            }
+                        }
+                    }
+                }
+            }
+        }
+    }
 }

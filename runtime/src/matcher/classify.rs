@@ -62,7 +62,7 @@ pub(super) fn classify(
     // every rule an earlier walk built (the user's snapshot may not yet).
     let built = matcher.grammar.built_rules();
     let kept = (memos.step_store()).take(seed.rule, parents.len(), built);
-    let mut steps = StepMemo::new(&matcher, kept);
+    let mut steps = StepMemo::new(&matcher, trie.max_depth(), kept);
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
     // Plain tokens sorted at once by their number of characters (the

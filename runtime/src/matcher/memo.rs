@@ -25,6 +25,14 @@
 //! ([`StepStore`]): the next state of a property name, or a string in
 //! another place, mostly looks its steps up.
 //!
+//! A configuration holds the count of a counted repetition only as far as
+//! a token can tell it apart ([`crate::grammar::Repeat::representative`]): the matches it
+//! still needs and has room for, each up to the longest token's length and
+//! two. A token ends at most one match per byte, so counts of one class
+//! lead a walk to the same verdicts, and inside a string far from its
+//! bounds every plain character leads back to the same configuration as
+//! in an unbounded one.
+//!
 //! A memo also keeps what walks found below trie nodes reached in
 //! configurations met before ([`Subtree`], see [`super::classify`]).
 //!
@@ -41,7 +49,7 @@ use super::item::{Item, Kind};
 use super::parse::Parse;
 use crate::byteset::ByteSet;
 use crate::cache::Group;
-use crate::grammar::Grammar;
+use crate::grammar::{Grammar, count_cap};
 use crate::tables::Edge;
 use crate::trie::{MALFORMED, PLAIN_CLASSES, TEXT_CHARS, Utf8, byte_class, class_bytes};
 use crate::zeros::written_zeros;
@@ -239,6 +247,10 @@ pub(super) struct StepMemo {
     /// Rows of the history before the walk; the walk's depth `d` is row
     /// `base - 1 + d`.
     base: usize,
+    /// The [`count_cap`] of the trie walked: configurations hold the
+    /// counts of repetitions by their
+    /// [`crate::grammar::Repeat::representative`].
+    count_cap: u32,
     ids: FxHashMap<Box<[Item]>, u32>,
     /// Per configuration: its items, origins encoded (see [`StepMemo::encode`]).
     shapes: Vec<Box<[Item]>>,
@@ -364,10 +376,11 @@ enum ChainEnd {
 }
 
 impl StepMemo {
-    /// A walk from the last row of `matcher` (depth 0) over a trie, with
-    /// the steps of `kept`: an earlier walk's from the same rows before
-    /// its seed, over the same trie (memos are per vocabulary).
-    pub(super) fn new(matcher: &Parse, kept: Option<StepMemo>) -> Self {
+    /// A walk from the last row of `matcher` (depth 0) over a trie whose
+    /// tokens have at most `longest_token` bytes, with the steps of
+    /// `kept`: an earlier walk's from the same rows before its seed, over
+    /// the same trie (memos are per vocabulary).
+    pub(super) fn new(matcher: &Parse, longest_token: usize, kept: Option<StepMemo>) -> Self {
         debug_assert!(!matcher.grammar.has_lookahead());
         let base = matcher.history.rows();
         let mut memo = match kept {
@@ -381,6 +394,7 @@ impl StepMemo {
             }
             _ => Self {
                 base,
+                count_cap: count_cap(longest_token),
                 ids: FxHashMap::default(),
                 shapes: Vec::new(),
                 can_end: Vec::new(),
@@ -1182,7 +1196,17 @@ impl StepMemo {
             let Some(origin) = self.encode(item.origin as usize, row) else {
                 return NONE;
             };
-            shape.push(Item { origin, ..item });
+            let aux = match item.kind {
+                Kind::Repeat => {
+                    (matcher.grammar.repeat(item.a)).representative(item.aux, self.count_cap)
+                }
+                _ => item.aux,
+            };
+            shape.push(Item {
+                aux,
+                origin,
+                ..item
+            });
         }
         if let Some(&id) = self.ids.get(shape.as_slice()) {
             return id;

@@ -7,7 +7,7 @@ use rustc_hash::{FxHashMap, FxHashSet};
 use super::history::{History, awaited_rules};
 use super::item::{Item, Kind};
 use crate::cache::{Key, KeyKind, MAX_PARENTS, Parent, Place};
-use crate::grammar::{Grammar, Repeat};
+use crate::grammar::{Grammar, Repeat, count_cap};
 
 /// The most items that may wait for one short rule for a [`Seed`] to
 /// cover them (one seed each).
@@ -237,13 +237,7 @@ pub(super) fn link(
             count: 0,
         };
     };
-    // A token ends at most one match per byte, plus one: counts further
-    // from the bounds than that behave alike.
-    let cap = u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF));
-    let needed = repeat.min.saturating_sub(parent.aux).min(cap);
-    let room = repeat
-        .max
-        .map_or(cap, |max| max.saturating_sub(parent.aux).min(cap));
+    let (needed, room) = repeat.class(parent.aux, count_cap(longest_token));
     Parent {
         rule_hash: record.hash,
         node: node - record.body,
