@@ -1918,3 +1918,30 @@ fn counts_far_from_their_bounds_share_configurations() {
         masks_along(&vocabulary, &model, grammar, text, |_, _| {});
     }
 }
+
+/// A match of a counted word (`(\S+\s+){0,99}`) takes at least two bytes,
+/// so a token of Llama 3.1's longest 128 bytes ends at most 65 of them:
+/// counts 66 or more below the bound are told apart no further, and the
+/// words of a sentence share their entries — after the first two words
+/// of the text no step builds one (every word built one before, each a
+/// walk of 60,000 trie nodes). Near a bound of 13 words every count is
+/// its own. Every mask equals the reference (every token in release
+/// builds, 600 sampled and the next one in debug builds).
+#[test]
+fn words_far_from_their_bound_share_entries() {
+    let (vocabulary, model) = first_real_vocabulary();
+    let text = "\"What is the meaning of life, the universe and everything, asked the man.\"";
+    let far = r#"root ::= %json {"type": "string", "pattern": "^(?:\\S+\\s+){0,99}\\S+$"}"#;
+    let grammar = runtime_grammar_for(far, Some(&vocabulary));
+    let mut built = Vec::new();
+    masks_along(&vocabulary, &model, grammar, text, |_, stats| {
+        built.push(stats.built);
+    });
+    assert!(
+        built[4..].iter().all(|&n| n == 0),
+        "entries built per step: {built:?}"
+    );
+    let near = r#"root ::= %json {"type": "string", "pattern": "^(?:\\S+\\s+){0,12}\\S+$"}"#;
+    let grammar = runtime_grammar_for(near, Some(&vocabulary));
+    masks_along(&vocabulary, &model, grammar, text, |_, _| {});
+}

@@ -1,6 +1,9 @@
 //! [`Grammar`]: validated tables plus what the matcher derives from them once.
 
 pub(crate) mod distances;
+mod repeats;
+
+pub(crate) use self::repeats::{Repeat, count_cap};
 
 use std::collections::hash_map::Entry;
 use std::fmt;
@@ -32,6 +35,10 @@ pub struct Grammar {
     owners: Owners,
     /// Per rule: whether it is short (see [`Grammar::is_short`]).
     short: Vec<bool>,
+    /// Per rule: at least how many bytes a non-empty match of it takes, if
+    /// a counted repetition repeats it, else 0 (see
+    /// [`Grammar::match_bytes`]).
+    match_bytes: Vec<u8>,
     /// Per rule `r`: its callers are `callers.1[callers.0[r]..callers.0[r + 1]]`,
     /// the callers of every rule, rule by rule.
     callers: OnceLock<(Vec<u32>, Vec<Caller>)>,
@@ -82,54 +89,6 @@ type Newest = Mutex<Option<Arc<Grammar>>>;
 #[derive(Clone)]
 pub(crate) struct Snapshots {
     _newest: Arc<Newest>,
-}
-
-/// A counted repetition edge: `min` to `max` consecutive matches of
-/// `rule`, then on to `target`.
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
-pub(crate) struct Repeat {
-    pub rule: u32,
-    pub min: u32,
-    /// `None`: no bound.
-    pub max: Option<u32>,
-    pub target: u32,
-}
-
-impl Repeat {
-    /// Whether `count` matches done leave room for one more.
-    pub(crate) fn below_max(&self, count: u32) -> bool {
-        self.max.is_none_or(|max| count < max)
-    }
-
-    /// What `count` matches done tell a walk of fewer than `cap` more
-    /// matches: how many it still needs and how many it has room for,
-    /// each capped at `cap`. Counts of one class behave alike over such a
-    /// walk (a match takes a byte, so a token of `cap - 2` bytes ends
-    /// fewer than `cap` of them).
-    pub(crate) fn class(&self, count: u32, cap: u32) -> (u32, u32) {
-        let needed = self.min.saturating_sub(count).min(cap);
-        let room = self
-            .max
-            .map_or(cap, |max| max.saturating_sub(count).min(cap));
-        (needed, room)
-    }
-
-    /// The count that stands for every count of `count`'s [`Repeat::class`]:
-    /// the smallest count that needs none more, or the count `cap` below
-    /// the least one, when `count` is that far from both bounds.
-    pub(crate) fn representative(&self, count: u32, cap: u32) -> u32 {
-        match self.class(count, cap) {
-            (0, room) if room == cap => self.min,
-            (needed, _) if needed == cap => self.min - cap,
-            _ => count,
-        }
-    }
-}
-
-/// The cap of [`Repeat::class`] for tokens of at most `longest_token`
-/// bytes.
-pub(crate) fn count_cap(longest_token: usize) -> u32 {
-    u32::try_from(longest_token + 2).map_or(0xFFFF, |cap| cap.min(0xFFFF))
 }
 
 impl fmt::Debug for Grammar {
@@ -267,11 +226,13 @@ impl Grammar {
                 short[rule] = is_short_rule(&tables, rule, &mut memo);
             }
         }
+        let match_bytes = repeats::match_bytes(&tables, Some(&self.match_bytes), newly_built);
         Ok(Self {
             built_rules: lazy::built_count(&tables),
             tables,
             owners,
             short,
+            match_bytes,
             callers: OnceLock::new(),
             id: self.id,
             scanners: Arc::clone(&self.scanners),
@@ -335,6 +296,7 @@ impl Grammar {
         owners.extend(&tables, 0, |_| true)?;
         let has_lookahead = tables.rules.iter().any(|r| r.lookahead != RuleRecord::NONE);
         let short = short_rules(&tables);
+        let match_bytes = repeats::match_bytes(&tables, None, |_| true);
         let callers = OnceLock::from(callers(&tables));
         let scanners = scanners(&tables)?;
         let free_hashes = free_hashes(&tables);
@@ -369,6 +331,7 @@ impl Grammar {
             cache_fallback,
             owners,
             short,
+            match_bytes,
             callers,
             id: NEXT_ID.fetch_add(1, Ordering::Relaxed),
             scanners: scanners.into(),
@@ -504,6 +467,15 @@ impl Grammar {
     /// item that waits for it.
     pub(crate) fn is_short(&self, rule: u32) -> bool {
         self.short[rule as usize]
+    }
+
+    /// At least how many bytes a non-empty match of `rule` takes, where a
+    /// counted repetition repeats it (1 elsewhere): a token ends fewer of
+    /// its matches than its bytes over that, plus two (see
+    /// [`count_cap`]) — a pattern that counts words counts one per two
+    /// bytes or more.
+    pub(crate) fn match_bytes(&self, rule: u32) -> usize {
+        usize::from(self.match_bytes[rule as usize].max(1))
     }
 
     /// The rules that call `rule` but are not built yet (none, but in a
@@ -1098,52 +1070,4 @@ fn shape(tables: &Tables, rule: &RuleRecord) -> Vec<u64> {
         automaton(rule.lookahead, rule.lookahead_node_count, &mut shape);
     }
     shape
-}
-
-#[cfg(test)]
-mod tests {
-    use super::Repeat;
-
-    /// Whether `count` and `other` agree, over every number of further
-    /// matches below `cap`, on whether the repetition may stop there and
-    /// may take one more.
-    fn alike(repeat: Repeat, count: u32, other: u32, cap: u32) -> bool {
-        (0..cap).all(|more| {
-            (count + more >= repeat.min) == (other + more >= repeat.min)
-                && repeat.below_max(count + more) == repeat.below_max(other + more)
-        })
-    }
-
-    /// Every count's representative is of its class, and counts of one
-    /// class behave alike over fewer than `cap` more matches, for every
-    /// bound up to 12 (and none) and caps 2 to 5.
-    #[test]
-    fn counts_of_one_class_behave_alike() {
-        for min in 0..12 {
-            let maxes = (min.max(1)..12).map(Some).chain([None]);
-            for max in maxes {
-                let repeat = Repeat {
-                    rule: 0,
-                    min,
-                    max,
-                    target: 0,
-                };
-                let last = max.map_or(min + 8, |max| max - 1);
-                for cap in 2..6 {
-                    for count in 0..=last {
-                        let representative = repeat.representative(count, cap);
-                        assert_eq!(repeat.class(representative, cap), repeat.class(count, cap));
-                        for other in 0..=last {
-                            if repeat.class(other, cap) == repeat.class(count, cap) {
-                                assert!(
-                                    alike(repeat, count, other, cap),
-                                    "{repeat:?} {count} {other} {cap}"
-                                );
-                            }
-                        }
-                    }
-                }
-            }
-        }
-    }
 }

@@ -27,11 +27,11 @@
 //!
 //! A configuration holds the count of a counted repetition only as far as
 //! a token can tell it apart ([`crate::grammar::Repeat::representative`]): the matches it
-//! still needs and has room for, each up to the longest token's length and
-//! two. A token ends at most one match per byte, so counts of one class
-//! lead a walk to the same verdicts, and inside a string far from its
-//! bounds every plain character leads back to the same configuration as
-//! in an unbounded one.
+//! still needs and has room for, each up to the matches a token can end
+//! ([`count_cap`]: its length over the fewest bytes of a match, and two).
+//! Counts of one class lead a walk to the same verdicts, and inside a
+//! string far from its bounds every plain character leads back to the
+//! same configuration as in an unbounded one.
 //!
 //! A memo also keeps what walks found below trie nodes reached in
 //! configurations met before ([`Subtree`], see [`super::classify`]).
@@ -247,10 +247,11 @@ pub(super) struct StepMemo {
     /// Rows of the history before the walk; the walk's depth `d` is row
     /// `base - 1 + d`.
     base: usize,
-    /// The [`count_cap`] of the trie walked: configurations hold the
+    /// The longest token of the trie walked: configurations hold the
     /// counts of repetitions by their
-    /// [`crate::grammar::Repeat::representative`].
-    count_cap: u32,
+    /// [`crate::grammar::Repeat::representative`] under the [`count_cap`]
+    /// for it.
+    longest_token: usize,
     ids: FxHashMap<Box<[Item]>, u32>,
     /// Per configuration: its items, origins encoded (see [`StepMemo::encode`]).
     shapes: Vec<Box<[Item]>>,
@@ -394,7 +395,7 @@ impl StepMemo {
             }
             _ => Self {
                 base,
-                count_cap: count_cap(longest_token),
+                longest_token,
                 ids: FxHashMap::default(),
                 shapes: Vec::new(),
                 can_end: Vec::new(),
@@ -1198,7 +1199,9 @@ impl StepMemo {
             };
             let aux = match item.kind {
                 Kind::Repeat => {
-                    (matcher.grammar.repeat(item.a)).representative(item.aux, self.count_cap)
+                    let repeat = matcher.grammar.repeat(item.a);
+                    let unit = matcher.grammar.match_bytes(repeat.rule);
+                    repeat.representative(item.aux, count_cap(self.longest_token, unit))
                 }
                 _ => item.aux,
             };

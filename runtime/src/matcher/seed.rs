@@ -237,7 +237,8 @@ pub(super) fn link(
             count: 0,
         };
     };
-    let (needed, room) = repeat.class(parent.aux, count_cap(longest_token));
+    let cap = count_cap(longest_token, grammar.match_bytes(repeat.rule));
+    let (needed, room) = repeat.class(parent.aux, cap);
     Parent {
         rule_hash: record.hash,
         node: node - record.body,
