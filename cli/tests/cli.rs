@@ -433,7 +433,8 @@ fn maskbench_files() -> PathBuf {
 }
 
 /// Runs `xg bench maskbench` on the three files with `engine` and `extra`
-/// options; its stdout and results.
+/// options; its stdout and results. Its stderr, not a terminal here, gets
+/// no count of the files done (a log would get every count on one line).
 fn bench(engine: &str, extra: &[&str]) -> (String, Vec<serde_json::Value>) {
     let tokenizer = byte_level_tokenizer();
     let files = maskbench_files();
@@ -452,6 +453,8 @@ fn bench(engine: &str, extra: &[&str]) -> (String, Vec<serde_json::Value>) {
     args.extend(extra);
     let output = xg(&args);
     let (stdout, results) = bench_results(&output, &out);
+    let stderr = String::from_utf8_lossy(&output.stderr);
+    assert!(!stderr.contains("/3 files"), "{stderr}");
     let svg = std::fs::read_to_string(out.with_extension("svg")).expect("a plot");
     assert!(svg.starts_with("<svg") && svg.contains("time to first mask"));
     (stdout, results)

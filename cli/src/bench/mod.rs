@@ -18,7 +18,7 @@ mod summary;
 mod tools;
 
 use std::fs::File;
-use std::io::{BufWriter, Write as _};
+use std::io::{BufWriter, IsTerminal, Write as _};
 use std::path::{Path, PathBuf};
 use std::time::{Duration, Instant};
 
@@ -196,6 +196,9 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
             .with_context(|| format!("cannot write `{}`", args.out.display()))?,
     ));
     let done = std::sync::atomic::AtomicUsize::new(0);
+    // A count of the files done, rewritten in place on a terminal; a log
+    // (stderr not a terminal) would get it as one line of every count.
+    let progress = std::io::stderr().is_terminal();
     // Each file's lines are written as soon as it is done, so a long run
     // that is stopped keeps what it measured.
     let outcomes: Vec<Result<Vec<Outcome>>> = pool.install(|| {
@@ -213,12 +216,16 @@ fn maskbench(args: &MaskbenchArgs) -> Result<bool> {
                 }
                 out.flush()?;
                 let n = done.fetch_add(1, std::sync::atomic::Ordering::Relaxed) + 1;
-                eprint!("\r{n}/{} files", files.len());
+                if progress {
+                    eprint!("\r{n}/{} files", files.len());
+                }
                 Ok(outcomes)
             })
             .collect()
     });
-    eprintln!();
+    if progress {
+        eprintln!();
+    }
     let mut all = Vec::new();
     for outcome in outcomes {
         all.extend(outcome.with_context(|| format!("cannot write `{}`", args.out.display()))?);
