@@ -1922,11 +1922,12 @@ fn counts_far_from_their_bounds_share_configurations() {
 /// A match of a counted word (`(\S+\s+){0,99}`) takes at least two bytes,
 /// so a token of Llama 3.1's longest 128 bytes ends at most 65 of them:
 /// counts 66 or more below the bound are told apart no further, and the
-/// words of a sentence share their entries — after the first two words
-/// of the text no step builds one (every word built one before, each a
-/// walk of 60,000 trie nodes). Near a bound of 13 words every count is
-/// its own. Every mask equals the reference (every token in release
-/// builds, 600 sampled and the next one in debug builds).
+/// words of a sentence share their entries: along a 13-word sentence no
+/// mask from the fifth on builds one (every word built one before, each
+/// a walk of 60,000 trie nodes). Along the same sentence under a bound of
+/// 13 words, where every count is its own entry, and under the far bound,
+/// every mask equals the reference (every token in release builds, 600
+/// sampled and the next one in debug builds).
 #[test]
 fn words_far_from_their_bound_share_entries() {
     let (vocabulary, model) = first_real_vocabulary();
