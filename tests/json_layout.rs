@@ -19,6 +19,14 @@ use xg_compiler::{CompileCache, Limits, Request, pipeline};
 use xg_runtime::{Grammar, Matcher};
 
 fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
+    compile_in(schema, whitespace, PropertyOrder::Any)
+}
+
+fn compile_in(
+    schema: &Value,
+    whitespace: Whitespace,
+    property_order: PropertyOrder,
+) -> Option<Arc<Grammar>> {
     let key_separator = match whitespace {
         Whitespace::Pretty { .. } => ": ",
         _ => ":",
@@ -26,7 +34,7 @@ fn compile(schema: &Value, whitespace: Whitespace) -> Option<Arc<Grammar>> {
     let options = Options {
         whitespace,
         key_separator: key_separator.to_string(),
-        property_order: PropertyOrder::Any,
+        property_order,
         ..Options::default()
     };
     let mut request = Request::new(&Limits::default(), &CompileCache::default());
@@ -114,6 +122,97 @@ fn pretty_layout_is_exact_up_to_its_depth_and_flexible_beyond() {
     assert!(!accepts(&grammar, "{\n}"));
     assert!(accepts(&grammar, "{\n  \"children\": []\n}"));
     assert!(!accepts(&grammar, "{\n  \"children\": [\n  ]\n}"));
+}
+
+/// Properties in the declared order, each optional one present or absent
+/// (all 64 subsets of six, with and without a required one, with and
+/// without extra members after them): compact, flexible and pretty
+/// layouts each accept exactly the subsets that hold the required member,
+/// written their way — the flexible one also with white space before every
+/// comma and the closing bracket (its grammar writes the white space after
+/// a member once, before the choice of what follows) — and none with
+/// members out of order or twice.
+#[test]
+fn declared_order_accepts_every_subset_of_optional_members() {
+    let values = [
+        ("a", serde_json::json!(1)),
+        ("b", serde_json::json!(true)),
+        ("c", serde_json::json!(2)),
+        ("d", serde_json::json!(null)),
+        ("e", serde_json::json!(3)),
+        ("f", serde_json::json!("x")),
+    ];
+    let properties: serde_json::Map<String, Value> = values
+        .iter()
+        .map(|(name, value)| {
+            let kind = match value {
+                Value::Bool(_) => "boolean",
+                Value::Null => "null",
+                Value::String(_) => "string",
+                _ => "integer",
+            };
+            (name.to_string(), serde_json::json!({ "type": kind }))
+        })
+        .collect();
+    let (mut accepted, mut rejected) = (0, 0);
+    for required in [false, true] {
+        for extras in [false, true] {
+            let mut schema = serde_json::json!({
+                "type": "object",
+                "properties": properties,
+                "additionalProperties": if extras { serde_json::json!({"type": "integer"}) } else { serde_json::json!(false) },
+            });
+            if required {
+                schema["required"] = serde_json::json!(["c"]);
+            }
+            let given = |whitespace| {
+                compile_in(&schema, whitespace, PropertyOrder::Given).expect("compiles")
+            };
+            let compact = given(Whitespace::Compact);
+            let flexible = given(Whitespace::Flexible { max: None });
+            let pretty_2 = given(Whitespace::Pretty { indent: 2 });
+            for subset in 0..1u32 << values.len() {
+                // serde_json's map keeps keys sorted: a to f, then z.
+                let mut object: serde_json::Map<String, Value> = values
+                    .iter()
+                    .enumerate()
+                    .filter(|(i, _)| subset & 1 << i != 0)
+                    .map(|(_, (name, value))| (name.to_string(), value.clone()))
+                    .collect();
+                if extras {
+                    object.insert("z".into(), serde_json::json!(7));
+                }
+                let value = Value::Object(object);
+                let expected = !required || subset & 1 << 2 != 0;
+                let text = serde_json::to_string(&value).expect("JSON");
+                let two = pretty(&value, 2);
+                let spaced = two.replace(',', " ,").replace('}', "\t}");
+                for (grammar, text) in [
+                    (&compact, &text),
+                    (&flexible, &text),
+                    (&flexible, &two),
+                    (&flexible, &spaced),
+                    (&pretty_2, &two),
+                ] {
+                    assert_eq!(accepts(grammar, text), expected, "{schema}: {text}");
+                    if expected {
+                        accepted += 1;
+                    } else {
+                        rejected += 1;
+                    }
+                }
+            }
+            for text in [
+                r#"{"c":2,"a":1}"#,
+                r#"{"c":2,"c":2}"#,
+                r#"{"a":1,"c":2,"b":true}"#,
+            ] {
+                assert!(!accepts(&compact, text), "{schema}: {text}");
+                assert!(!accepts(&flexible, text), "{schema}: {text}");
+            }
+        }
+    }
+    assert!(accepted > 600 && rejected > 150, "{accepted} {rejected}");
 }
 
 #[test]

@@ -1716,9 +1716,13 @@ fn rests_after_white_space_are_refused_by_their_first_byte() {
     });
 }
 
-/// Where a value may be followed by white space, every token that begins
-/// with white space (58,000 on Llama 3.1) is uncertain in the white space's
-/// entry. In an object of 300 members its context (600 places) is built
+/// Where a value may be followed by white space that a rule may end after,
+/// every token that begins with white space (58,000 on Llama 3.1) is
+/// uncertain in the white space's entry: an object whose every member's
+/// tail is a rule led by optional white space (`from_i ::= (ws "," ws
+/// member_i)? from_i+1`, as the JSON Schema front end wrote objects before
+/// it wrote the white space after a member once). In an object of 300
+/// members its context (600 places) is built
 /// and refuses most rests at their first byte once for the grammar: masks
 /// leave fewer than 10,000 tokens uncertain. In one of 2,500 members the
 /// context is too large: the rests are checked from the parse state once
@@ -1731,14 +1735,27 @@ fn rests_after_white_space_are_refused_by_their_first_byte() {
 fn rests_after_white_space_die_at_their_first_byte() {
     let (vocabulary, model) = first_real_vocabulary();
     let object = |members: usize| {
-        let properties: serde_json::Map<String, serde_json::Value> = (0..members)
-            .map(|i| {
-                let kind = if i % 2 == 0 { "integer" } else { "boolean" };
-                (format!("p{i}"), serde_json::json!({ "type": kind }))
-            })
+        let member = |i: usize| {
+            let kind = if i.is_multiple_of(2) { "int" } else { "bool" };
+            format!(r#""\"p{i}\"" ws ":" ws {kind}"#)
+        };
+        let mut source = String::from(concat!(
+            "root ::= \"{\" ws (first ws | ()) \"}\"\n",
+            "ws ::= [ \\t\\n\\r]{0,32}\n",
+            "int ::= \"-\"? [0-9]+\n",
+            "bool ::= \"true\" | \"false\"\n",
+        ));
+        let first: Vec<String> = (0..members)
+            .map(|i| format!("{} from_{}", member(i), i + 1))
             .collect();
-        let schema = serde_json::json!({"type": "object", "properties": properties});
-        runtime_grammar_for(&format!("root ::= %json {schema}"), Some(&vocabulary))
+        source.push_str(&["first ::= ", &first.join(" | "), "\n"].concat());
+        for i in 1..members {
+            let tail = format!(r#"from_{i} ::= (ws "," ws {})? from_{}"#, member(i), i + 1);
+            source.push_str(&tail);
+            source.push('\n');
+        }
+        source.push_str(&["from_", &members.to_string(), " ::= ()\n"].concat());
+        runtime_grammar_for(&source, Some(&vocabulary))
     };
     let text = r#"{"p0": 12, "p1": true,  "p2":7 , "p3": false }"#;
     let mut most = 0;

@@ -46,6 +46,20 @@ enum Block {
 struct Members {
     some: G,
     none: bool,
+    /// Whether `some` ends in the layout's white space and the closing
+    /// bracket, so that the container adds neither.
+    closed: bool,
+}
+
+impl Members {
+    /// Members whose last one ends where the container's layout goes on.
+    fn new(some: G, none: bool) -> Self {
+        Self {
+            some,
+            none,
+            closed: false,
+        }
+    }
 }
 
 /// The state of one schema's compilation.
@@ -564,6 +578,15 @@ impl<'a> Emitter<'a> {
 
     /// A container at `depth`: `open`, `members` laid out, `close`.
     fn container(&mut self, open: &str, members: Members, close: &str, depth: u32) -> G {
+        if members.closed {
+            let ws = self.block(Block::Whitespace, depth);
+            let empty = if members.none {
+                G::lit(close)
+            } else {
+                G::Nothing
+            };
+            return G::seq([G::lit(open), ws, G::alt([members.some, empty])]);
+        }
         let none = if members.none { G::Empty } else { G::Nothing };
         let inside = match self.layout(depth) {
             Whitespace::Compact => G::alt([members.some, none]),
@@ -586,10 +609,10 @@ impl<'a> Emitter<'a> {
     /// `open item (sep item)* close`, or empty, at `depth`.
     fn list(&mut self, open: &str, item: G, close: &str, depth: u32) -> G {
         let sep = self.item_separator(depth);
-        let members = Members {
-            some: G::seq([item.clone(), G::rep(G::seq([sep, item]), 0, None)]),
-            none: true,
-        };
+        let members = Members::new(
+            G::seq([item.clone(), G::rep(G::seq([sep, item]), 0, None)]),
+            true,
+        );
         self.container(open, members, close, depth)
     }
 
@@ -1177,10 +1200,7 @@ impl<'a> Emitter<'a> {
         }
         match extra {
             Some(extra) => array_members(&[], extra, sep, min, max, &mut |g| g),
-            None => Members {
-                some: G::Nothing,
-                none: min == 0,
-            },
+            None => Members::new(G::Nothing, min == 0),
         }
     }
 
@@ -1217,6 +1237,18 @@ impl<'a> Emitter<'a> {
     /// The members of an object in declared order: each optional unless
     /// required, separated, then extra members (if any) at the end. The
     /// tails are rules, so the grammar stays linear in the member count.
+    ///
+    /// With flexible white space, the white space after a member is written
+    /// once, before the choice of what comes next, and the tails end with
+    /// the closing bracket: `m ws ("," ws m' ws …)? "}"`, not `m (ws ","
+    /// ws m')? (ws "," ws m'')? … ws "}"`. Each member's tail is a rule of
+    /// its own, and in the second form every one of them waits past an
+    /// empty `ws` after a value, so each is a mask-cache entry to build at
+    /// once (hundreds for a schema with many optional properties); in the
+    /// first, the tails are entered by a comma, like compact JSON's, and one
+    /// entry covers them. The bracket inside the tails keeps white space
+    /// before it from ending them: a token such as `\n}` is then accepted
+    /// by the entry, not checked against the whole parse at every member.
     fn members_body(
         &mut self,
         members: &[(G, bool)],
@@ -1224,21 +1256,37 @@ impl<'a> Emitter<'a> {
         sep: &G,
         name: &str,
     ) -> Members {
+        let spacing = match self.layout(self.depth) {
+            Whitespace::Flexible { .. } => Some((
+                self.block(Block::Whitespace, self.depth),
+                G::lit(self.options.item_separator.trim()),
+            )),
+            _ => None,
+        };
+        // The members from `i` on, each led by its separator, as `after[i]`
+        // of a separator: whole, or with flexible white space what comes
+        // after the white space that leads it.
+        let lead = |member: &G| match &spacing {
+            Some((ws, comma)) => G::seq([comma.clone(), ws.clone(), member.clone(), ws.clone()]),
+            None => G::seq([sep.clone(), member.clone()]),
+        };
         let n = members.len();
-        // after[i]: members i.. when something came before (each with a
-        // leading separator).
-        let mut after = vec![extra.map_or(G::Empty, |e| {
-            G::rep(G::seq([sep.clone(), e.clone()]), 0, None)
-        })];
+        let extras = extra.map_or(G::Empty, |e| G::rep(lead(e), 0, None));
+        let mut after = vec![match spacing {
+            Some(_) => G::seq([extras, G::lit("}")]),
+            None => extras,
+        }];
         for (i, (member, required)) in members.iter().enumerate().rev() {
             if self.out_of_budget() {
                 break;
             }
-            let this = G::seq([sep.clone(), member.clone()]);
-            let body = G::seq([
-                if *required { this } else { G::opt(this) },
-                after.last().expect("one").clone(),
-            ]);
+            let rest = after.last().expect("one").clone();
+            let this = G::seq([lead(member), rest.clone()]);
+            let body = match (*required, &spacing) {
+                (true, _) => this,
+                (false, Some(_)) => G::alt([this, rest]),
+                (false, None) => G::seq([G::opt(lead(member)), rest]),
+            };
             let g = if n - i > 2 {
                 let rule = self.rules.declare(&format!("{name}_from_{i}"));
                 self.rules.define(rule, body);
@@ -1249,29 +1297,31 @@ impl<'a> Emitter<'a> {
             after.push(g);
         }
         after.reverse();
+        // What follows a member written first: the white space after it,
+        // then the rest.
+        let then = |rest: &G| match &spacing {
+            Some((ws, _)) => G::seq([ws.clone(), rest.clone()]),
+            None => rest.clone(),
+        };
         // The first member present is i: members before it are optional and absent.
         let mut alternatives = Vec::new();
         for (i, (member, required)) in members.iter().enumerate() {
             if self.out_of_budget() {
                 break;
             }
-            alternatives.push(G::seq([member.clone(), after[i + 1].clone()]));
+            alternatives.push(G::seq([member.clone(), then(&after[i + 1])]));
             if *required {
-                return Members {
-                    some: G::alt(alternatives),
-                    none: false,
-                };
+                break;
             }
         }
-        if let Some(extra) = extra {
-            alternatives.push(G::seq([
-                extra.clone(),
-                G::rep(G::seq([sep.clone(), extra.clone()]), 0, None),
-            ]));
+        let none = !members.iter().any(|(_, required)| *required);
+        if none && let Some(extra) = extra {
+            alternatives.push(G::seq([extra.clone(), then(&after[n])]));
         }
         Members {
             some: G::alt(alternatives),
-            none: true,
+            none,
+            closed: spacing.is_some(),
         }
     }
 
@@ -1364,10 +1414,10 @@ impl<'a> Emitter<'a> {
                 .define(rule, G::seq([free_loop.clone(), G::alt([end, more])]));
         }
         let first_free = free.map(|m| G::seq([m, G::Ref(rules[0])]));
-        Members {
-            some: G::alt([next(0)].into_iter().chain(first_free)),
-            none: required_mask == 0,
-        }
+        Members::new(
+            G::alt([next(0)].into_iter().chain(first_free)),
+            required_mask == 0,
+        )
     }
 
     /// `g` as a reference: itself if it is one, else a new rule named `name`.
@@ -1573,14 +1623,12 @@ fn array_members(
     max: Option<u64>,
     part: &mut dyn FnMut(G) -> G,
 ) -> Members {
-    Members {
-        some: if max == Some(0) {
-            G::Nothing
-        } else {
-            items(prefix, rest, sep, min.max(1), max, part)
-        },
-        none: min == 0,
-    }
+    let some = if max == Some(0) {
+        G::Nothing
+    } else {
+        items(prefix, rest, sep, min.max(1), max, part)
+    };
+    Members::new(some, min == 0)
 }
 
 /// Prefix items nested in one rule body at most (each is a level or two).
@@ -1640,10 +1688,7 @@ fn items(
 /// Members of a literal: `parts` in turn, if there are any.
 fn fixed_members(parts: Vec<G>) -> Members {
     let none = parts.is_empty();
-    Members {
-        some: if none { G::Nothing } else { G::seq(parts) },
-        none,
-    }
+    Members::new(if none { G::Nothing } else { G::seq(parts) }, none)
 }
 
 /// A keyword constant of JSON.
