@@ -1272,10 +1272,11 @@ impl<'a> Emitter<'a> {
         };
         let n = members.len();
         let extras = extra.map_or(G::Empty, |e| G::rep(lead(e), 0, None));
-        let mut after = vec![match spacing {
+        let last = match spacing {
             Some(_) => G::seq([extras, G::lit("}")]),
             None => extras,
-        }];
+        };
+        let mut after = vec![last.clone()];
         for (i, (member, required)) in members.iter().enumerate().rev() {
             if self.out_of_budget() {
                 break;
@@ -1316,7 +1317,7 @@ impl<'a> Emitter<'a> {
         }
         let none = !members.iter().any(|(_, required)| *required);
         if none && let Some(extra) = extra {
-            alternatives.push(G::seq([extra.clone(), then(&after[n])]));
+            alternatives.push(G::seq([extra.clone(), then(&last)]));
         }
         Members {
             some: G::alt(alternatives),
