@@ -1281,13 +1281,12 @@ impl<'a> Emitter<'a> {
             if self.out_of_budget() {
                 break;
             }
-            let rest = after.last().expect("one").clone();
-            let this = G::seq([lead(member), rest.clone()]);
-            let body = match (*required, &spacing) {
-                (true, _) => this,
-                (false, Some(_)) => G::alt([this, rest]),
-                (false, None) => G::seq([G::opt(lead(member)), rest]),
+            let this = if *required {
+                lead(member)
+            } else {
+                G::opt(lead(member))
             };
+            let body = G::seq([this, after.last().expect("one").clone()]);
             let g = if n - i > 2 {
                 let rule = self.rules.declare(&format!("{name}_from_{i}"));
                 self.rules.define(rule, body);
