@@ -4,6 +4,7 @@
 
 mod common;
 
+use std::fmt::Write;
 use std::sync::Arc;
 
 use common::{
@@ -1748,13 +1749,17 @@ fn rests_after_white_space_die_at_their_first_byte() {
         let first: Vec<String> = (0..members)
             .map(|i| format!("{} from_{}", member(i), i + 1))
             .collect();
-        source.push_str(&["first ::= ", &first.join(" | "), "\n"].concat());
+        writeln!(source, "first ::= {}", first.join(" | ")).expect("a String");
         for i in 1..members {
-            let tail = format!(r#"from_{i} ::= (ws "," ws {})? from_{}"#, member(i), i + 1);
-            source.push_str(&tail);
-            source.push('\n');
+            let next = i + 1;
+            writeln!(
+                source,
+                r#"from_{i} ::= (ws "," ws {})? from_{next}"#,
+                member(i)
+            )
+            .expect("a String");
         }
-        source.push_str(&["from_", &members.to_string(), " ::= ()\n"].concat());
+        writeln!(source, "from_{members} ::= ()").expect("a String");
         runtime_grammar_for(&source, Some(&vocabulary))
     };
     let text = r#"{"p0": 12, "p1": true,  "p2":7 , "p3": false }"#;

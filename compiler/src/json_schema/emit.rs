@@ -1263,9 +1263,10 @@ impl<'a> Emitter<'a> {
             )),
             _ => None,
         };
-        // The members from `i` on, each led by its separator, as `after[i]`
-        // of a separator: whole, or with flexible white space what comes
-        // after the white space that leads it.
+        // A member led by its separator: `sep m`, or with flexible white
+        // space `"," ws m ws` (the white space before the comma is the one
+        // after the member before). `after[i]`: the members from `i` on,
+        // each so led.
         let lead = |member: &G| match &spacing {
             Some((ws, comma)) => G::seq([comma.clone(), ws.clone(), member.clone(), ws.clone()]),
             None => G::seq([sep.clone(), member.clone()]),
