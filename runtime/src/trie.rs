@@ -55,6 +55,8 @@ pub(crate) struct TokenTrie {
     tails: OnceLock<Box<Tails>>,
     /// Per rank: the characters of the token if it is plain text, else 0.
     plain_chars: Vec<u8>,
+    /// The ranks of the tokens `plain_chars` counts 0, ascending.
+    not_plain: Vec<u32>,
     /// Per number of characters `n` up to the longest plain token: the
     /// plain tokens of at most `n` characters, made on first use.
     plain_within: Vec<OnceLock<Box<[u32]>>>,
@@ -299,6 +301,7 @@ impl TokenTrie {
             whole: Vec::new(),
             tails: OnceLock::new(),
             plain_chars: Vec::new(),
+            not_plain: Vec::new(),
             plain_within: Vec::new(),
             up_to_length: Default::default(),
         };
@@ -458,6 +461,16 @@ impl TokenTrie {
         self.plain_within = (0..=usize::from(longest))
             .map(|_| OnceLock::new())
             .collect();
+        self.not_plain = (0..self.tokens.len())
+            .filter(|&rank| self.plain_chars[rank] == 0)
+            .map(|rank| u32::try_from(rank).expect("ranks fit in u32"))
+            .collect();
+    }
+
+    /// The ranks of the tokens that are not plain (see
+    /// [`TokenTrie::plain_within`]), ascending.
+    pub(crate) fn not_plain(&self) -> &[u32] {
+        &self.not_plain
     }
 
     /// The plain tokens — whole characters of [`PLAIN_CLASSES`], at most
