@@ -980,7 +980,12 @@ impl StepMemo {
                 chain.end = ChainEnd::Broken;
                 break false;
             }
-            // On along the chain: `next` stands at the next depth.
+            // On along the chain: `next` stands at the next depth. Room
+            // for the rest of the height at once (a chain grown one by one
+            // is reallocated at every doubling).
+            if chain.configs.len() == chain.configs.capacity() {
+                chain.configs.reserve(height - chain.configs.len());
+            }
             chain.configs.push(next);
             self.chain_bytes += size_of::<u32>();
             self.path.truncate(level + 1);
