@@ -545,8 +545,8 @@ impl Rules {
     /// rule (a schema's rules can be large: a long property name spells
     /// itself out in them).
     pub(crate) fn prune(&mut self, budget: &Budget) -> Result<bool, Exceeded> {
-        let referrers = self.referrers();
-        let productive = self.productive(&referrers);
+        let referrers = self.referrers(budget)?;
+        let productive = self.productive(&referrers, budget)?;
         if !productive[0] {
             return Ok(false);
         }
@@ -766,7 +766,12 @@ impl Rules {
         let mut uses = vec![0u32; self.bodies.len()];
         for (rule, body) in self.bodies.iter().enumerate() {
             let weight = if inline.contains(&rule) { 2 } else { 1 };
-            body.visit_refs(&mut |target| uses[target] += weight);
+            let mut visited = 1;
+            body.visit_refs(&mut |target| {
+                uses[target] += weight;
+                visited += 1;
+            });
+            budget.spend(visited)?;
         }
         let mut bodies = Inliner {
             bodies: &mut self.bodies,
@@ -789,25 +794,31 @@ impl Rules {
     }
 
     /// Per rule, the rules whose bodies refer to it (once per reference).
-    fn referrers(&self) -> Vec<Vec<usize>> {
+    fn referrers(&self, budget: &Budget) -> Result<Vec<Vec<usize>>, Exceeded> {
         let mut referrers: Vec<Vec<usize>> = vec![Vec::new(); self.bodies.len()];
         for (i, body) in self.bodies.iter().enumerate() {
-            body.visit_refs(&mut |target| referrers[target].push(i));
+            let mut visited = 1;
+            body.visit_refs(&mut |target| {
+                referrers[target].push(i);
+                visited += 1;
+            });
+            budget.spend(visited)?;
         }
-        referrers
+        Ok(referrers)
     }
 
     /// Per rule, whether it can match anything (`referrers` as
     /// [`Rules::referrers`] gives them): a rule is rechecked only
     /// when a rule it refers to turns out productive, so this is linear in
     /// the references, whatever order the rules come in.
-    fn productive(&self, referrers: &[Vec<usize>]) -> Vec<bool> {
+    fn productive(&self, referrers: &[Vec<usize>], budget: &Budget) -> Result<Vec<bool>, Exceeded> {
         let mut productive = vec![false; self.bodies.len()];
         // A rule waits in `work` at most once at a time: a choice of
         // hundreds of rules is not checked again for each of them.
         let mut queued = vec![true; self.bodies.len()];
         let mut work: Vec<usize> = (0..self.bodies.len()).rev().collect();
         while let Some(rule) = work.pop() {
+            budget.spend(1)?;
             queued[rule] = false;
             if productive[rule] || !self.bodies[rule].productive(&productive) {
                 continue;
@@ -820,7 +831,7 @@ impl Rules {
                 }
             }
         }
-        productive
+        Ok(productive)
     }
 
     /// The grammar as `.xg` text, one rule per line, root first.
