@@ -4,8 +4,17 @@
 //! Compilations run on threads of 2 MiB of stack, the default for spawned
 //! threads (a server's worker pool), so that recursion on the depth of the
 //! input shows as a crash here.
+//!
+//! The allocator is jemalloc, the one the `xg` binary ships with (the
+//! Python extension uses mimalloc): the time bounds below are the
+//! compiler's. glibc's malloc consolidates its free lists when a large
+//! block is freed, 10–40 ms at a time in the largest compilation here, and
+//! no check inside the compiler can cut that short.
 
 mod common;
+
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
