@@ -13,9 +13,6 @@
 
 mod common;
 
-#[global_allocator]
-static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
-
 use std::fmt::Write as _;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
@@ -27,6 +24,10 @@ use xg_compiler::{
     CompileCache, Diagnostics, Limits, MAX_FILE_BYTES, Request, Severity, Sources, pipeline, tools,
 };
 use xg_runtime::{Grammar, Matcher};
+
+/// The allocator the `xg` binary ships with (see the module's comment).
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
 /// Stack of the threads the compilations below run on.
 const SMALL_STACK: usize = 2 << 20;
