@@ -1101,10 +1101,22 @@ impl StepMemo {
         seen: &mut Vec<(u32, Utf8)>,
         target: &mut Option<u32>,
     ) -> bool {
+        // A byte in the run of the byte before it (the configuration's
+        // items scan both alike) that leaves UTF-8 where that one did
+        // leads where it did: one step per run.
+        let starts = self.runs[self.path[depth + level - 1] as usize];
+        let mut last = None;
         for byte in utf8.next_bytes() {
             let Some(next) = utf8.advance(byte) else {
                 continue;
             };
+            let alike = last.is_some_and(|(before, led): (u8, Utf8)| {
+                before.checked_add(1) == Some(byte) && led == next && !starts.contains(byte)
+            });
+            last = Some((byte, next));
+            if alike {
+                continue;
+            }
             if !self.step(matcher, depth + level, byte) {
                 return false;
             }
@@ -1312,16 +1324,17 @@ fn enters_arm(row: &[Item]) -> bool {
 /// A dispatch's free text scans each byte its own way: its bytes are runs
 /// of one.
 fn first_steps(grammar: &Grammar, row: &[Item]) -> ([NextStep; 256], ByteSet) {
-    let mut scanned = ByteSet::default();
+    // Every byte dead but those an edge scans, written range by range (a
+    // new configuration of a bounded string pays this at every count).
+    let mut next = [DEAD_STEP; 256];
     let mut starts = ByteSet::default();
     starts.insert(0);
-    let mut any_byte = false;
     for item in row {
         match item.kind {
             Kind::Node => {
                 for edge in grammar.edges(item.a) {
                     if let Edge::Bytes { lo, hi } = edge.label() {
-                        scanned.insert_range(lo, hi);
+                        next[usize::from(lo)..=usize::from(hi)].fill(UNKNOWN_STEP);
                         starts.insert(lo);
                         if let Some(after) = hi.checked_add(1) {
                             starts.insert(after);
@@ -1329,19 +1342,10 @@ fn first_steps(grammar: &Grammar, row: &[Item]) -> ([NextStep; 256], ByteSet) {
                     }
                 }
             }
-            Kind::Free => return ([stored(UNKNOWN); 256], ByteSet::full()),
-            Kind::TokenFree | Kind::Any => any_byte = true,
+            Kind::Free => return ([UNKNOWN_STEP; 256], ByteSet::full()),
+            Kind::TokenFree | Kind::Any => next = [UNKNOWN_STEP; 256],
             _ => {}
         }
     }
-    let next = std::array::from_fn(|byte| {
-        stored(
-            if any_byte || scanned.contains(u8::try_from(byte).expect("a byte")) {
-                UNKNOWN
-            } else {
-                DEAD
-            },
-        )
-    });
     (next, starts)
 }
