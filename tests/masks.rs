@@ -134,6 +134,11 @@ const COUNTED: &[&str] = &[
     r#"root ::= ch ch | ch "x" ch{2,30} | ch{9,40} "!" | (ch | ch ch){10,12} "?"
        ch ::= "a" | "ab" | "b""#,
     r#"root ::= %json {"type": "object", "properties": {"a": {"type": "string", "maxLength": 12}, "b": {"type": "string", "pattern": "^[a-f0-9]{24}$"}, "c": {"type": "array", "items": {"type": "string", "minLength": 2, "maxLength": 30}, "maxItems": 12}}, "required": ["a", "b", "c"]}"#,
+    // A count from the start of the output, the least count crossed inside
+    // a token, repetitions of repetitions, a rule repeating itself.
+    r#"root ::= ch{3,6} ("-" ch{0,4})? | "[" (ch{2,3}){2,4} "]" | "{" r "}"
+       r ::= ch{0,3} | "(" r{1,3} ")"
+       ch ::= [a-z0-9 ] | "\\" [nt"] | [é-ü]"#,
 ];
 
 proptest! {

@@ -282,6 +282,13 @@ pub(super) struct StepMemo {
     /// Per configuration: whether a dispatch's trigger has just completed
     /// (the row holds an item about to match its arm).
     at_arm: Vec<bool>,
+    /// Per configuration: the configuration whose target it became first
+    /// (see [`StepMemo::target`]), or [`NONE`].
+    led_from: Vec<u32>,
+    /// Per configuration: where one more match of its counted repetition
+    /// leads, derived from the step that led to it ([`StepMemo::counted_on`]),
+    /// [`DEAD`] where that cannot be derived, or [`UNKNOWN`].
+    counted_on: Vec<u32>,
     /// Per configuration and byte: the configuration after it, [`DEAD`] or
     /// [`UNKNOWN`].
     next: Vec<[NextStep; 256]>,
@@ -407,6 +414,8 @@ impl StepMemo {
                 closure_tried: Vec::new(),
                 closure_work: CLOSED_WORK,
                 reached: Vec::new(),
+                led_from: Vec::new(),
+                counted_on: Vec::new(),
                 next: Vec::new(),
                 runs: Vec::new(),
                 path: Vec::new(),
@@ -434,7 +443,7 @@ impl StepMemo {
 
     /// About the bytes the memo holds.
     fn bytes(&self) -> usize {
-        self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 80)
+        self.shapes.len() * (size_of::<[u32; 256]>() + size_of::<[u32; TARGETS]>() + 88)
             + 2 * self.items * size_of::<Item>()
             + self.subtree_bytes
             + self.tail_bytes
@@ -1062,29 +1071,44 @@ impl StepMemo {
     /// the character from state [`Utf8::INSIDE`]`[slot - FINISH]` past
     /// it. Memoized per configuration.
     fn target(&mut self, matcher: &mut Parse, depth: usize, slot: usize) -> Option<u32> {
-        let config = self.path[depth] as usize;
-        let mut known = self.targets[config][slot];
+        let config = self.path[depth];
+        let mut known = self.targets[config as usize][slot];
         if known == UNKNOWN {
-            let mut target = None;
-            let all = match slot.checked_sub(TEXT_CHARS as usize) {
-                None => class_bytes(u8::try_from(slot).expect("a byte class")).all(|byte| {
-                    self.step(matcher, depth + 1, byte) && same(&mut target, self.path[depth + 1])
-                }),
-                Some(chars) => {
-                    let utf8 = chars
-                        .checked_sub(1)
-                        .map_or(Utf8::Boundary, |inside| Utf8::INSIDE[inside]);
-                    self.chars_lead(matcher, depth, 1, utf8, &mut Vec::new(), &mut target)
-                }
-            };
-            self.path.truncate(depth + 1);
-            known = target.filter(|_| all).unwrap_or(DEAD);
-            self.targets[config][slot] = known;
-            if known as usize == config && slot < FINISH {
-                self.loops[config] |= 1 << slot;
+            // Where the class that led here makes one more match again,
+            // that step follows from the last one.
+            let from = self.led_from[config as usize];
+            known = (from != NONE && self.targets[from as usize][slot] == config)
+                .then(|| self.counted_on(&matcher.grammar, config))
+                .flatten()
+                .or_else(|| self.counted_inside(&matcher.grammar, config, slot))
+                .unwrap_or_else(|| self.stepped_target(matcher, depth, slot));
+            self.targets[config as usize][slot] = known;
+            if known == config && slot < FINISH {
+                self.loops[config as usize] |= 1 << slot;
+            }
+            if known != DEAD && known != config && self.led_from[known as usize] == NONE {
+                self.led_from[known as usize] = config;
             }
         }
         (known != DEAD).then_some(known)
+    }
+
+    /// [`StepMemo::target`] by Earley steps, or [`DEAD`].
+    fn stepped_target(&mut self, matcher: &mut Parse, depth: usize, slot: usize) -> u32 {
+        let mut target = None;
+        let all = match slot.checked_sub(TEXT_CHARS as usize) {
+            None => class_bytes(u8::try_from(slot).expect("a byte class")).all(|byte| {
+                self.step(matcher, depth + 1, byte) && same(&mut target, self.path[depth + 1])
+            }),
+            Some(chars) => {
+                let utf8 = chars
+                    .checked_sub(1)
+                    .map_or(Utf8::Boundary, |inside| Utf8::INSIDE[inside]);
+                self.chars_lead(matcher, depth, 1, utf8, &mut Vec::new(), &mut target)
+            }
+        };
+        self.path.truncate(depth + 1);
+        target.filter(|_| all).unwrap_or(DEAD)
     }
 
     /// Whether every way to go on the non-ASCII character begun `level - 1`
@@ -1231,27 +1255,181 @@ impl StepMemo {
         if let Some(&id) = self.ids.get(shape.as_slice()) {
             return id;
         }
-        let shape: Box<[Item]> = shape.into();
+        let can_end = matcher.history.flags(row) & CAN_TERMINATE != 0;
+        self.add(&matcher.grammar, shape.into(), can_end, enters_arm(items))
+    }
+
+    /// A new configuration of items `shape` ([`NONE`] past
+    /// [`MAX_CONFIGS`]).
+    fn add(&mut self, grammar: &Grammar, shape: Box<[Item]>, can_end: bool, at_arm: bool) -> u32 {
         if self.shapes.len() == MAX_CONFIGS {
             return NONE;
         }
         let id = u32::try_from(self.shapes.len()).expect("configurations fit in u32");
+        let (next, runs) = first_steps(grammar, &shape);
         self.items += shape.len();
         self.ids.insert(shape.clone(), id);
         self.shapes.push(shape);
-        self.can_end
-            .push(matcher.history.flags(row) & CAN_TERMINATE != 0);
-        self.at_arm.push(enters_arm(items));
+        self.can_end.push(can_end);
+        self.at_arm.push(at_arm);
         self.targets.push([UNKNOWN; TARGETS]);
         self.loops.push(0);
         self.closed.push(0);
         self.plain_loop.push(None);
         self.reached.push(false);
-        let (next, runs) = first_steps(&matcher.grammar, items);
+        self.led_from.push(NONE);
+        self.counted_on.push(UNKNOWN);
         self.closure_tried.push(false);
         self.next.push(next);
         self.runs.push(runs);
         id
+    }
+
+    /// Where one more match of a counted repetition leads from `config`,
+    /// without an Earley step, when the step that first led to it (from
+    /// `led_from[config]`) was one match of that repetition and nothing
+    /// else: the two configurations are alike but for the repetition's
+    /// count, every other item began at their own row (or is a finished
+    /// parse), and the bounds tell the two counts apart neither before
+    /// nor after one more match. The Earley step from `config` then
+    /// makes the same decisions as the one before it, and its row is
+    /// `config`'s with the count one further: inside a bounded string,
+    /// every character's configurations follow from the last count's
+    /// instead of an Earley step per class and per way through a
+    /// non-ASCII character.
+    fn counted_on(&mut self, grammar: &Grammar, config: u32) -> Option<u32> {
+        let known = self.counted_on[config as usize];
+        if known != UNKNOWN {
+            return (known != DEAD).then_some(known);
+        }
+        let on = self.count_on(grammar, config).unwrap_or(DEAD);
+        self.counted_on[config as usize] = on;
+        (on != DEAD).then_some(on)
+    }
+
+    /// Where class `slot` leads from `config`, a configuration inside a
+    /// match begun at one count of a repetition (a character of a bounded
+    /// string begun at some count: every item began there or at its own
+    /// row), when the same configuration begun at the count before led
+    /// to this count: it leads one count further
+    /// ([`StepMemo::counted_on`] of this count). The two steps make the
+    /// same decisions, the rows they end into being alike but for the
+    /// count.
+    fn counted_inside(&mut self, grammar: &Grammar, config: u32, slot: usize) -> Option<u32> {
+        let base = self.base_code();
+        let mut begun = None;
+        for item in &self.shapes[config as usize] {
+            if item.origin == SELF {
+                continue;
+            }
+            let code = item.origin.checked_sub(base)?;
+            if *begun.get_or_insert(code) != code {
+                return None;
+            }
+        }
+        let count = begun?;
+        let before = self.led_from[count as usize];
+        if before == NONE {
+            return None;
+        }
+        let on = self.counted_on(grammar, count)?;
+        let twin: Box<[Item]> = self.shapes[config as usize]
+            .iter()
+            .map(|&item| match item.origin {
+                origin if origin == base + count => Item {
+                    origin: base + before,
+                    ..item
+                },
+                _ => item,
+            })
+            .collect();
+        let twin = *self.ids.get(&twin)?;
+        (self.targets[twin as usize][slot] == count).then_some(on)
+    }
+
+    /// [`StepMemo::counted_on`], worked out.
+    fn count_on(&mut self, grammar: &Grammar, config: u32) -> Option<u32> {
+        let from = self.led_from[config as usize];
+        if from == NONE {
+            return None;
+        }
+        let (before, after) = (&self.shapes[from as usize], &self.shapes[config as usize]);
+        if before.len() != after.len() {
+            return None;
+        }
+        let mut counted = None;
+        for (at, (old, new)) in before.iter().zip(after.iter()).enumerate() {
+            if old != new {
+                let one_count = counted.is_none()
+                    && new.kind == Kind::Repeat
+                    && Item {
+                        aux: old.aux,
+                        ..*new
+                    } == *old
+                    && new.origin != SELF;
+                if !one_count {
+                    return None;
+                }
+                counted = Some(at);
+            }
+        }
+        let at = counted?;
+        let item = after[at];
+        let repeat = grammar.repeat(item.a);
+        let owner = grammar.node_rule(grammar.edge_node(item.a));
+        // Every other item began at the configuration's own row, or is the
+        // repetition's rule past it (or a finished parse): no other match
+        // of the repeated rule can end into a count of this repetition.
+        let apart = |other: &Item| {
+            other.origin == SELF
+                || other.kind == Kind::Done
+                || (other.kind == Kind::Node
+                    && other.origin == item.origin
+                    && grammar.node_rule(other.a) == owner
+                    && owner != repeat.rule)
+        };
+        if !after
+            .iter()
+            .enumerate()
+            .all(|(other, shape)| other == at || apart(shape))
+        {
+            return None;
+        }
+        // The origin names a row before both (not one of the two, which
+        // would name another row from the next configuration on).
+        let origin_apart = (item.origin as usize) < FIXED
+            || item
+                .origin
+                .checked_sub(self.base_code())
+                .is_some_and(|origin| origin != from && origin != config);
+        if !origin_apart {
+            return None;
+        }
+        let cap = count_cap(self.longest_token, grammar.match_bytes(repeat.rule));
+        let next = |count: u32| match repeat.max {
+            None => (count + 1).min(repeat.min),
+            Some(_) => count + 1,
+        };
+        let (old, new) = (before[at].aux, item.aux);
+        let decides = |count: u32| {
+            (
+                count >= repeat.min,
+                repeat.below_max(count),
+                next(count) >= repeat.min,
+                repeat.below_max(next(count)),
+            )
+        };
+        if repeat.representative(next(old), cap) != new || decides(old) != decides(new) {
+            return None;
+        }
+        let mut shape: Box<[Item]> = after.clone();
+        shape[at].aux = repeat.representative(next(new), cap);
+        if let Some(&id) = self.ids.get(&shape) {
+            return Some(id);
+        }
+        let (can_end, at_arm) = (self.can_end[config as usize], self.at_arm[config as usize]);
+        let id = self.add(grammar, shape, can_end, at_arm);
+        (id != NONE).then_some(id)
     }
 
     /// An origin of an item of row `row`, as a configuration holds it: row
