@@ -139,6 +139,9 @@ const COUNTED: &[&str] = &[
     r#"root ::= ch{3,6} ("-" ch{0,4})? | "[" (ch{2,3}){2,4} "]" | "{" r "}"
        r ::= ch{0,3} | "(" r{1,3} ")"
        ch ::= [a-z0-9 ] | "\\" [nt"] | [é-ü]"#,
+    // A counted character class in a pattern (its tokens sorted by length
+    // at once), up to its bound.
+    r#"root ::= %json {"type": "object", "properties": {"n": {"type": "string", "pattern": "^[A-Za-z0-9 &'()*,\\-./@]{1,12}$"}}, "required": ["n"]}"#,
 ];
 
 proptest! {

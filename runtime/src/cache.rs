@@ -230,29 +230,35 @@ impl TokenSet {
         }
     }
 
-    /// The set of the tokens of `extra` (a walk's plain tokens, a bitset in
-    /// mask layout from [`TokenTrie::plain_within`]) and of the trie ranks
-    /// in `ranges` (sorted and disjoint). Only the ranks of tokens that
-    /// are not plain are looked up: a walk that takes its plain tokens
-    /// from `extra` accepts no plain token `extra` leaves out, and most of
-    /// the vocabulary is plain (the inside of a string accepts it nearly
-    /// whole, a hundred thousand ranks looked up one by one).
-    pub(crate) fn from_ranks_and(ranges: &[(u32, u32)], extra: &[u32], trie: &TokenTrie) -> Self {
-        let (ranked, not_plain) = (trie.ranked(), trie.not_plain());
+    /// The set of the tokens of `extra` (the tokens a walk took at once, a
+    /// bitset in mask layout from [`TokenTrie::plain_within`] or
+    /// [`TokenTrie::class_within`]) and of the trie ranks in `ranges`
+    /// (sorted and disjoint). Only the ranks of `others` (ascending: the
+    /// tokens of other kinds) are looked up: a walk that takes its plain
+    /// tokens from `extra` accepts no plain token `extra` leaves out, and
+    /// most of the vocabulary is plain (the inside of a string accepts it
+    /// nearly whole, a hundred thousand ranks looked up one by one).
+    pub(crate) fn from_ranks_and(
+        ranges: &[(u32, u32)],
+        extra: &[u32],
+        others: &[u32],
+        trie: &TokenTrie,
+    ) -> Self {
+        let ranked = trie.ranked();
         debug_assert!(
             ranges
                 .iter()
                 .flat_map(|&(start, end)| start..end)
                 .all(|rank| {
                     let id = ranked[rank as usize].as_usize();
-                    trie.plain_chars(rank) == 0 || extra[id / 32] & 1 << (id % 32) != 0
+                    others.binary_search(&rank).is_ok() || extra[id / 32] & 1 << (id % 32) != 0
                 }),
-            "a walk that takes plain tokens at once accepted one of them it left out"
+            "a walk that takes tokens at once accepted one of them it left out"
         );
         let mut bits = extra.to_vec();
         // Both are sorted: one pass over each.
         let mut ranges = ranges.iter().peekable();
-        for &rank in not_plain {
+        for &rank in others {
             while ranges.next_if(|&&(_, end)| end <= rank).is_some() {}
             let Some(&&(start, _)) = ranges.peek() else {
                 break;
@@ -261,6 +267,18 @@ impl TokenSet {
                 let id = ranked[rank as usize].as_usize();
                 bits[id / 32] |= 1 << (id % 32);
             }
+        }
+        Self::new(bits, None, trie.universe(), trie.universe_len())
+    }
+
+    /// The set of the tokens of `bits` (in mask layout) and of the trie
+    /// ranks in `ranges`, each looked up.
+    pub(crate) fn from_ranks_over(ranges: &[(u32, u32)], bits: &[u32], trie: &TokenTrie) -> Self {
+        let ranked = trie.ranked();
+        let mut bits = bits.to_vec();
+        for rank in ranges.iter().flat_map(|&(start, end)| start..end) {
+            let id = ranked[rank as usize].as_usize();
+            bits[id / 32] |= 1 << (id % 32);
         }
         Self::new(bits, None, trie.universe(), trie.universe_len())
     }

@@ -11,7 +11,9 @@
 //! is the order of their bytes): a subtree's tokens are one range of ranks,
 //! and the mask cache stores uncertain tokens as such ranges.
 
-use std::sync::OnceLock;
+use std::sync::{Arc, Mutex, OnceLock, PoisonError};
+
+use rustc_hash::FxHashMap;
 
 use crate::TokenId;
 use crate::tails::Tails;
@@ -63,6 +65,42 @@ pub(crate) struct TokenTrie {
     /// Per power of two `2^i` up to 1024: the tokens of at most that many
     /// bytes, as a bitset in mask layout, made on first use.
     up_to_length: [OnceLock<Box<[u32]>>; 11],
+    /// Per node: the byte classes of its path, [`MALFORMED`] for a byte
+    /// that is not ASCII (see [`TokenTrie::of_classes`]).
+    path_classes: Vec<u64>,
+    /// Per set of ASCII byte classes and number of bytes `n`: its tokens
+    /// of at most `n` bytes (see [`TokenTrie::class_within`]).
+    class_within: ClassWithin,
+}
+
+/// What [`TokenTrie::class_within`] made so far: per set of classes, its
+/// tokens by length (ids, shortest first, and where each length ends);
+/// per set and length, the bitset. A clone of the trie starts without
+/// them.
+#[derive(Debug, Default)]
+struct ClassWithin(Mutex<ClassTokens>);
+
+#[derive(Debug, Default)]
+struct ClassTokens {
+    /// Per set of classes: its tokens, shortest first, and where those
+    /// longer than each length begin.
+    by_length: FxHashMap<u64, (Vec<TokenId>, Vec<usize>)>,
+    /// Per set of classes and number of bytes: the bitset.
+    within: FxHashMap<(u64, usize), Arc<[u32]>>,
+}
+
+/// The most bitsets [`TokenTrie::class_within`] keeps (16 KiB each for
+/// Llama 3.1) before it starts over.
+const MAX_CLASS_BITSETS: usize = 256;
+
+/// The most sets of classes whose tokens [`TokenTrie::class_within`] keeps
+/// sorted by length before it starts over.
+const MAX_CLASS_SETS: usize = 32;
+
+impl Clone for ClassWithin {
+    fn clone(&self) -> Self {
+        Self::default()
+    }
 }
 
 /// The number of byte classes.
@@ -304,6 +342,8 @@ impl TokenTrie {
             not_plain: Vec::new(),
             plain_within: Vec::new(),
             up_to_length: Default::default(),
+            path_classes: Vec::new(),
+            class_within: ClassWithin::default(),
         };
         // The path from the root to the last node added.
         let mut path: Vec<u8> = Vec::new();
@@ -419,9 +459,18 @@ impl TokenTrie {
         // Per node: the characters of its path if they are all plain
         // (the last one may be unfinished).
         let mut chars: Vec<Option<u32>> = Vec::with_capacity(count);
+        self.path_classes = Vec::with_capacity(count);
         let mut open: Vec<usize> = Vec::new();
         for node in 0..count {
             open.truncate(self.depths[node] as usize - 1);
+            let byte = self.bytes[node];
+            let class = if byte.is_ascii() {
+                byte_class(byte)
+            } else {
+                MALFORMED
+            };
+            let above = open.last().map_or(0, |&parent| self.path_classes[parent]);
+            self.path_classes.push(above | 1 << class);
             let (above, state) = open.last().map_or((Some(0), Utf8::Boundary), |&parent| {
                 (chars[parent], utf8[parent].unwrap_or(Utf8::Boundary))
             });
@@ -505,6 +554,73 @@ impl TokenTrie {
             }
             bits.into()
         })
+    }
+
+    /// Whether `node`'s path and every token below it are made only of
+    /// bytes of the ASCII byte classes `classes` (bits of [`byte_class`]).
+    pub(crate) fn of_classes(&self, node: usize, classes: u64) -> bool {
+        (self.path_classes[node] | self.classes_below[node]) & !classes == 0
+    }
+
+    /// The tokens made only of bytes of the ASCII byte classes `classes`,
+    /// of at most `bytes` bytes, as a bitset in mask layout: what a
+    /// counted repetition of a character class (`[A-Za-z0-9 .-]{1,32}`)
+    /// sorts by length alone, as [`TokenTrie::plain_within`] does for the
+    /// characters of a JSON string. Made on first use per set and length.
+    pub(crate) fn class_within(&self, classes: u64, bytes: usize) -> Arc<[u32]> {
+        let bytes = bytes.min(self.max_depth);
+        let mut made = (self.class_within.0.lock()).unwrap_or_else(PoisonError::into_inner);
+        let ClassTokens { by_length, within } = &mut *made;
+        // Bounded: a server meets class after class (a few MiB at most).
+        if within.len() >= MAX_CLASS_BITSETS {
+            within.clear();
+        }
+        if by_length.len() >= MAX_CLASS_SETS {
+            by_length.clear();
+        }
+        Arc::clone(within.entry((classes, bytes)).or_insert_with(|| {
+            let (ids, ends) = by_length
+                .entry(classes)
+                .or_insert_with(|| self.tokens_by_length(classes));
+            let mut bits = vec![0u32; self.universe.len()];
+            for id in &ids[..ends[bytes]] {
+                bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+            }
+            bits.into()
+        }))
+    }
+
+    /// The tokens made only of bytes of the ASCII byte classes `classes`,
+    /// shortest first, and per number of bytes `n` (up to the longest
+    /// token) where those of more than `n` begin: one pass over the
+    /// subtrees of such paths.
+    fn tokens_by_length(&self, classes: u64) -> (Vec<TokenId>, Vec<usize>) {
+        let mut counts = vec![0usize; self.max_depth + 2];
+        let mut found: Vec<(usize, TokenId)> = Vec::new();
+        let mut node = 0;
+        while node < self.len() {
+            if self.path_classes[node] & !classes != 0 {
+                node = self.end(node);
+                continue;
+            }
+            for &id in self.tokens(node) {
+                found.push((self.depth(node), id));
+                counts[self.depth(node) + 1] += 1;
+            }
+            node += 1;
+        }
+        for n in 1..counts.len() {
+            counts[n] += counts[n - 1];
+        }
+        let mut ids = vec![TokenId::new(0).expect("id 0"); found.len()];
+        let mut next = counts.clone();
+        for (depth, id) in found {
+            ids[next[depth]] = id;
+            next[depth] += 1;
+        }
+        // `counts[n + 1]`: the tokens of at most `n` bytes.
+        counts.remove(0);
+        (ids, counts)
     }
 
     /// The characters of the token of rank `rank` if

@@ -19,6 +19,8 @@
 //! loops over everything below), and the walk moves on to the next
 //! sibling.
 
+use std::sync::Arc;
+
 use super::item::Item;
 use super::memo::{Settled, StepMemo, Subtree, TailVerdicts, WalkKind};
 use super::memos::Masking;
@@ -66,18 +68,42 @@ pub(super) fn classify(
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
     // Plain tokens sorted at once by their number of characters (the
-    // inside of a bounded string): the walk skips subtrees of them.
-    let run = steps.plain_run(&mut matcher, trie.longest_plain());
-    found.kind.skips_plain = run.is_some();
-    let plain = run
-        .filter(|&chars| chars > 0)
-        .map(|chars| trie.plain_within(chars));
+    // inside of a bounded string), or else the tokens of a counted
+    // character class: the walk skips subtrees of them.
+    let skip = match steps.plain_run(&mut matcher, trie.longest_plain()) {
+        Some(chars) => Some((chars, Skip::Plain)),
+        None => {
+            // Only where the count runs out within a token but not at once:
+            // unbounded classes loop, and the walk takes their subtrees at
+            // once; a literal's byte is one token's first.
+            let classes = steps.counted_classes(&mut matcher);
+            (classes != 0)
+                .then(|| steps.class_run(&mut matcher, classes, trie.max_depth()))
+                .flatten()
+                .filter(|&bytes| bytes < trie.max_depth())
+                .filter(|&bytes| bytes >= 2)
+                .map(|bytes| (bytes, Skip::Classes(classes)))
+        }
+    };
+    found.kind.skips = skip.as_ref().map_or(0, |(_, skip)| skip.classes());
+    let taken =
+        skip.as_ref()
+            .filter(|&&(chars, _)| chars > 0)
+            .map(|&(chars, ref skip)| match *skip {
+                Skip::Plain => Taken::Plain(trie.plain_within(chars)),
+                Skip::Classes(classes) => Taken::Classes(trie.class_within(classes, chars)),
+            });
     // Inside a bounded string no configuration loops: a count goes down.
-    let tails = (run.is_none_or(|chars| chars >= trie.longest_plain())).then(|| trie.tails());
+    let tails = match &skip {
+        None => Some(trie.tails()),
+        Some((chars, Skip::Plain)) => (*chars >= trie.longest_plain()).then(|| trie.tails()),
+        Some((_, Skip::Classes(..))) => None,
+    };
     let over = Over {
         trie,
         offset: 0,
         tails,
+        skip: skip.as_ref().map(|(_, skip)| skip),
         budget,
     };
     walk::<true>(over, &mut steps, &mut matcher, &mut found, cost)?;
@@ -87,7 +113,39 @@ pub(super) fn classify(
     // the memo names.
     let built = matcher.grammar.built_rules();
     (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
-    Ok(found.into_classified(plain, trie))
+    Ok(found.into_classified(taken, trie))
+}
+
+/// The tokens a walk takes at once by their length and skips.
+enum Skip {
+    /// Plain tokens ([`TokenTrie::plain_within`]).
+    Plain,
+    /// The tokens of these ASCII byte classes ([`TokenTrie::class_within`]).
+    Classes(u64),
+}
+
+impl Skip {
+    /// The classes skipped, as [`WalkKind::skips`] holds them.
+    fn classes(&self) -> u64 {
+        match *self {
+            Self::Plain => PLAIN_CLASSES,
+            Self::Classes(classes) => classes,
+        }
+    }
+
+    /// Whether every token of `node`'s subtree is skipped.
+    fn pure(&self, trie: &TokenTrie, node: usize) -> bool {
+        match *self {
+            Self::Plain => trie.pure(node),
+            Self::Classes(classes) => trie.of_classes(node, classes),
+        }
+    }
+}
+
+/// The tokens a walk took at once, in mask layout.
+enum Taken<'t> {
+    Plain(&'t [u32]),
+    Classes(Arc<[u32]>),
 }
 
 /// The trie a walk goes over, from where, and what it may spend.
@@ -99,6 +157,9 @@ struct Over<'t> {
     /// The vocabulary's tails, for a walk of its trie that sorts tokens by
     /// them.
     tails: Option<&'t Tails>,
+    /// The tokens the walk takes at once and skips, over the vocabulary's
+    /// trie.
+    skip: Option<&'t Skip>,
     /// The most Earley items the parse may build.
     budget: u64,
 }
@@ -127,7 +188,9 @@ fn walk<const VOCABULARY: bool>(
     while node < trie.len() {
         cost.nodes += 1;
         found.end_recording(node, steps);
-        if found.kind.skips_plain && trie.pure(node) {
+        if let Some(skip) = over.skip
+            && skip.pure(trie, node)
+        {
             node = trie.end(node);
             continue;
         }
@@ -254,7 +317,7 @@ fn sorts_by_tails(
     let below = vocabulary.ranks_below(node);
     // The tails' trie is walked whole, whatever the walk skips.
     let kind = WalkKind {
-        skips_plain: false,
+        skips: 0,
         ..found.kind
     };
     if steps.tail_verdicts(depth, kind).is_none() {
@@ -269,6 +332,7 @@ fn sorts_by_tails(
             trie: tails.trie(),
             offset: depth,
             tails: None,
+            skip: None,
             budget: over.budget,
         };
         walk::<false>(over, steps, matcher, &mut sorted, cost)?;
@@ -283,7 +347,7 @@ fn sorts_by_tails(
     // The tokens not listed are plain text; a walk that skips plain
     // tokens has them already (the node's configuration loops, so the
     // walk's first one does: every plain token is taken).
-    let skips_plain = found.kind.skips_plain;
+    let skips_plain = found.kind.skips != 0;
     let (start, end) = below;
     let mut plain_from = start;
     for (rank, place) in tails.from(below, depth) {
@@ -346,12 +410,15 @@ struct Recording {
 }
 
 impl Found {
-    /// The entry: the accepted ranks (and `plain`, the plain tokens taken
-    /// at once, if the walk skipped them and accepts some) and the
-    /// uncertain groups.
-    fn into_classified(self, plain: Option<&[u32]>, trie: &TokenTrie) -> Classified {
-        let accepted = match plain {
-            Some(plain) => TokenSet::from_ranks_and(&self.accepted, plain, trie),
+    /// The entry: the accepted ranks (and `taken`, the tokens taken at
+    /// once if the walk skipped them and accepts some, with the ranks of
+    /// the others) and the uncertain groups.
+    fn into_classified(self, taken: Option<Taken<'_>>, trie: &TokenTrie) -> Classified {
+        let accepted = match taken {
+            Some(Taken::Plain(plain)) => {
+                TokenSet::from_ranks_and(&self.accepted, plain, trie.not_plain(), trie)
+            }
+            Some(Taken::Classes(taken)) => TokenSet::from_ranks_over(&self.accepted, &taken, trie),
             None => TokenSet::from_ranks(&self.accepted, self.count, trie),
         };
         Classified {

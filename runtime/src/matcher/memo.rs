@@ -75,6 +75,11 @@ const UNKNOWN_STEP: NextStep = NextStep::MAX;
 const DEAD_STEP: NextStep = NextStep::MAX - 1;
 const _: () = assert!(MAX_CONFIGS < DEAD_STEP as usize);
 
+/// The fewest ASCII bytes a walk's root must scan for
+/// [`StepMemo::counted_classes`] to look for classes to sort tokens by (in
+/// runs of four bytes or more on average).
+const MIN_CLASS_BYTES: usize = 16;
+
 /// `step` as [`StepMemo::next`] stores it.
 fn stored(step: u32) -> NextStep {
     match step {
@@ -179,8 +184,10 @@ pub(super) struct WalkKind {
     /// Tokens that complete a dispatch's trigger are left to the full
     /// state.
     pub stop_at_arms: bool,
-    /// Subtrees of plain tokens are skipped (see [`StepMemo::plain_run`]).
-    pub skips_plain: bool,
+    /// Subtrees of the tokens of these byte classes are skipped (see
+    /// [`StepMemo::plain_run`] and [`StepMemo::class_run`]): plain tokens
+    /// for [`PLAIN_CLASSES`], none for 0.
+    pub skips: u64,
 }
 
 /// What a walk found below a trie node, in trie ranks: the same below that
@@ -473,11 +480,8 @@ impl StepMemo {
     pub(super) fn subtree(&self, config: u32, node: usize, kind: WalkKind) -> Option<&Subtree> {
         let node = u32::try_from(node).ok()?;
         self.subtrees.get(&(config, node, kind)).or_else(|| {
-            let visiting = WalkKind {
-                skips_plain: false,
-                ..kind
-            };
-            (kind.skips_plain)
+            let visiting = WalkKind { skips: 0, ..kind };
+            (kind.skips != 0)
                 .then(|| self.subtrees.get(&(config, node, visiting)))
                 .flatten()
         })
@@ -896,12 +900,66 @@ impl StepMemo {
     /// once from [`crate::trie::TokenTrie::plain_within`] and only visits
     /// the subtrees that hold other tokens. `None` when it is not so.
     pub(super) fn plain_run(&mut self, matcher: &mut Parse, longest: usize) -> Option<usize> {
+        self.run_of(matcher, PLAIN_CLASSES, longest)
+    }
+
+    /// The ASCII byte classes whose every byte leads the walk's root to
+    /// one same configuration — the classes of a counted repetition of a
+    /// character class (`[A-Za-z0-9 .-]{1,32}`), the most classes that
+    /// lead to one — or 0 where the root counts no repetition.
+    pub(super) fn counted_classes(&mut self, matcher: &mut Parse) -> u64 {
+        let start = self.path[0];
+        if start == NONE {
+            return 0;
+        }
+        // A row that scans few ASCII bytes (a literal, a number's digits),
+        // or scans them each its own way (the first bytes of many property
+        // names), has no class worth sorting tokens by.
+        let (next, starts) = (&self.next[start as usize], self.runs[start as usize]);
+        let scanned = (0..128u8).filter(|&byte| next[usize::from(byte)] != DEAD_STEP);
+        let (bytes, runs) = scanned.fold((0, 0), |(bytes, runs), byte| {
+            (bytes + 1, runs + usize::from(starts.contains(byte)))
+        });
+        if bytes < MIN_CLASS_BYTES || bytes < 4 * runs {
+            return 0;
+        }
+        let mut by_target: Vec<(u32, u64)> = Vec::new();
+        for class in 0..TEXT_CHARS {
+            let Some(target) = self.target(matcher, 0, usize::from(class)) else {
+                continue;
+            };
+            match by_target.iter_mut().find(|(known, _)| *known == target) {
+                Some((_, classes)) => *classes |= 1 << class,
+                None => by_target.push((target, 1 << class)),
+            }
+        }
+        by_target
+            .into_iter()
+            .map(|(_, classes)| classes)
+            .max_by_key(|classes| classes.count_ones())
+            .unwrap_or(0)
+    }
+
+    /// [`StepMemo::plain_run`] for the tokens of the ASCII byte classes
+    /// `classes` ([`StepMemo::counted_classes`]), in bytes.
+    pub(super) fn class_run(
+        &mut self,
+        matcher: &mut Parse,
+        classes: u64,
+        longest: usize,
+    ) -> Option<usize> {
+        self.run_of(matcher, classes, longest)
+    }
+
+    /// How many characters of `classes` the root takes, as
+    /// [`StepMemo::plain_run`] says.
+    fn run_of(&mut self, matcher: &mut Parse, classes: u64, longest: usize) -> Option<usize> {
         let start = self.path[0];
         if start == NONE || self.can_end[start as usize] || self.at_arm[start as usize] {
             return None;
         }
-        let reaches = self.chain_reaches(matcher, 0, PLAIN_CLASSES, longest);
-        let chain = self.chains.get(&(start, PLAIN_CLASSES))?;
+        let reaches = self.chain_reaches(matcher, 0, classes, longest);
+        let chain = self.chains.get(&(start, classes))?;
         let run = chain.configs.len().min(longest);
         let configs = &chain.configs[..run];
         if configs
@@ -913,12 +971,20 @@ impl StepMemo {
         if reaches {
             return Some(longest);
         }
-        // Broken: exhausted only if no plain byte goes on from its end.
+        // Broken: exhausted only if no byte of the classes goes on from
+        // its end.
         let configs = configs.to_vec();
         self.path.truncate(1);
         self.path.extend_from_slice(&configs);
         self.built = 0;
-        let exhausted = plain_first_bytes().all(|byte| !self.step(matcher, run + 1, byte));
+        let exhausted = if classes == PLAIN_CLASSES {
+            plain_first_bytes().all(|byte| !self.step(matcher, run + 1, byte))
+        } else {
+            (0..TEXT_CHARS)
+                .filter(|class| classes & 1 << class != 0)
+                .flat_map(class_bytes)
+                .all(|byte| !self.step(matcher, run + 1, byte))
+        };
         self.path.truncate(1);
         exhausted.then_some(run)
     }
