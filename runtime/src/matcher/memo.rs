@@ -1473,8 +1473,8 @@ impl StepMemo {
         }
         let cap = count_cap(self.longest_token, grammar.match_bytes(repeat.rule));
         let next = |count: u32| match repeat.max {
-            None => (count + 1).min(repeat.min),
-            Some(_) => count + 1,
+            None => count.saturating_add(1).min(repeat.min),
+            Some(_) => count.saturating_add(1),
         };
         let (old, new) = (before[at].aux, item.aux);
         let decides = |count: u32| {
