@@ -80,8 +80,7 @@ pub(super) fn classify(
             (classes != 0)
                 .then(|| steps.class_run(&mut matcher, classes, trie.max_depth()))
                 .flatten()
-                .filter(|&bytes| bytes < trie.max_depth())
-                .filter(|&bytes| bytes >= 2)
+                .filter(|bytes| (2..trie.max_depth()).contains(bytes))
                 .map(|bytes| (bytes, Skip::Classes(classes)))
         }
     };

@@ -900,7 +900,7 @@ impl StepMemo {
     /// once from [`crate::trie::TokenTrie::plain_within`] and only visits
     /// the subtrees that hold other tokens. `None` when it is not so.
     pub(super) fn plain_run(&mut self, matcher: &mut Parse, longest: usize) -> Option<usize> {
-        self.run_of(matcher, PLAIN_CLASSES, longest)
+        self.class_run(matcher, PLAIN_CLASSES, longest)
     }
 
     /// The ASCII byte classes whose every byte leads the walk's root to
@@ -940,20 +940,15 @@ impl StepMemo {
             .unwrap_or(0)
     }
 
-    /// [`StepMemo::plain_run`] for the tokens of the ASCII byte classes
-    /// `classes` ([`StepMemo::counted_classes`]), in bytes.
+    /// How many characters of `classes` the root takes, as
+    /// [`StepMemo::plain_run`] says: for the ASCII byte classes of
+    /// [`StepMemo::counted_classes`], in bytes.
     pub(super) fn class_run(
         &mut self,
         matcher: &mut Parse,
         classes: u64,
         longest: usize,
     ) -> Option<usize> {
-        self.run_of(matcher, classes, longest)
-    }
-
-    /// How many characters of `classes` the root takes, as
-    /// [`StepMemo::plain_run`] says.
-    fn run_of(&mut self, matcher: &mut Parse, classes: u64, longest: usize) -> Option<usize> {
         let start = self.path[0];
         if start == NONE || self.can_end[start as usize] || self.at_arm[start as usize] {
             return None;
