@@ -43,6 +43,9 @@ pub(crate) struct TokenTrie {
     classes_below: Vec<u64>,
     /// Per node: the most bytes a token goes on below it.
     heights: Vec<u32>,
+    /// Per number of bytes `n` up to the longest token: how many nodes
+    /// lie on the path of a token of `n` bytes or more.
+    nodes_reaching: Vec<u32>,
     /// Per node: where its bytes stand in UTF-8 ([`Utf8::Boundary`] too
     /// where they break it: such a node's subtree is never taken at once,
     /// see [`MALFORMED`]).
@@ -334,6 +337,7 @@ impl TokenTrie {
             max_depth: 0,
             classes_below: Vec::new(),
             heights: Vec::new(),
+            nodes_reaching: Vec::new(),
             utf8: Vec::new(),
             pure: Vec::new(),
             whole: Vec::new(),
@@ -409,6 +413,13 @@ impl TokenTrie {
                 trie.heights[node] = trie.heights[node].max(trie.heights[child] + 1);
                 child = trie.ends[child] as usize;
             }
+        }
+        trie.nodes_reaching = vec![0; trie.max_depth + 1];
+        for (&depth, &height) in trie.depths.iter().zip(&trie.heights) {
+            trie.nodes_reaching[(depth + height) as usize] += 1;
+        }
+        for bytes in (0..trie.max_depth).rev() {
+            trie.nodes_reaching[bytes] += trie.nodes_reaching[bytes + 1];
         }
         trie
     }
@@ -750,6 +761,14 @@ impl TokenTrie {
     /// The most bytes a token goes on below `node` (0 for a leaf).
     pub(crate) fn height(&self, node: usize) -> usize {
         self.heights[node] as usize
+    }
+
+    /// How many nodes lie on the path of a token of at least `bytes`
+    /// bytes: what a walk costs that skips the subtrees of shorter tokens.
+    pub(crate) fn nodes_reaching(&self, bytes: usize) -> usize {
+        self.nodes_reaching
+            .get(bytes)
+            .map_or(0, |&nodes| nodes as usize)
     }
 
     /// Where the bytes up to `node` stand in UTF-8: inside a character

@@ -30,6 +30,7 @@ use super::walk::{Cost, MaskError};
 use crate::cache::{Classified, Group, KeyKind, TokenSet};
 use crate::tails::Tails;
 use crate::trie::{PLAIN_CLASSES, TokenTrie};
+use crate::zeros::written_zeros;
 
 /// Bit 63 of a group's ends: the full state decides (the token runs 63
 /// bytes or more past the place, or completes a dispatch's trigger).
@@ -43,6 +44,12 @@ const MIN_RECORDED_NODES: usize = 32;
 /// from the node's configuration (a walk of their trie, some thousand
 /// nodes for Llama 3.1) rather than walk the node's subtree.
 const MIN_TAIL_TOKENS: usize = 256;
+
+/// A walk near the bound of a count takes the entry far from it for the
+/// tokens too short to reach the bound where the longer ones lie on at
+/// most this share of the trie's nodes (one in `FAR_SHARE`): past it, the
+/// walk of every token costs about as much.
+const FAR_SHARE: usize = 4;
 
 /// What `seed` alone does with every token: walks the token trie with a
 /// parse seeded with it (and the items above it that it covers). A token
@@ -67,22 +74,20 @@ pub(super) fn classify(
     let mut steps = StepMemo::new(&matcher, trie.max_depth(), kept);
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
-    // Plain tokens sorted at once by their number of characters (the
-    // inside of a bounded string), or else the tokens of a counted
-    // character class: the walk skips subtrees of them.
-    let skip = match steps.plain_run(&mut matcher, trie.longest_plain()) {
-        Some(chars) => Some((chars, Skip::Plain)),
-        None => {
-            // Only where the count runs out within a token but not at once:
-            // unbounded classes loop, and the walk takes their subtrees at
-            // once; a literal's byte is one token's first.
-            let classes = steps.counted_classes(&mut matcher);
-            (classes != 0)
-                .then(|| steps.class_run(&mut matcher, classes, trie.max_depth()))
-                .flatten()
-                .filter(|bytes| (2..trie.max_depth()).contains(bytes))
-                .map(|bytes| (bytes, Skip::Classes(classes)))
-        }
+    // Near the bound of a count, the entry far from it holds for the
+    // tokens too short to reach the bound: only the long ones are walked.
+    let far = seed
+        .far_from_bound(grammar, trie.max_depth())
+        .filter(|&(_, bytes)| trie.nodes_reaching(bytes) <= trie.len() / FAR_SHARE)
+        .and_then(|(key, bytes)| {
+            let entry = masking.vocabulary.mask_cache().cached_entry(&key)?;
+            Some((entry, bytes))
+        });
+    // A walk that passes short tokens sorts each of the others.
+    let skip = if far.is_some() {
+        None
+    } else {
+        skip_at_once(&mut steps, &mut matcher, trie)
     };
     found.kind.skips = skip.as_ref().map_or(0, |(_, skip)| skip.classes());
     let taken =
@@ -103,6 +108,7 @@ pub(super) fn classify(
         offset: 0,
         tails,
         skip: skip.as_ref().map(|(_, skip)| skip),
+        shortest: far.as_ref().map_or(0, |&(_, bytes)| bytes),
         budget,
     };
     walk::<true>(over, &mut steps, &mut matcher, &mut found, cost)?;
@@ -112,7 +118,33 @@ pub(super) fn classify(
     // the memo names.
     let built = matcher.grammar.built_rules();
     (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
-    Ok(found.into_classified(taken, trie))
+    Ok(match far {
+        Some((far, _)) => found.over_far(&far, trie),
+        None => found.into_classified(taken, trie),
+    })
+}
+
+/// What a walk from the seed's configuration takes at once and skips, and
+/// up to how many characters or bytes: plain tokens sorted by their number
+/// of characters (the inside of a bounded string), or else the tokens of a
+/// counted character class.
+fn skip_at_once(
+    steps: &mut StepMemo,
+    matcher: &mut Parse,
+    trie: &TokenTrie,
+) -> Option<(usize, Skip)> {
+    if let Some(chars) = steps.plain_run(matcher, trie.longest_plain()) {
+        return Some((chars, Skip::Plain));
+    }
+    // Only where the count runs out within a token but not at once:
+    // unbounded classes loop, and the walk takes their subtrees at once; a
+    // literal's byte is one token's first.
+    let classes = steps.counted_classes(matcher);
+    (classes != 0)
+        .then(|| steps.class_run(matcher, classes, trie.max_depth()))
+        .flatten()
+        .filter(|bytes| (2..trie.max_depth()).contains(bytes))
+        .map(|bytes| (bytes, Skip::Classes(classes)))
 }
 
 /// The tokens a walk takes at once by their length and skips.
@@ -159,6 +191,10 @@ struct Over<'t> {
     /// The tokens the walk takes at once and skips, over the vocabulary's
     /// trie.
     skip: Option<&'t Skip>,
+    /// The fewest bytes of the tokens the walk sorts, over the
+    /// vocabulary's trie: the subtrees of shorter tokens are passed to
+    /// another entry's verdicts ([`Found::over_far`]).
+    shortest: usize,
     /// The most Earley items the parse may build.
     budget: u64,
 }
@@ -190,6 +226,11 @@ fn walk<const VOCABULARY: bool>(
         if let Some(skip) = over.skip
             && skip.pure(trie, node)
         {
+            node = trie.end(node);
+            continue;
+        }
+        if over.shortest > 0 && trie.depth(node) + trie.height(node) < over.shortest {
+            found.pass(trie.subtree_ranks(node));
             node = trie.end(node);
             continue;
         }
@@ -228,7 +269,9 @@ fn walk<const VOCABULARY: bool>(
             found.replay(subtree, above);
             node = trie.end(node);
         } else {
-            if let Some(config) = recurring {
+            // What a walk that passes short tokens finds below a node is
+            // not all there is to it.
+            if let Some(config) = recurring.filter(|_| over.shortest == 0) {
                 found.record(config, node, trie.end(node), above);
             }
             if found.kind.stop_at_arms && steps.at_arm(depth, matcher) {
@@ -332,6 +375,7 @@ fn sorts_by_tails(
             offset: depth,
             tails: None,
             skip: None,
+            shortest: 0,
             budget: over.budget,
         };
         walk::<false>(over, steps, matcher, &mut sorted, cost)?;
@@ -389,6 +433,9 @@ struct Found {
     count: usize,
     /// Uncertain tokens (rejected ones are left out).
     groups: Vec<Group>,
+    /// Ranks passed to another entry's verdicts, as sorted disjoint
+    /// ranges ([`Over::shortest`]).
+    passed: Vec<(u32, u32)>,
     recording: Option<Recording>,
 }
 
@@ -423,6 +470,56 @@ impl Found {
         Classified {
             accepted,
             groups: self.groups.into(),
+        }
+    }
+
+    /// The entry of a walk that passed the ranks of short tokens: `far`'s
+    /// verdicts on those, the walk's on the rest.
+    fn over_far(self, far: &Classified, trie: &TokenTrie) -> Classified {
+        let ranked = trie.ranked();
+        let mut bits = written_zeros(trie.universe().len());
+        far.accepted
+            .add_to(&mut bits, trie.universe(), &mut Vec::new());
+        let total = u32::try_from(ranked.len()).expect("ranks fit in u32");
+        let mut walked_from = 0;
+        for &(start, end) in self.passed.iter().chain([&(total, total)]) {
+            for &id in &ranked[walked_from as usize..start as usize] {
+                bits[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
+            }
+            walked_from = end;
+        }
+        for &(start, end) in &self.accepted {
+            for &id in &ranked[start as usize..end as usize] {
+                bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
+            }
+        }
+        let mut groups = self.groups;
+        let mut passed = self.passed.as_slice();
+        for group in &far.groups {
+            while passed.first().is_some_and(|&(_, end)| end <= group.start) {
+                passed = &passed[1..];
+            }
+            for &(start, end) in passed.iter().take_while(|&&(start, _)| start < group.end) {
+                groups.push(Group {
+                    start: start.max(group.start),
+                    end: end.min(group.end),
+                    ends: group.ends,
+                });
+            }
+        }
+        groups.sort_unstable_by_key(|group| group.start);
+        Classified {
+            accepted: TokenSet::new(bits, None, trie.universe(), trie.universe_len()),
+            groups: groups.into(),
+        }
+    }
+
+    /// Passes ranks `start..end` to another entry's verdicts.
+    fn pass(&mut self, (start, end): (u32, u32)) {
+        match self.passed.last_mut() {
+            Some(last) if last.1 == start => last.1 = end,
+            _ if start == end => {}
+            _ => self.passed.push((start, end)),
         }
     }
 
@@ -519,5 +616,71 @@ fn push_group(groups: &mut Vec<Group>, start: u32, end: u32, ends: u64, keep_rej
     match groups.last_mut() {
         Some(last) if last.end == start && last.ends == ends => last.end = end,
         _ => groups.push(Group { start, end, ends }),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::{Found, Group};
+    use crate::cache::{Classified, TokenSet};
+    use crate::id::TokenId;
+    use crate::trie::TokenTrie;
+
+    /// The ids of a token set of a vocabulary of 32 tokens at most.
+    fn ids(set: &TokenSet, trie: &TokenTrie) -> Vec<u32> {
+        let mut mask = vec![0u32; 1];
+        set.add_to(&mut mask, trie.universe(), &mut Vec::new());
+        (0..32).filter(|id| mask[0] & 1 << id != 0).collect()
+    }
+
+    #[test]
+    fn a_walk_over_a_far_entry_keeps_its_verdicts_on_the_ranks_passed_only() {
+        // Ranks follow the bytes: "a" 0, "ab" 1, "abc" 2, "b" 3, "bc" 4.
+        let tokens: [&[u8]; 5] = [b"a", b"ab", b"abc", b"b", b"bc"];
+        let trie = TokenTrie::new(
+            (tokens.iter().enumerate()).map(|(id, &bytes)| (TokenId::new(id).unwrap(), bytes)),
+            1,
+        );
+        let far = Classified {
+            accepted: TokenSet::Ids([0, 3].into()),
+            groups: [
+                Group {
+                    start: 1,
+                    end: 3,
+                    ends: 0b100,
+                },
+                Group {
+                    start: 3,
+                    end: 5,
+                    ends: 0b10,
+                },
+            ]
+            .into(),
+        };
+        // The walk sorted ranks 2 and 3 (accepting "abc", rejecting "b")
+        // and passed the others.
+        let found = Found {
+            accepted: vec![(2, 3)],
+            count: 1,
+            passed: vec![(0, 2), (4, 5)],
+            ..Found::default()
+        };
+        let entry = found.over_far(&far, &trie);
+        assert_eq!(ids(&entry.accepted, &trie), [0, 2]);
+        assert_eq!(
+            *entry.groups,
+            [
+                Group {
+                    start: 1,
+                    end: 2,
+                    ends: 0b100
+                },
+                Group {
+                    start: 4,
+                    end: 5,
+                    ends: 0b10
+                },
+            ]
+        );
     }
 }

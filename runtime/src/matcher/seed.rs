@@ -9,6 +9,10 @@ use super::item::{Item, Kind};
 use crate::cache::{Key, KeyKind, MAX_PARENTS, Parent, Place};
 use crate::grammar::{Grammar, Repeat, count_cap};
 
+/// The bits of [`Parent::count`] that hold the room a counted repetition
+/// has left (the matches it still needs are above them).
+const ROOM: u32 = 0xFFFF;
+
 /// The most items that may wait for one short rule for a [`Seed`] to
 /// cover them (one seed each).
 pub(super) const MAX_WAITING: usize = 4;
@@ -40,6 +44,48 @@ impl Seed {
             .flatten()
             .next()
             .unwrap_or(&self.item)
+    }
+
+    /// Where the count of one counted repetition the seed covers leaves
+    /// room for fewer matches than a token can end (it is near its bound):
+    /// the key of the entry for a count far from the bound, and the fewest
+    /// bytes of a token the two entries may sort apart. A token of fewer
+    /// bytes ends too few matches to reach the bound ([`count_cap`] for its
+    /// length), so the far entry's verdict on it holds here too. `None`
+    /// where no count is near its bound, or more than one is.
+    pub(super) fn far_from_bound(
+        &self,
+        grammar: &Grammar,
+        longest_token: usize,
+    ) -> Option<(Key, usize)> {
+        let mut near = None;
+        let links = self.key.parents.iter().zip(&self.parents).enumerate();
+        for (level, (link, parent)) in links {
+            let (Some(link), Some(parent)) = (link, parent) else {
+                break;
+            };
+            if parent.kind != Kind::Repeat {
+                continue;
+            }
+            let repeat = grammar.repeat(parent.a);
+            let unit = grammar.match_bytes(repeat.rule);
+            let cap = count_cap(longest_token, unit);
+            let room = link.count & ROOM;
+            if room < cap {
+                if near.is_some() {
+                    return None;
+                }
+                // Tokens shorter than `(room - 1) * unit` bytes end at
+                // most `room - 2` matches: `count_cap` of their length is
+                // at most `room`.
+                near = Some((level, cap, (room as usize).saturating_sub(1) * unit));
+            }
+        }
+        let (level, cap, fewest_bytes) = near?;
+        let mut far = self.key;
+        let link = far.parents[level].as_mut().expect("found above");
+        link.count = link.count & !ROOM | cap;
+        Some((far, fewest_bytes))
     }
 
     /// Adds the seeds of `item` of the last row of `history` to `seeds`
