@@ -590,18 +590,20 @@ fn copies_of_a_subschema_share_its_rules_and_its_report() {
 /// key takes (`{}` beside an unsaid `additionalProperties`) adds nothing:
 /// it is left out, so the key is one branch (not a counted repetition of
 /// 255 characters beside any other name, which every mask walked) and no
-/// approximation is reported. A pattern whose value differs, or that a
-/// declared name matches, keeps its member and its note; the texts each
-/// schema accepts are as before.
+/// approximation is reported. Where any other key takes any value, a
+/// pattern member adds nothing to the language either (a key matching the
+/// pattern may take the other keys' schema, as noted): it is left out too,
+/// with its note. A pattern that a declared name matches keeps its member
+/// and its note; the texts each schema accepts are as before.
 #[test]
 fn pattern_members_that_add_nothing_to_other_keys_are_left_out() {
     let options = maskbench_options();
+    let generate = |schema: &Value| {
+        json_schema::generate(schema, &options, &Budget::new(Limits::default()))
+            .expect("the schema generates")
+    };
     let notes = |schema: &Value| {
-        let generated = json_schema::generate(schema, &options, &Budget::new(Limits::default()))
-            .expect("the schema generates");
-        generated
-            .report
-            .warnings()
+        (generate(schema).report.warnings())
             .filter(|note| note.keyword == "patternProperties")
             .count()
     };
@@ -615,9 +617,29 @@ fn pattern_members_that_add_nothing_to_other_keys_are_left_out() {
         "properties": {"xa": {"type": "string"}},
         "patternProperties": {"^x": {}},
     });
+    let hex_keys = serde_json::json!({
+        "type": "object",
+        "patternProperties": {"[0-9a-f]{32}": {"type": "null"}},
+    });
+    let closed = serde_json::json!({
+        "type": "object",
+        "patternProperties": {"^x": {"type": "integer"}},
+        "additionalProperties": {"type": "string"},
+    });
     assert_eq!(notes(&same), 0);
     assert!(notes(&other) > 0);
+    assert!(notes(&hex_keys) > 0);
     assert!(notes(&shadowing) > 0);
+    // The pattern's key is spelled out only where other keys take less
+    // than any value.
+    assert!(
+        !generate(&other).to_xg().contains("\"x\""),
+        "{}",
+        generate(&other).to_xg()
+    );
+    assert!(!generate(&hex_keys).to_xg().contains("{30}"));
+    assert!(generate(&closed).to_xg().contains("\"x\""));
+    assert!(generate(&shadowing).to_xg().contains("\"x\""));
 
     let accepts = |schema: &Value, text: &str| {
         first_refused_byte(&compile(schema, &options).unwrap(), text).is_none()
@@ -629,6 +651,12 @@ fn pattern_members_that_add_nothing_to_other_keys_are_left_out() {
         "other keys' schema, as noted"
     );
     assert!(accepts(&shadowing, r#"{"xa":"s","xb":[]}"#));
+    assert!(accepts(
+        &hex_keys,
+        r#"{"0123456789abcdef0123456789abcdef":null,"k":1}"#
+    ));
+    assert!(accepts(&closed, r#"{"x1":2,"y":"s"}"#));
+    assert!(!accepts(&closed, r#"{"y":2}"#));
 }
 
 /// A `$ref` with annotations beside it merges into the node of its target:

@@ -433,16 +433,21 @@ impl<'a> Emitter<'a> {
     /// every schema of `key` (any value if `key` is empty).
     fn child(&mut self, key: Vec<String>, name: &str) -> G {
         let depth = self.depth + 1;
-        let trivial = key.iter().all(|p| match self.reader.lookup(p) {
-            Some(Value::Bool(true)) => true,
-            Some(Value::Object(map)) => map.is_empty(),
-            _ => false,
-        });
-        if trivial {
+        if self.allows_anything(&key) {
             self.block(Block::Value, depth)
         } else {
             G::Ref(self.rule_for(key, depth, name))
         }
+    }
+
+    /// Whether the schemas at `key` (all of them at once) allow any value:
+    /// each is `true` or `{}`, or there are none.
+    fn allows_anything(&self, key: &[String]) -> bool {
+        key.iter().all(|p| match self.reader.lookup(p) {
+            Some(Value::Bool(true)) => true,
+            Some(Value::Object(map)) => map.is_empty(),
+            _ => false,
+        })
     }
 
     /// The level whose rules a value at `depth` uses: its depth, up to one
@@ -1472,6 +1477,7 @@ impl<'a> Emitter<'a> {
                 _ => None,
             })
             .collect();
+        let any_value = self.allows_anything(&key);
         let value = self.child(key, &format!("{name}_value"));
         // A pattern member whose value is the one any other key takes, and
         // whose pattern no declared name matches, adds nothing to the
@@ -1485,6 +1491,14 @@ impl<'a> Emitter<'a> {
                 "patternProperties",
                 "a key matching a pattern may take the `additionalProperties` schema instead",
             );
+            // So where any other key takes any value, a pattern member adds
+            // nothing either — but work: a key pattern such as
+            // `[0-9a-f]{32}` may begin at every character of a key, and
+            // the two readings of every key made the first entry inside it
+            // walk the whole trie (`Github_trivial---o78129`).
+            if node.property_names.is_empty() && any_value {
+                members.retain(|member| member.shadows_declared);
+            }
         }
         let mut alternatives: Vec<G> = members.into_iter().map(|member| member.member).collect();
         let key_separator = self.key_separator(self.depth);
