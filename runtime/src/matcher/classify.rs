@@ -45,11 +45,11 @@ const MIN_RECORDED_NODES: usize = 32;
 /// nodes for Llama 3.1) rather than walk the node's subtree.
 const MIN_TAIL_TOKENS: usize = 256;
 
-/// A walk near the bound of a count takes the entry far from it for the
-/// tokens too short to reach the bound where the longer ones lie on at
-/// most this share of the trie's nodes (one in `FAR_SHARE`): past it, the
-/// walk of every token costs about as much.
-const FAR_SHARE: usize = 4;
+/// A walk near a bound of a count takes another count's entry for the
+/// tokens too short to tell them apart where the longer ones lie on at
+/// most this share of the trie's nodes (one in `OTHER_SHARE`): past it,
+/// the walk of every token costs about as much.
+const OTHER_SHARE: usize = 4;
 
 /// What `seed` alone does with every token: walks the token trie with a
 /// parse seeded with it (and the items above it that it covers). A token
@@ -74,21 +74,16 @@ pub(super) fn classify(
     let mut steps = StepMemo::new(&matcher, trie.max_depth(), kept);
     let mut found = Found::default();
     found.kind.stop_at_arms = seed.key.kind == KeyKind::Free;
-    // Near the bound of a count, the entry far from it holds for the
-    // tokens too short to reach the bound: only the long ones are walked.
-    let far = seed
-        .far_from_bound(grammar, trie.max_depth())
-        .filter(|&(_, bytes)| trie.nodes_reaching(bytes) <= trie.len() / FAR_SHARE)
-        .and_then(|(key, bytes)| {
-            let entry = masking.vocabulary.mask_cache().cached_entry(&key)?;
-            Some((entry, bytes))
-        });
-    // A walk that passes short tokens sorts each of the others.
-    let skip = if far.is_some() {
-        None
-    } else {
-        skip_at_once(&mut steps, &mut matcher, trie)
-    };
+    // Near a bound of a count, the cached entry of another count holds for
+    // the tokens too short to tell the two apart: only the long ones are
+    // walked.
+    let skip = skip_at_once(&mut steps, &mut matcher, trie);
+    let cache = masking.vocabulary.mask_cache();
+    let other = (seed.neighbours(grammar, trie.max_depth()).into_iter())
+        .filter(|&(_, bytes)| {
+            skip.is_some() || trie.nodes_reaching(bytes) <= trie.len() / OTHER_SHARE
+        })
+        .find_map(|(key, bytes)| Some((cache.cached_entry(&key)?, bytes)));
     found.kind.skips = skip.as_ref().map_or(0, |(_, skip)| skip.classes());
     let taken =
         skip.as_ref()
@@ -108,7 +103,7 @@ pub(super) fn classify(
         offset: 0,
         tails,
         skip: skip.as_ref().map(|(_, skip)| skip),
-        shortest: far.as_ref().map_or(0, |&(_, bytes)| bytes),
+        shortest: other.as_ref().map_or(0, |&(_, bytes)| bytes),
         budget,
     };
     walk::<true>(over, &mut steps, &mut matcher, &mut found, cost)?;
@@ -118,8 +113,8 @@ pub(super) fn classify(
     // the memo names.
     let built = matcher.grammar.built_rules();
     (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
-    Ok(match far {
-        Some((far, _)) => found.over_far(&far, trie),
+    Ok(match other {
+        Some((other, _)) => found.over_other(&other, taken.as_ref(), trie),
         None => found.into_classified(taken, trie),
     })
 }
@@ -193,7 +188,7 @@ struct Over<'t> {
     skip: Option<&'t Skip>,
     /// The fewest bytes of the tokens the walk sorts, over the
     /// vocabulary's trie: the subtrees of shorter tokens are passed to
-    /// another entry's verdicts ([`Found::over_far`]).
+    /// another entry's verdicts ([`Found::over_other`]).
     shortest: usize,
     /// The most Earley items the parse may build.
     budget: u64,
@@ -223,14 +218,14 @@ fn walk<const VOCABULARY: bool>(
     while node < trie.len() {
         cost.nodes += 1;
         found.end_recording(node, steps);
-        if let Some(skip) = over.skip
-            && skip.pure(trie, node)
-        {
+        if over.shortest > 0 && trie.depth(node) + trie.height(node) < over.shortest {
+            found.pass(trie.subtree_ranks(node));
             node = trie.end(node);
             continue;
         }
-        if over.shortest > 0 && trie.depth(node) + trie.height(node) < over.shortest {
-            found.pass(trie.subtree_ranks(node));
+        if let Some(skip) = over.skip
+            && skip.pure(trie, node)
+        {
             node = trie.end(node);
             continue;
         }
@@ -473,29 +468,64 @@ impl Found {
         }
     }
 
-    /// The entry of a walk that passed the ranks of short tokens: `far`'s
-    /// verdicts on those, the walk's on the rest.
-    fn over_far(self, far: &Classified, trie: &TokenTrie) -> Classified {
+    /// The entry of a walk that passed the ranks of short tokens: `other`'s
+    /// verdicts on those, the walk's on the rest, of which it took `taken`
+    /// at once (if it skipped them).
+    fn over_other(
+        self,
+        other: &Classified,
+        taken: Option<&Taken<'_>>,
+        trie: &TokenTrie,
+    ) -> Classified {
         let ranked = trie.ranked();
-        let mut bits = written_zeros(trie.universe().len());
-        far.accepted
-            .add_to(&mut bits, trie.universe(), &mut Vec::new());
-        let total = u32::try_from(ranked.len()).expect("ranks fit in u32");
-        let mut walked_from = 0;
-        for &(start, end) in self.passed.iter().chain([&(total, total)]) {
-            for &id in &ranked[walked_from as usize..start as usize] {
-                bits[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
+        let mut others = written_zeros(trie.universe().len());
+        other
+            .accepted
+            .add_to(&mut others, trie.universe(), &mut Vec::new());
+        // `other`'s verdicts copied on the ranks passed, or cleared from the
+        // rest, whichever are fewer.
+        let passed: usize = self
+            .passed
+            .iter()
+            .map(|&(start, end)| (end - start) as usize)
+            .sum();
+        let mut bits = if 2 * passed < ranked.len() {
+            let mut bits = written_zeros(others.len());
+            for &(start, end) in &self.passed {
+                for &id in &ranked[start as usize..end as usize] {
+                    let (word, bit) = (id.as_usize() / 32, 1 << (id.as_usize() % 32));
+                    bits[word] |= others[word] & bit;
+                }
             }
-            walked_from = end;
-        }
+            bits
+        } else {
+            let total = u32::try_from(ranked.len()).expect("ranks fit in u32");
+            let mut walked_from = 0;
+            for &(start, end) in self.passed.iter().chain([&(total, total)]) {
+                for &id in &ranked[walked_from as usize..start as usize] {
+                    others[id.as_usize() / 32] &= !(1 << (id.as_usize() % 32));
+                }
+                walked_from = end;
+            }
+            others
+        };
         for &(start, end) in &self.accepted {
             for &id in &ranked[start as usize..end as usize] {
                 bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
             }
         }
+        // The tokens taken at once are sorted whole, passed or not.
+        let taken: &[u32] = match taken {
+            Some(Taken::Plain(bits)) => bits,
+            Some(Taken::Classes(bits)) => bits,
+            None => &[],
+        };
+        for (word, taken) in bits.iter_mut().zip(taken) {
+            *word |= taken;
+        }
         let mut groups = self.groups;
         let mut passed = self.passed.as_slice();
-        for group in &far.groups {
+        for group in &other.groups {
             while passed.first().is_some_and(|&(_, end)| end <= group.start) {
                 passed = &passed[1..];
             }
@@ -665,7 +695,7 @@ mod tests {
             passed: vec![(0, 2), (4, 5)],
             ..Found::default()
         };
-        let entry = found.over_far(&far, &trie);
+        let entry = found.over_other(&far, None, &trie);
         assert_eq!(ids(&entry.accepted, &trie), [0, 2]);
         assert_eq!(
             *entry.groups,

@@ -13,6 +13,10 @@ use crate::grammar::{Grammar, Repeat, count_cap};
 /// has left (the matches it still needs are above them).
 const ROOM: u32 = 0xFFFF;
 
+/// How many counts before a seed's [`Seed::neighbours`] names (a token
+/// may cross several).
+const COUNTS_BEFORE: u32 = 3;
+
 /// The most items that may wait for one short rule for a [`Seed`] to
 /// cover them (one seed each).
 pub(super) const MAX_WAITING: usize = 4;
@@ -46,19 +50,17 @@ impl Seed {
             .unwrap_or(&self.item)
     }
 
-    /// Where the count of one counted repetition the seed covers leaves
-    /// room for fewer matches than a token can end (it is near its bound):
-    /// the key of the entry for a count far from the bound, and the fewest
-    /// bytes of a token the two entries may sort apart. A token of fewer
-    /// bytes ends too few matches to reach the bound ([`count_cap`] for its
-    /// length), so the far entry's verdict on it holds here too. `None`
-    /// where no count is near its bound, or more than one is.
-    pub(super) fn far_from_bound(
-        &self,
-        grammar: &Grammar,
-        longest_token: usize,
-    ) -> Option<(Key, usize)> {
-        let mut near = None;
+    /// Where a counted repetition the seed covers is near a bound (it needs
+    /// fewer matches, or has room for fewer, than a token can end): the keys
+    /// of entries for other counts of it that may be cached — far from the
+    /// bound, then the counts before — each with the fewest bytes of a
+    /// token the two entries may sort apart. Counts that need `n` and `n'`
+    /// more matches tell apart only tokens that can end `min(n, n')` of
+    /// them, and so with room: a token shorter than `min - 1` matches of
+    /// the fewest bytes ends too few ([`count_cap`] for its length is at
+    /// most `min`), and the other entry's verdict on it holds here too.
+    /// The first repetition near a bound is the one looked at.
+    pub(super) fn neighbours(&self, grammar: &Grammar, longest_token: usize) -> Vec<(Key, usize)> {
         let links = self.key.parents.iter().zip(&self.parents).enumerate();
         for (level, (link, parent)) in links {
             let (Some(link), Some(parent)) = (link, parent) else {
@@ -70,22 +72,42 @@ impl Seed {
             let repeat = grammar.repeat(parent.a);
             let unit = grammar.match_bytes(repeat.rule);
             let cap = count_cap(longest_token, unit);
-            let room = link.count & ROOM;
-            if room < cap {
-                if near.is_some() {
-                    return None;
-                }
-                // Tokens shorter than `(room - 1) * unit` bytes end at
-                // most `room - 2` matches: `count_cap` of their length is
-                // at most `room`.
-                near = Some((level, cap, (room as usize).saturating_sub(1) * unit));
+            let (needed, room) = (link.count >> 16, link.count & ROOM);
+            if !(needed > 0 && needed < cap || room < cap) {
+                continue;
             }
+            let far = (needed, cap);
+            let before = (1..=COUNTS_BEFORE).map(|back| {
+                (
+                    if needed > 0 {
+                        (needed + back).min(cap)
+                    } else {
+                        0
+                    },
+                    (room + back).min(cap),
+                )
+            });
+            let mut found: Vec<(Key, usize)> = Vec::new();
+            for (other_needed, other_room) in std::iter::once(far).chain(before) {
+                let apart = [(needed, other_needed), (room, other_room)]
+                    .into_iter()
+                    .filter(|(ours, theirs)| ours != theirs)
+                    .map(|(ours, theirs)| ours.min(theirs))
+                    .min();
+                let Some(apart) = apart else {
+                    continue;
+                };
+                let fewest_bytes = (apart as usize).saturating_sub(1) * unit;
+                let mut other = self.key;
+                let other_link = other.parents[level].as_mut().expect("a link at this level");
+                other_link.count = other_needed << 16 | other_room;
+                if fewest_bytes > 0 && found.iter().all(|&(key, _)| key != other) {
+                    found.push((other, fewest_bytes));
+                }
+            }
+            return found;
         }
-        let (level, cap, fewest_bytes) = near?;
-        let mut far = self.key;
-        let link = far.parents[level].as_mut().expect("found above");
-        link.count = link.count & !ROOM | cap;
-        Some((far, fewest_bytes))
+        Vec::new()
     }
 
     /// Adds the seeds of `item` of the last row of `history` to `seeds`
