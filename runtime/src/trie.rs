@@ -65,6 +65,10 @@ pub(crate) struct TokenTrie {
     /// Per number of characters `n` up to the longest plain token: the
     /// plain tokens of at most `n` characters, made on first use.
     plain_within: Vec<OnceLock<Box<[u32]>>>,
+    /// The plain tokens, fewest characters first, and per number of
+    /// characters `n` how many have at most `n`: what the bitsets of
+    /// `plain_within` are made from.
+    plain_by_chars: (Vec<TokenId>, Vec<usize>),
     /// Per power of two `2^i` up to 1024: the tokens of at most that many
     /// bytes, as a bitset in mask layout, made on first use.
     up_to_length: [OnceLock<Box<[u32]>>; 11],
@@ -345,6 +349,7 @@ impl TokenTrie {
             plain_chars: Vec::new(),
             not_plain: Vec::new(),
             plain_within: Vec::new(),
+            plain_by_chars: (Vec::new(), Vec::new()),
             up_to_length: Default::default(),
             path_classes: Vec::new(),
             class_within: ClassWithin::default(),
@@ -521,6 +526,10 @@ impl TokenTrie {
         self.plain_within = (0..=usize::from(longest))
             .map(|_| OnceLock::new())
             .collect();
+        let plain = (self.tokens.iter().zip(&self.plain_chars))
+            .filter(|&(_, &chars)| chars > 0)
+            .map(|(&id, &chars)| (usize::from(chars), id));
+        self.plain_by_chars = by_length(plain, usize::from(longest));
         self.not_plain = (0..self.tokens.len())
             .filter(|&rank| self.plain_chars[rank] == 0)
             .map(|rank| u32::try_from(rank).expect("ranks fit in u32"))
@@ -539,13 +548,9 @@ impl TokenTrie {
     pub(crate) fn plain_within(&self, chars: usize) -> &[u32] {
         let chars = chars.min(self.longest_plain());
         self.plain_within[chars].get_or_init(|| {
-            let mut bits = vec![0u32; self.universe.len()];
-            for (&id, &n) in self.tokens.iter().zip(&self.plain_chars) {
-                if n > 0 && usize::from(n) <= chars {
-                    bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
-                }
-            }
-            bits.into()
+            let made = |n: usize| Some((n, &**self.plain_within.get(n)?.get()?));
+            let (ids, ends) = &self.plain_by_chars;
+            prefix_bits(ids, ends, chars, nearest(chars, made), self.universe.len())
         })
     }
 
@@ -589,16 +594,17 @@ impl TokenTrie {
         if by_length.len() >= MAX_CLASS_SETS {
             by_length.clear();
         }
-        Arc::clone(within.entry((classes, bytes)).or_insert_with(|| {
-            let (ids, ends) = by_length
-                .entry(classes)
-                .or_insert_with(|| self.tokens_by_length(classes));
-            let mut bits = vec![0u32; self.universe.len()];
-            for id in &ids[..ends[bytes]] {
-                bits[id.as_usize() / 32] |= 1 << (id.as_usize() % 32);
-            }
-            bits.into()
-        }))
+        if let Some(bits) = within.get(&(classes, bytes)) {
+            return Arc::clone(bits);
+        }
+        let (ids, ends) = by_length
+            .entry(classes)
+            .or_insert_with(|| self.tokens_by_length(classes));
+        let made = |n: usize| Some((n, &**within.get(&(classes, n))?));
+        let bits: Arc<[u32]> =
+            prefix_bits(ids, ends, bytes, nearest(bytes, made), self.universe.len()).into();
+        within.insert((classes, bytes), Arc::clone(&bits));
+        bits
     }
 
     /// The tokens made only of bytes of the ASCII byte classes `classes`,
@@ -606,7 +612,6 @@ impl TokenTrie {
     /// token) where those of more than `n` begin: one pass over the
     /// subtrees of such paths.
     fn tokens_by_length(&self, classes: u64) -> (Vec<TokenId>, Vec<usize>) {
-        let mut counts = vec![0usize; self.max_depth + 2];
         let mut found: Vec<(usize, TokenId)> = Vec::new();
         let mut node = 0;
         while node < self.len() {
@@ -614,24 +619,11 @@ impl TokenTrie {
                 node = self.end(node);
                 continue;
             }
-            for &id in self.tokens(node) {
-                found.push((self.depth(node), id));
-                counts[self.depth(node) + 1] += 1;
-            }
+            let depth = self.depth(node);
+            found.extend(self.tokens(node).iter().map(|&id| (depth, id)));
             node += 1;
         }
-        for n in 1..counts.len() {
-            counts[n] += counts[n - 1];
-        }
-        let mut ids = vec![TokenId::new(0).expect("id 0"); found.len()];
-        let mut next = counts.clone();
-        for (depth, id) in found {
-            ids[next[depth]] = id;
-            next[depth] += 1;
-        }
-        // `counts[n + 1]`: the tokens of at most `n` bytes.
-        counts.remove(0);
-        (ids, counts)
+        by_length(found.into_iter(), self.max_depth)
     }
 
     /// The characters of the token of rank `rank` if
@@ -823,9 +815,132 @@ impl TokenTrie {
     }
 }
 
+/// Tokens sorted by a length of at most `longest` (a counting sort of
+/// `tokens`, pairs of length and id), and per length `n` how many are at
+/// most `n` long.
+fn by_length(
+    tokens: impl Iterator<Item = (usize, TokenId)>,
+    longest: usize,
+) -> (Vec<TokenId>, Vec<usize>) {
+    let tokens: Vec<(usize, TokenId)> = tokens.collect();
+    let mut ends = vec![0usize; longest + 1];
+    for &(length, _) in &tokens {
+        ends[length] += 1;
+    }
+    for n in 1..ends.len() {
+        ends[n] += ends[n - 1];
+    }
+    let mut next: Vec<usize> = std::iter::once(0).chain(ends.iter().copied()).collect();
+    let mut ids = vec![TokenId::new(0).expect("id 0"); tokens.len()];
+    for (length, id) in tokens {
+        ids[next[length]] = id;
+        next[length] += 1;
+    }
+    (ids, ends)
+}
+
+/// The length nearest `length` whose bitset `made` has, with it.
+fn nearest<'b>(
+    length: usize,
+    made: impl Fn(usize) -> Option<(usize, &'b [u32])>,
+) -> Option<(usize, &'b [u32])> {
+    (1..=MAX_NEAREST)
+        .find_map(|apart| made(length + apart).or_else(|| made(length.checked_sub(apart)?)))
+}
+
+/// How far [`nearest`] looks on either side (the longest tokens of real
+/// vocabularies have a few hundred bytes).
+const MAX_NEAREST: usize = 256;
+
+/// The bitset (mask layout, `words` wide) of the tokens of `ids` (sorted by
+/// length, `ends[n]` of them at most `n` long) of at most `length`: from
+/// the bitset of another length if one is `near`, with the tokens between
+/// the two added or taken out — not from every token of the vocabulary
+/// again (a bounded string asks for a new length at every step).
+fn prefix_bits(
+    ids: &[TokenId],
+    ends: &[usize],
+    length: usize,
+    near: Option<(usize, &[u32])>,
+    words: usize,
+) -> Box<[u32]> {
+    let (mut bits, from) = match near {
+        Some((other, bits)) => (bits.to_vec(), ends[other]),
+        None => (vec![0u32; words], 0),
+    };
+    let to = ends[length];
+    for id in &ids[from.min(to)..from.max(to)] {
+        bits[id.as_usize() / 32] ^= 1 << (id.as_usize() % 32);
+    }
+    bits.into()
+}
+
 #[cfg(test)]
 mod tests {
-    use super::{CLASSES, Utf8, byte_class, class_bytes};
+    use super::{CLASSES, TokenTrie, Utf8, byte_class, class_bytes};
+    use crate::id::TokenId;
+
+    /// The ids whose bits `bits` sets.
+    fn ids(bits: &[u32]) -> Vec<usize> {
+        (0..bits.len() * 32)
+            .filter(|id| bits[id / 32] & 1 << (id % 32) != 0)
+            .collect()
+    }
+
+    /// Bitsets by length are made from the nearest length made before
+    /// (longer or shorter, in any order asked): each holds exactly the
+    /// tokens of at most that length, as counted from scratch.
+    #[test]
+    fn bitsets_by_length_hold_the_tokens_up_to_each_length() {
+        let tokens: [&[u8]; 10] = [
+            b"a",
+            b"ab",
+            b"abc",
+            b"abcd",
+            b"a-b",
+            b"x\"y",
+            b"caf\xc3\xa9",
+            b" the",
+            b"--",
+            b"a b c d e",
+        ];
+        let trie = TokenTrie::new(
+            (tokens.iter().enumerate()).map(|(id, &bytes)| (TokenId::new(id).unwrap(), bytes)),
+            1,
+        );
+        let lengths = [3, 1, 9, 2, 0, 4, 5, 8, 6, 7];
+        for chars in lengths {
+            let ranks = 0..u32::try_from(trie.ranked().len()).unwrap();
+            let expected: Vec<usize> = ranks
+                .filter(|&rank| (1..=chars).contains(&usize::from(trie.plain_chars(rank))))
+                .map(|rank| trie.ranked()[rank as usize].as_usize())
+                .collect::<std::collections::BTreeSet<_>>()
+                .into_iter()
+                .collect();
+            assert_eq!(
+                ids(trie.plain_within(chars)),
+                expected,
+                "{chars} characters"
+            );
+        }
+        let classes = 1 << byte_class(b'a') | 1 << byte_class(b'-');
+        for bytes in lengths {
+            let expected: Vec<usize> = (tokens.iter().enumerate())
+                .filter(|&(_, token)| {
+                    token.len() <= bytes
+                        && token
+                            .iter()
+                            .all(|&b| b.is_ascii() && classes & 1 << byte_class(b) != 0)
+                })
+                .map(|(id, _)| id)
+                .collect();
+            assert_eq!(
+                ids(&trie.class_within(classes, bytes)),
+                expected,
+                "{bytes} bytes"
+            );
+        }
+    }
 
     #[test]
     fn every_state_inside_a_character_has_an_index() {
