@@ -143,7 +143,8 @@ const COUNTED: &[&str] = &[
     // at once), up to its bound.
     r#"root ::= %json {"type": "object", "properties": {"n": {"type": "string", "pattern": "^[A-Za-z0-9 &'()*,\\-./@]{1,12}$"}}, "required": ["n"]}"#,
     // Counted words (near the bound, only tokens long enough to reach it
-    // are walked; the others take the verdicts of a count far from it).
+    // are walked; the others take the verdicts of a count far from it or
+    // before it).
     r#"root ::= %json {"type": "object", "properties": {"w": {"type": "string", "pattern": "^(?:\\S+\\s+){0,90}\\S+$"}}, "required": ["w"]}"#,
     r#"root ::= (w ":")+ "=1"
        w ::= ch+ (" "+ ch+){0,6}

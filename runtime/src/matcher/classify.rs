@@ -664,14 +664,14 @@ mod tests {
     }
 
     #[test]
-    fn a_walk_over_a_far_entry_keeps_its_verdicts_on_the_ranks_passed_only() {
+    fn a_walk_over_another_entry_keeps_its_verdicts_on_the_ranks_passed_only() {
         // Ranks follow the bytes: "a" 0, "ab" 1, "abc" 2, "b" 3, "bc" 4.
         let tokens: [&[u8]; 5] = [b"a", b"ab", b"abc", b"b", b"bc"];
         let trie = TokenTrie::new(
             (tokens.iter().enumerate()).map(|(id, &bytes)| (TokenId::new(id).unwrap(), bytes)),
             1,
         );
-        let far = Classified {
+        let other = Classified {
             accepted: TokenSet::Ids([0, 3].into()),
             groups: [
                 Group {
@@ -695,7 +695,7 @@ mod tests {
             passed: vec![(0, 2), (4, 5)],
             ..Found::default()
         };
-        let entry = found.over_other(&far, None, &trie);
+        let entry = found.over_other(&other, None, &trie);
         assert_eq!(ids(&entry.accepted, &trie), [0, 2]);
         assert_eq!(
             *entry.groups,
