@@ -627,7 +627,9 @@ impl<'a> Emitter<'a> {
         if node.nothing {
             return G::Nothing;
         }
-        if let Some(choice) = node.choices.first().cloned() {
+        if !node.choices.is_empty() {
+            // The other choices merge into each branch through its key.
+            let choice = node.choices.swap_remove(0);
             match choice.keyword {
                 "anyOf" => self.notes.enforced(&choice.pointer, "anyOf"),
                 "oneOf" => {

@@ -11,7 +11,7 @@ use serde_json::{Map, Value};
 
 use super::notes::Notes;
 use super::numbers::{Bound, Decimal};
-use super::pointer::{pointer_to, unescape};
+use super::pointer::{pointer_to, pointer_to_index, unescape};
 
 /// JSON types as bits.
 pub(crate) mod types {
@@ -313,7 +313,7 @@ pub(crate) fn anchors(root: &Value) -> HashMap<String, String> {
             }
             Value::Array(items) => {
                 for (i, child) in items.iter().enumerate() {
-                    walk(child, &format!("{pointer}/{i}"), depth, out);
+                    walk(child, &pointer_to_index(pointer, i), depth, out);
                 }
             }
             _ => {}
@@ -652,7 +652,7 @@ impl<'a> Reader<'a> {
                     Some(items) => {
                         notes.enforced(pointer, keyword);
                         let at = at();
-                        inner.extend((0..items.len()).map(|i| format!("{at}/{i}")));
+                        inner.extend((0..items.len()).map(|i| pointer_to_index(&at, i)));
                     }
                     None => notes.error(&at(), "`allOf` must be an array".into()),
                 },
@@ -834,13 +834,13 @@ impl<'a> Reader<'a> {
                     })
                     .min();
                 if let Some(i) = chosen {
-                    return Some(vec![format!("{prefix}{i}")]);
+                    return Some(vec![pointer_to_index(at, i)]);
                 }
                 node.choices.push(Choice {
                     pointer: pointer.to_string(),
                     keyword: if keyword == "anyOf" { "anyOf" } else { "oneOf" },
                     branches: (0..items.len())
-                        .map(|i| vec![format!("{prefix}{i}")])
+                        .map(|i| vec![pointer_to_index(at, i)])
                         .collect(),
                 });
                 None

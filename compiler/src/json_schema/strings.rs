@@ -479,15 +479,29 @@ pub(crate) fn pattern_regex(pattern: &str) -> Option<regex_automata::meta::Regex
         if let Some(regex) = compiled.get(pattern) {
             return regex.clone();
         }
-        let regex = ecma_to_rust(pattern)
-            .ok()
-            .and_then(|rust| regex_automata::meta::Regex::new(&rust).ok());
+        let regex = ecma_to_rust(pattern).ok().and_then(|rust| {
+            regex_automata::meta::Builder::new()
+                .configure(matcher_config())
+                .build(&rust)
+                .ok()
+        });
         if compiled.len() >= PATTERN_MEMO {
             compiled.clear();
         }
         compiled.insert(pattern.to_owned(), regex.clone());
         regex
     })
+}
+
+/// How [`pattern_regex`] builds its matchers: without the fully built
+/// DFA and the one-pass DFA. Each is only run on property names and listed
+/// values (a few bytes, a few times), where the lazy DFA answers as fast,
+/// and building the dense DFA cost ~500 K instructions a pattern — a fifth
+/// of compiling `service-schema.json`, whose 276 patterns are each a word.
+fn matcher_config() -> regex_automata::meta::Config {
+    regex_automata::meta::Config::new()
+        .dfa(false)
+        .onepass(false)
 }
 
 /// How many compiled patterns [`pattern_regex`] keeps per thread.
