@@ -35,6 +35,15 @@ pub(crate) struct Tails {
     /// Per place: its offset in the token's bytes, and the rank of the tail
     /// from there.
     places: Vec<(u32, u32)>,
+    /// Per listed token: the characters before its first place (all of
+    /// them, a character cut short by the end included, if it has none).
+    leads: Vec<u32>,
+    /// The most characters before a listed token's first place, or in a
+    /// listed token without one.
+    longest_lead: usize,
+    /// Per number of characters: whether some listed token's first place
+    /// comes after that many.
+    place_leads: Vec<bool>,
 }
 
 impl Tails {
@@ -50,6 +59,8 @@ impl Tails {
         let mut found: Vec<(u32, usize)> = Vec::new();
         let mut path: Vec<u8> = Vec::new();
         let mut offsets = Vec::new();
+        let mut leads = Vec::new();
+        let mut place_leads = Vec::new();
         for node in 0..vocabulary.len() {
             path.truncate(vocabulary.depth(node) - 1);
             path.push(vocabulary.byte(node));
@@ -64,6 +75,16 @@ impl Tails {
                 }
                 let token = ranks.len();
                 ranks.push(rank);
+                let lead = offsets.first().map_or(path.len(), |&at| at as usize);
+                let chars = characters(&path[..lead]);
+                leads.push(chars);
+                if !offsets.is_empty() {
+                    let chars = chars as usize;
+                    if place_leads.len() <= chars {
+                        place_leads.resize(chars + 1, false);
+                    }
+                    place_leads[chars] = true;
+                }
                 starts.push(u32::try_from(found.len()).expect("places fit in u32"));
                 found.extend(offsets.iter().map(|&at| (at, token)));
                 bytes.extend_from_slice(&path);
@@ -94,11 +115,15 @@ impl Tails {
             }),
             distinct.len().div_ceil(32),
         );
+        let longest_lead = leads.iter().max().map_or(0, |&lead| lead as usize);
         Self {
             trie,
             ranks,
             starts,
             places,
+            leads,
+            longest_lead,
+            place_leads,
         }
     }
 
@@ -133,6 +158,38 @@ impl Tails {
             (self.ranks[token], place)
         })
     }
+
+    /// Every listed token, ascending, with the characters before its first
+    /// place and the place (its offset and the rank of the tail from
+    /// there), if it has one; a token without is plain text all through,
+    /// its last character perhaps cut short.
+    pub(crate) fn leads(&self) -> impl Iterator<Item = (u32, usize, Option<(usize, u32)>)> + '_ {
+        (0..self.ranks.len()).map(move |token| {
+            let first = self.starts[token] as usize;
+            let place = (first < self.starts[token + 1] as usize).then(|| {
+                let (at, tail) = self.places[first];
+                (at as usize, tail)
+            });
+            (self.ranks[token], self.leads[token] as usize, place)
+        })
+    }
+
+    /// The most characters [`Tails::leads`] gives a token.
+    pub(crate) fn longest_lead(&self) -> usize {
+        self.longest_lead
+    }
+
+    /// Whether some listed token's first place comes after `chars`
+    /// characters.
+    pub(crate) fn place_after(&self, chars: usize) -> bool {
+        self.place_leads.get(chars).copied().unwrap_or(false)
+    }
+}
+
+/// The characters `bytes` begin (UTF-8 lead bytes and ASCII).
+fn characters(bytes: &[u8]) -> u32 {
+    let count = bytes.iter().filter(|&&byte| byte & 0xC0 != 0x80).count();
+    u32::try_from(count).expect("tokens are short")
 }
 
 /// Puts into `places` the offsets in `bytes` where a character that is
@@ -203,6 +260,30 @@ mod tests {
         assert_eq!(places_of(b"a\xe7b\"c"), vec![1]);
         assert_eq!(places_of(b"\x80\""), vec![0]);
         assert_eq!(places_of(b"\x7f"), vec![0]);
+    }
+
+    #[test]
+    fn leads_count_the_characters_before_the_first_place_or_in_the_whole_token() {
+        // `x` and a character cut short: listed (not counted as plain),
+        // no place, two characters.
+        let tokens: Vec<&[u8]> = vec![b"ab", "é\"".as_bytes(), b"\\n", b"x\xe7\x9a"];
+        let trie = TokenTrie::new(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(index, &bytes)| (TokenId::new(index).unwrap(), bytes)),
+            1,
+        );
+        let tails = Tails::new(&trie);
+        let leads: Vec<_> = tails
+            .leads()
+            .map(|(_, lead, place)| (lead, place.map(|(at, _)| at)))
+            .collect();
+        // By rank: `\n`, `x…`, `é"`.
+        assert_eq!(leads, vec![(0, Some(0)), (2, None), (1, Some(2))]);
+        assert_eq!(tails.longest_lead(), 2);
+        assert!(tails.place_after(0) && tails.place_after(1));
+        assert!(!tails.place_after(2) && !tails.place_after(3));
     }
 
     #[test]

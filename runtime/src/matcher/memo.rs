@@ -903,6 +903,58 @@ impl StepMemo {
         self.class_run(matcher, PLAIN_CLASSES, longest)
     }
 
+    /// The configurations plain characters ([`PLAIN_CLASSES`]) lead the
+    /// walk's root through, the root first, for up to `levels` characters:
+    /// the `p`th is where any `p` plain characters lead. Fewer where plain
+    /// characters are refused past the last (the count of a bounded string
+    /// runs out); round and round where the chain comes back into itself
+    /// (past a string's `minLength`). `None` where plain characters do not
+    /// all lead to one configuration, or where on the way the rule can end
+    /// or an arm begin (as [`StepMemo::plain_run`] says). With them, how
+    /// many of them are distinct.
+    pub(super) fn plain_chain(
+        &mut self,
+        matcher: &mut Parse,
+        levels: usize,
+    ) -> Option<(Vec<u32>, usize)> {
+        let run = self.class_run(matcher, PLAIN_CLASSES, levels)?;
+        let root = self.path[0];
+        let chain = self.chains.get(&(root, PLAIN_CLASSES))?;
+        let mut configs = Vec::with_capacity(run + 1);
+        configs.push(root);
+        configs.extend_from_slice(&chain.configs[..chain.configs.len().min(run)]);
+        let distinct = configs.len();
+        if configs.len() <= run {
+            // A cycle: the last configuration leads back to one before it.
+            let last = *configs.last().expect("the root is there");
+            let class = PLAIN_CLASSES.trailing_zeros() as usize;
+            let back = self.targets[last as usize][class];
+            let from = configs.iter().position(|&config| config == back)?;
+            let cycle = configs.len() - from;
+            while configs.len() <= run {
+                configs.push(configs[from + (configs.len() - from) % cycle]);
+            }
+        }
+        Some((configs, distinct))
+    }
+
+    /// Puts `configs` on the current path from depth 1 on (below the
+    /// walk's root), keeping the rows of the depths that stay as they were.
+    pub(super) fn stand_on(&mut self, configs: &[u32]) {
+        let same = (self.path.iter().skip(1))
+            .zip(configs)
+            .take_while(|(on, wanted)| on == wanted)
+            .count();
+        self.path.truncate(1 + same);
+        self.path.extend_from_slice(&configs[same..]);
+        self.built = self.built.min(same);
+    }
+
+    /// [`StepMemo::tail_verdicts`] of configuration `config`.
+    pub(super) fn tail_verdicts_of(&self, config: u32, kind: WalkKind) -> Option<&TailVerdicts> {
+        self.tails.get(&(config, kind))
+    }
+
     /// The ASCII byte classes whose every byte leads the walk's root to
     /// one same configuration — the classes of a counted repetition of a
     /// character class (`[A-Za-z0-9 .-]{1,32}`), the most classes that
