@@ -45,12 +45,15 @@ const MIN_RECORDED_NODES: usize = 32;
 /// nodes for Llama 3.1) rather than walk the node's subtree.
 const MIN_TAIL_TOKENS: usize = 256;
 
-/// The fewest distinct configurations along the chain of plain characters
-/// from a walk's root for the tokens that are not plain to be sorted by
-/// where their plain text stops ([`sorts_by_chain`]): that goes over
-/// every such token (5,000 for Llama 3.1), where a walk of a short chain
-/// (a string's first character, then its inside) visits a few hundred
-/// nodes.
+/// The fewest distinct configurations along a chain of plain characters
+/// that comes back into itself for the tokens that are not plain to be
+/// sorted by where their plain text stops ([`sorts_by_chain`]): that goes
+/// over every such token (5,000 for Llama 3.1), where a walk of a short
+/// chain into a loop (a string's first character, then its inside) visits
+/// a few hundred nodes, sorting tails where the loop begins. A chain the
+/// count ends is sorted from two configurations on: the walk of its last
+/// characters goes on past the string's close (6,900 nodes one character
+/// before `maxLength`).
 const MIN_CHAIN: usize = 4;
 
 /// The most distinct configurations along the chain for [`sorts_by_chain`]:
@@ -165,7 +168,8 @@ fn sorts_by_chain(
     let Some((chain, distinct)) = steps.plain_chain(matcher, tails.longest_lead()) else {
         return Ok(false);
     };
-    if !(MIN_CHAIN..=MAX_CHAIN).contains(&distinct) {
+    let cycles = chain.len() > distinct;
+    if distinct > MAX_CHAIN || distinct < if cycles { MIN_CHAIN } else { 2 } {
         return Ok(false);
     }
     // The tails' trie is walked whole.
