@@ -1956,6 +1956,28 @@ fn counts_far_from_their_bounds_share_configurations() {
     }
 }
 
+/// Inside a `maxLength` of 100, each entry after the string's first takes
+/// the verdicts of the entry of the step before for the tokens too short
+/// to reach the bound, whatever token that step took: words of eight
+/// characters and more moved the count past the three counts named before,
+/// and the next entry walked 7,800 trie nodes where it now walks under
+/// 4,000. Every mask equals the reference.
+#[test]
+fn a_count_moved_on_by_a_long_word_takes_the_entry_of_the_step_before() {
+    let (vocabulary, model) = first_real_vocabulary();
+    let source = r#"root ::= %json {"type": "string", "maxLength": 100}"#;
+    let text = "\"Example of a bibliographic record: extraordinarily comprehensive documentation\"";
+    let grammar = runtime_grammar_for(source, Some(&vocabulary));
+    let mut walked = Vec::new();
+    masks_along(&vocabulary, &model, grammar, text, |_, stats| {
+        walked.push(stats.nodes_walked);
+    });
+    assert!(
+        walked[2..].iter().all(|&nodes| nodes < 4_000),
+        "trie nodes walked per step: {walked:?}"
+    );
+}
+
 /// A match of a counted word (`(\S+\s+){0,99}`) takes at least two bytes,
 /// so a token of Llama 3.1's longest 128 bytes ends at most 65 of them:
 /// counts 66 or more below the bound are told apart no further, and the
