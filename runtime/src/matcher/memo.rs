@@ -212,9 +212,12 @@ impl Subtree {
 pub(super) struct TailVerdicts {
     /// One bit per tail rank: accepted.
     accepted: Box<[u64]>,
-    /// Per tail rank not accepted: the places the rule can end in it, as a
-    /// walk's groups hold them from the tail's first byte (0: rejected).
-    ends: Box<[u64]>,
+    /// The uncertain tails, as sorted disjoint ranges of ranks with the
+    /// places the rule can end in them, as a walk's groups hold them from
+    /// the tail's first byte; every other tail not accepted is rejected.
+    /// Few tails are uncertain: a table of every tail's places (21 KB for
+    /// Llama 3.1, zeroed) cost more to make than the walk that sorted them.
+    groups: Box<[Group]>,
 }
 
 impl TailVerdicts {
@@ -227,25 +230,32 @@ impl TailVerdicts {
                 bits[rank as usize / 64] |= 1 << (rank % 64);
             }
         }
-        let mut ends = vec![0u64; tails];
-        for group in groups {
-            ends[group.start as usize..group.end as usize].fill(group.ends);
-        }
+        let mut groups = groups.to_vec();
+        groups.sort_unstable_by_key(|group| group.start);
         Self {
             accepted: bits.into(),
-            ends: ends.into(),
+            groups: groups.into(),
         }
     }
 
     /// `None` if the tail of rank `tail` is accepted, else the places the
     /// rule can end in it (0: rejected).
     pub(super) fn of(&self, tail: u32) -> Option<u64> {
-        let tail = tail as usize;
-        (self.accepted[tail / 64] & 1 << (tail % 64) == 0).then(|| self.ends[tail])
+        let index = tail as usize;
+        if self.accepted[index / 64] & 1 << (index % 64) != 0 {
+            return None;
+        }
+        let at = self.groups.partition_point(|group| group.end <= tail);
+        Some(
+            self.groups
+                .get(at)
+                .filter(|group| group.start <= tail)
+                .map_or(0, |group| group.ends),
+        )
     }
 
     fn bytes(&self) -> usize {
-        size_of_val(&*self.accepted) + size_of_val(&*self.ends) + 64
+        size_of_val(&*self.accepted) + size_of_val(&*self.groups) + 64
     }
 }
 
