@@ -212,12 +212,14 @@ impl Subtree {
 pub(super) struct TailVerdicts {
     /// One bit per tail rank: accepted.
     accepted: Box<[u64]>,
-    /// The uncertain tails, as sorted disjoint ranges of ranks with the
-    /// places the rule can end in them, as a walk's groups hold them from
-    /// the tail's first byte; every other tail not accepted is rejected.
-    /// Few tails are uncertain: a table of every tail's places (21 KB for
-    /// Llama 3.1, zeroed) cost more to make than the walk that sorted them.
-    groups: Box<[Group]>,
+    /// Per tail rank: the index in `ends` of the places the rule can end
+    /// in it, or 0 where it is accepted or rejected. Two bytes a tail: a
+    /// table of every tail's places (21 KB for Llama 3.1, zeroed) cost
+    /// more to make than the walk that sorted the tails.
+    uncertain: Box<[u16]>,
+    /// The distinct places the rule can end in uncertain tails, as a
+    /// walk's groups hold them from the tail's first byte, after a 0.
+    ends: Box<[u64]>,
 }
 
 impl TailVerdicts {
@@ -230,32 +232,40 @@ impl TailVerdicts {
                 bits[rank as usize / 64] |= 1 << (rank % 64);
             }
         }
-        let mut groups = groups.to_vec();
-        groups.sort_unstable_by_key(|group| group.start);
+        let mut uncertain = vec![0u16; tails];
+        let mut ends = vec![0u64];
+        let mut indices: FxHashMap<u64, u16> = FxHashMap::default();
+        for group in groups {
+            let index = *indices.entry(group.ends).or_insert_with(|| {
+                ends.push(group.ends);
+                // Past the places a u16 tells apart (never met: tails
+                // would need 65,535 ways to end), the last stands for
+                // every place and the full state decides.
+                u16::try_from(ends.len() - 1).unwrap_or(u16::MAX)
+            });
+            uncertain[group.start as usize..group.end as usize].fill(index);
+        }
+        ends.truncate(usize::from(u16::MAX));
+        if ends.len() == usize::from(u16::MAX) {
+            ends.push(u64::MAX);
+        }
         Self {
             accepted: bits.into(),
-            groups: groups.into(),
+            uncertain: uncertain.into(),
+            ends: ends.into(),
         }
     }
 
     /// `None` if the tail of rank `tail` is accepted, else the places the
     /// rule can end in it (0: rejected).
     pub(super) fn of(&self, tail: u32) -> Option<u64> {
-        let index = tail as usize;
-        if self.accepted[index / 64] & 1 << (index % 64) != 0 {
-            return None;
-        }
-        let at = self.groups.partition_point(|group| group.end <= tail);
-        Some(
-            self.groups
-                .get(at)
-                .filter(|group| group.start <= tail)
-                .map_or(0, |group| group.ends),
-        )
+        let tail = tail as usize;
+        (self.accepted[tail / 64] & 1 << (tail % 64) == 0)
+            .then(|| self.ends[usize::from(self.uncertain[tail])])
     }
 
     fn bytes(&self) -> usize {
-        size_of_val(&*self.accepted) + size_of_val(&*self.groups) + 64
+        size_of_val(&*self.accepted) + size_of_val(&*self.uncertain) + size_of_val(&*self.ends) + 64
     }
 }
 
