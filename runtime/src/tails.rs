@@ -247,6 +247,18 @@ mod tests {
     use crate::TokenId;
     use crate::trie::TokenTrie;
 
+    /// The tails of a vocabulary of `tokens` (ids in order).
+    fn tails_of(tokens: &[&[u8]]) -> Tails {
+        let trie = TokenTrie::new(
+            tokens
+                .iter()
+                .enumerate()
+                .map(|(index, &bytes)| (TokenId::new(index).unwrap(), bytes)),
+            1,
+        );
+        Tails::new(&trie)
+    }
+
     #[test]
     fn places_are_where_plain_text_stops_up_to_the_first_break() {
         assert_eq!(places_of(b"abc"), Vec::<u32>::new());
@@ -267,14 +279,7 @@ mod tests {
         // `x` and a character cut short: listed (not counted as plain),
         // no place, two characters.
         let tokens: Vec<&[u8]> = vec![b"ab", "é\"".as_bytes(), b"\\n", b"x\xe7\x9a"];
-        let trie = TokenTrie::new(
-            tokens
-                .iter()
-                .enumerate()
-                .map(|(index, &bytes)| (TokenId::new(index).unwrap(), bytes)),
-            1,
-        );
-        let tails = Tails::new(&trie);
+        let tails = tails_of(&tokens);
         let leads: Vec<_> = tails
             .leads()
             .map(|(_, lead, place)| (lead, place.map(|(at, _)| at)))
@@ -289,14 +294,7 @@ mod tests {
     #[test]
     fn tails_name_each_distinct_rest_once_and_find_places_from_an_offset() {
         let tokens: Vec<&[u8]> = vec![b"a\"", b"ab", b"b\"", b"x\"y\"", b"\\n"];
-        let trie = TokenTrie::new(
-            tokens
-                .iter()
-                .enumerate()
-                .map(|(index, &bytes)| (TokenId::new(index).unwrap(), bytes)),
-            1,
-        );
-        let tails = Tails::new(&trie);
+        let tails = tails_of(&tokens);
         // `"` (twice), `\n`, `"y"` (and its `"` again).
         assert_eq!(tails.trie().universe_len(), 3);
         let all = (0, 5);

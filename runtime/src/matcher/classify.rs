@@ -197,25 +197,7 @@ fn sorts_by_chain(
     }
     for lead in unsorted {
         steps.stand_on(&chain[1..=lead]);
-        let mut sorted = Found {
-            kind,
-            ..Found::default()
-        };
-        let over = Over {
-            trie: tails.trie(),
-            offset: lead,
-            tails: None,
-            skip: None,
-            shortest: 0,
-            budget: over.budget,
-        };
-        walk::<false>(over, steps, matcher, &mut sorted, cost)?;
-        let verdicts = TailVerdicts::new(
-            tails.trie().universe_len(),
-            &sorted.accepted,
-            &sorted.groups,
-        );
-        steps.keep_tail_verdicts(lead, kind, verdicts);
+        sort_tails(tails, lead, kind, over.budget, steps, matcher, cost)?;
     }
     for (rank, lead, place) in tails.leads() {
         if lead >= chain.len() {
@@ -478,25 +460,7 @@ fn sorts_by_tails(
         if tails.count(below) < MIN_TAIL_TOKENS {
             return Ok(false);
         }
-        let mut sorted = Found {
-            kind,
-            ..Found::default()
-        };
-        let over = Over {
-            trie: tails.trie(),
-            offset: depth,
-            tails: None,
-            skip: None,
-            shortest: 0,
-            budget: over.budget,
-        };
-        walk::<false>(over, steps, matcher, &mut sorted, cost)?;
-        let verdicts = TailVerdicts::new(
-            tails.trie().universe_len(),
-            &sorted.accepted,
-            &sorted.groups,
-        );
-        steps.keep_tail_verdicts(depth, kind, verdicts);
+        sort_tails(tails, depth, kind, over.budget, steps, matcher, cost)?;
     }
     let verdicts = steps.tail_verdicts(depth, kind).expect("kept above");
     // The tokens not listed are plain text; a walk that skips plain
@@ -520,6 +484,40 @@ fn sorts_by_tails(
         found.accept((plain_from, end));
     }
     Ok(true)
+}
+
+/// Sorts the tails (a walk of their trie) from the configuration at
+/// `depth` of the current path, for walks of `kind`, and keeps their
+/// verdicts with the memo.
+fn sort_tails(
+    tails: &Tails,
+    depth: usize,
+    kind: WalkKind,
+    budget: u64,
+    steps: &mut StepMemo,
+    matcher: &mut Parse,
+    cost: &mut Cost,
+) -> Result<(), MaskError> {
+    let mut sorted = Found {
+        kind,
+        ..Found::default()
+    };
+    let over = Over {
+        trie: tails.trie(),
+        offset: depth,
+        tails: None,
+        skip: None,
+        shortest: 0,
+        budget,
+    };
+    walk::<false>(over, steps, matcher, &mut sorted, cost)?;
+    let verdicts = TailVerdicts::new(
+        tails.trie().universe_len(),
+        &sorted.accepted,
+        &sorted.groups,
+    );
+    steps.keep_tail_verdicts(depth, kind, verdicts);
+    Ok(())
 }
 
 /// The places `ends` (bit j: after j bytes) `by` bytes further on; places
