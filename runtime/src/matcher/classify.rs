@@ -164,7 +164,10 @@ pub(super) fn classify(
 /// same configurations), instead of a walk of the trie above the tokens
 /// that is as deep as the count allows (8,000 nodes and more for
 /// `maxLength` 10). Whether it sorted them: not where plain characters
-/// lead apart, nor past the tails' budget.
+/// lead apart, where the chain is too short or too long for sorting to pay
+/// ([`MIN_CHAIN`], [`MAX_CHAIN`]), nor where another entry serves the short
+/// tokens and more than [`MAX_NEW_SORTINGS`] of its configurations are new;
+/// an error past the budget.
 fn sorts_by_chain(
     over: Over<'_>,
     steps: &mut StepMemo,
