@@ -13,8 +13,10 @@
 //! its tail, instead of visiting the 7,000 trie nodes above those tokens
 //! (see `matcher::classify`).
 
+use std::sync::OnceLock;
+
 use crate::TokenId;
-use crate::trie::{TokenTrie, Utf8, is_plain};
+use crate::trie::{TokenTrie, Utf8, byte_class, is_plain};
 
 /// The tails of a vocabulary's tokens that are not all plain text, and
 /// which tokens are not plain for [`TokenTrie::plain_within`] either.
@@ -186,6 +188,212 @@ impl Tails {
     }
 }
 
+/// The tokens that begin with a run of bytes of some ASCII byte classes
+/// — a counted character class, `[A-Za-z0-9 .-]{1,32}` — and go on past
+/// it, by the byte that stops the run (the *stop*) and the run's length
+/// (the *lead*). Where each byte of the classes leads one step along a
+/// count, what the count does with such a token depends only on the
+/// configuration its lead leads to and on its tail, the bytes from the
+/// stop on. Most stops are refused there at once (Llama 3.1 has 12,000
+/// tokens of a space and a word with accented letters, for classes with
+/// the space), so the tails after a stop are made into a trie only once
+/// some configuration takes the stop. Tokens that begin with another byte
+/// are not listed (a walk meets them at its first byte), nor those of
+/// class bytes alone.
+#[derive(Debug)]
+pub(crate) struct RunTails {
+    /// The listed tokens' ranks in the vocabulary's trie, by stop, then
+    /// lead, then rank.
+    ranks: Vec<u32>,
+    /// Per listed token: where its tail's bytes are in `bytes`.
+    tails: Vec<(u32, u32)>,
+    bytes: Vec<u8>,
+    /// The listed tokens of each stop and lead, in their order.
+    runs: Vec<Run>,
+    /// The stops, ascending.
+    stops: Vec<Stop>,
+    /// Per lead: whether some listed token has it.
+    leads: Vec<bool>,
+}
+
+/// The listed tokens of [`RunTails`] with one stop and one lead.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct Run {
+    /// The stop's index in [`RunTails::stops`].
+    pub stop: usize,
+    /// The class bytes before the stop.
+    pub lead: usize,
+    /// The range of listed tokens.
+    tokens: (u32, u32),
+}
+
+/// One stop of [`RunTails`].
+#[derive(Debug)]
+struct Stop {
+    byte: u8,
+    /// The range of listed tokens with this stop.
+    tokens: (u32, u32),
+    tails: OnceLock<StopTails>,
+}
+
+/// The distinct tails after one stop, as a trie whose ranks name them.
+#[derive(Debug)]
+pub(crate) struct StopTails {
+    trie: TokenTrie,
+    /// Per listed token of the stop, in order: the rank of its tail.
+    of_token: Vec<u32>,
+}
+
+impl StopTails {
+    /// The distinct tails, as a trie whose ranks name them; every tail
+    /// begins with the stop.
+    pub(crate) fn trie(&self) -> &TokenTrie {
+        &self.trie
+    }
+}
+
+impl RunTails {
+    /// The runs of bytes of the ASCII byte classes `classes` (bits of
+    /// [`byte_class`]) in the tokens of `vocabulary` (a vocabulary's trie).
+    pub(crate) fn new(vocabulary: &TokenTrie, classes: u64) -> Self {
+        let in_classes = |byte: u8| byte.is_ascii() && classes & 1 << byte_class(byte) != 0;
+        // Per listed token: its stop, lead, rank and where its tail is.
+        let mut found: Vec<(u8, u32, u32, (u32, u32))> = Vec::new();
+        let mut bytes: Vec<u8> = Vec::new();
+        let mut path: Vec<u8> = Vec::new();
+        // Per depth of the path: how many class bytes it begins with.
+        let mut leads: Vec<usize> = vec![0];
+        let mut node = 0;
+        while node < vocabulary.len() {
+            let (depth, byte) = (vocabulary.depth(node), vocabulary.byte(node));
+            let lead = match leads[depth - 1] {
+                above if above == depth - 1 && in_classes(byte) => depth,
+                above => above,
+            };
+            if lead == 0 || (lead == depth && vocabulary.of_classes(node, classes)) {
+                node = vocabulary.end(node);
+                continue;
+            }
+            path.truncate(depth - 1);
+            path.push(byte);
+            leads.truncate(depth);
+            leads.push(lead);
+            let (first, past) = vocabulary.own_ranks(node);
+            if lead < depth && first < past {
+                let at = |len: usize| u32::try_from(len).expect("tails fit in u32");
+                let start = at(bytes.len());
+                bytes.extend_from_slice(&path[lead..]);
+                let tail = (start, at(bytes.len()));
+                for rank in first..past {
+                    found.push((path[lead], offset(lead), rank, tail));
+                }
+            }
+            node += 1;
+        }
+        found.sort_unstable_by_key(|&(stop, lead, rank, _)| (stop, lead, rank));
+        let mut runs: Vec<Run> = Vec::new();
+        let mut stops: Vec<Stop> = Vec::new();
+        let mut leads = Vec::new();
+        for (index, &(byte, lead, _, _)) in found.iter().enumerate() {
+            let index = u32::try_from(index).expect("tokens fit in u32");
+            if stops.last().is_none_or(|stop| stop.byte != byte) {
+                stops.push(Stop {
+                    byte,
+                    tokens: (index, index),
+                    tails: OnceLock::new(),
+                });
+            }
+            let stop = stops.len() - 1;
+            stops[stop].tokens.1 = index + 1;
+            let lead = lead as usize;
+            match runs.last_mut() {
+                Some(run) if run.stop == stop && run.lead == lead => run.tokens.1 = index + 1,
+                _ => runs.push(Run {
+                    stop,
+                    lead,
+                    tokens: (index, index + 1),
+                }),
+            }
+            if leads.len() <= lead {
+                leads.resize(lead + 1, false);
+            }
+            leads[lead] = true;
+        }
+        Self {
+            ranks: found.iter().map(|&(_, _, rank, _)| rank).collect(),
+            tails: found.iter().map(|&(_, _, _, tail)| tail).collect(),
+            bytes,
+            runs,
+            stops,
+            leads,
+        }
+    }
+
+    /// The listed tokens by stop and lead, stop after stop.
+    pub(crate) fn runs(&self) -> &[Run] {
+        &self.runs
+    }
+
+    /// The stops, ascending: each byte that stops a run.
+    pub(crate) fn stops(&self) -> impl ExactSizeIterator<Item = u8> + '_ {
+        self.stops.iter().map(|stop| stop.byte)
+    }
+
+    /// Whether some listed token has a lead of `lead` class bytes.
+    pub(crate) fn has_lead(&self, lead: usize) -> bool {
+        self.leads.get(lead).copied().unwrap_or(false)
+    }
+
+    /// The tails after the stop of index `stop`, made on first use.
+    pub(crate) fn stop_tails(&self, stop: usize) -> &StopTails {
+        let stop = &self.stops[stop];
+        stop.tails.get_or_init(|| {
+            let (first, past) = (stop.tokens.0 as usize, stop.tokens.1 as usize);
+            let tail = |token: usize| {
+                let (start, end) = self.tails[token];
+                &self.bytes[start as usize..end as usize]
+            };
+            let mut order: Vec<usize> = (first..past).collect();
+            order.sort_unstable_by(|&a, &b| tail(a).cmp(tail(b)));
+            let mut distinct: Vec<&[u8]> = Vec::new();
+            let mut of_token = vec![0; past - first];
+            for token in order {
+                if distinct.last() != Some(&tail(token)) {
+                    distinct.push(tail(token));
+                }
+                of_token[token - first] =
+                    u32::try_from(distinct.len() - 1).expect("tails fit in u32");
+            }
+            // Distinct and sorted: a tail's rank in its trie is its index
+            // here.
+            let trie = TokenTrie::new(
+                distinct.iter().enumerate().map(|(index, &tail)| {
+                    let id = TokenId::new(index).expect("tails fit in a token id");
+                    (id, tail)
+                }),
+                distinct.len().div_ceil(32),
+            );
+            StopTails { trie, of_token }
+        })
+    }
+
+    /// The tokens of `run` (ranks in the vocabulary's trie) with the ranks
+    /// of their tails in `tails`, the tails after the run's stop.
+    pub(crate) fn tokens<'a>(
+        &'a self,
+        run: &Run,
+        tails: &'a StopTails,
+    ) -> impl Iterator<Item = (u32, u32)> + 'a {
+        let (first, past) = (run.tokens.0 as usize, run.tokens.1 as usize);
+        let stop_first = self.stops[run.stop].tokens.0 as usize;
+        (self.ranks[first..past].iter().copied()).zip(
+            tails.of_token[first - stop_first..past - stop_first]
+                .iter()
+                .copied(),
+        )
+    }
+}
+
 /// The characters `bytes` begin (UTF-8 lead bytes and ASCII).
 fn characters(bytes: &[u8]) -> u32 {
     let count = bytes.iter().filter(|&&byte| byte & 0xC0 != 0x80).count();
@@ -237,7 +445,7 @@ fn offset(at: usize) -> u32 {
 
 #[cfg(test)]
 mod tests {
-    use super::{Tails, places};
+    use super::{RunTails, Tails, places};
 
     fn places_of(bytes: &[u8]) -> Vec<u32> {
         let mut found = Vec::new();
@@ -312,5 +520,42 @@ mod tests {
             Some(quote.1),
             tails.from(all, 1).nth(1).unwrap().1.map(|p| p.1)
         );
+    }
+
+    #[test]
+    fn runs_are_listed_by_stop_and_lead_with_each_distinct_tail_once() {
+        let tokens: Vec<&[u8]> = vec![
+            b"ab\"",
+            b"a\"",
+            b"abc",
+            b"\"a",
+            b"ab\"}",
+            "a\u{e9}".as_bytes(),
+        ];
+        let trie = TokenTrie::new(
+            (tokens.iter().enumerate()).map(|(id, &bytes)| (TokenId::new(id).unwrap(), bytes)),
+            1,
+        );
+        let lower = 1 << crate::trie::byte_class(b'a');
+        let runs = RunTails::new(&trie, lower);
+        // `abc` is all class bytes and `"a` begins with another: not listed.
+        assert_eq!(runs.stops().collect::<Vec<_>>(), vec![b'"', 0xC3]);
+        let listed: Vec<(u8, usize, usize)> = (runs.runs().iter())
+            .map(|run| {
+                let stop = runs.stops().nth(run.stop).unwrap();
+                let tokens = runs.tokens(run, runs.stop_tails(run.stop)).count();
+                (stop, run.lead, tokens)
+            })
+            .collect();
+        assert_eq!(listed, vec![(b'"', 1, 1), (b'"', 2, 2), (0xC3, 1, 1)]);
+        assert!(runs.has_lead(1) && runs.has_lead(2));
+        assert!(!runs.has_lead(0) && !runs.has_lead(3));
+        // After `"`: the tails `"` (of `a"` and `ab"`) and `"}`.
+        let quote = runs.stop_tails(0);
+        assert_eq!(quote.trie().universe_len(), 2);
+        let tails: Vec<u32> = (runs.runs()[..2].iter())
+            .flat_map(|run| runs.tokens(run, quote).map(|(_, tail)| tail))
+            .collect();
+        assert_eq!(tails, vec![0, 0, 1]);
     }
 }

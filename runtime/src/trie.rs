@@ -16,7 +16,7 @@ use std::sync::{Arc, Mutex, OnceLock, PoisonError};
 use rustc_hash::FxHashMap;
 
 use crate::TokenId;
-use crate::tails::Tails;
+use crate::tails::{RunTails, Tails};
 
 /// A vocabulary's text tokens as a prefix tree in depth-first order.
 #[derive(Clone, Debug)]
@@ -94,6 +94,9 @@ struct ClassTokens {
     by_length: FxHashMap<u64, (Vec<TokenId>, Vec<usize>)>,
     /// Per set of classes and number of bytes: the bitset.
     within: FxHashMap<(u64, usize), Arc<[u32]>>,
+    /// Per set of classes: where its runs stop in tokens (see
+    /// [`TokenTrie::run_tails`]).
+    runs: FxHashMap<u64, Arc<RunTails>>,
 }
 
 /// The most bitsets [`TokenTrie::class_within`] keeps (16 KiB each for
@@ -586,7 +589,9 @@ impl TokenTrie {
     pub(crate) fn class_within(&self, classes: u64, bytes: usize) -> Arc<[u32]> {
         let bytes = bytes.min(self.max_depth);
         let mut made = (self.class_within.0.lock()).unwrap_or_else(PoisonError::into_inner);
-        let ClassTokens { by_length, within } = &mut *made;
+        let ClassTokens {
+            by_length, within, ..
+        } = &mut *made;
         // Bounded: a server meets class after class (a few MiB at most).
         if within.len() >= MAX_CLASS_BITSETS {
             within.clear();
@@ -605,6 +610,21 @@ impl TokenTrie {
             prefix_bits(ids, ends, bytes, nearest(bytes, made), self.universe.len()).into();
         within.insert((classes, bytes), Arc::clone(&bits));
         bits
+    }
+
+    /// Where the run of bytes of the ASCII byte classes `classes` stops in
+    /// each token that begins with one ([`RunTails`]), made on first use
+    /// per set.
+    pub(crate) fn run_tails(&self, classes: u64) -> Arc<RunTails> {
+        let mut made = (self.class_within.0.lock()).unwrap_or_else(PoisonError::into_inner);
+        if made.runs.len() >= MAX_CLASS_SETS {
+            made.runs.clear();
+        }
+        let runs = made
+            .runs
+            .entry(classes)
+            .or_insert_with(|| Arc::new(RunTails::new(self, classes)));
+        Arc::clone(runs)
     }
 
     /// The tokens made only of bytes of the ASCII byte classes `classes`,

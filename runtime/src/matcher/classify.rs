@@ -28,8 +28,8 @@ use super::parse::Parse;
 use super::seed::Seed;
 use super::walk::{Cost, MaskError};
 use crate::cache::{Classified, Group, KeyKind, TokenSet};
-use crate::tails::Tails;
-use crate::trie::{PLAIN_CLASSES, TokenTrie};
+use crate::tails::{RunTails, Tails};
+use crate::trie::{PLAIN_CLASSES, TokenTrie, byte_class};
 use crate::zeros::written_zeros;
 
 /// Bit 63 of a group's ends: the full state decides (the token runs 63
@@ -117,13 +117,15 @@ pub(super) fn classify(
             .filter(|&&(chars, _)| chars > 0)
             .map(|&(chars, ref skip)| match *skip {
                 Skip::Plain => Taken::Plain(trie.plain_within(chars)),
-                Skip::Classes(classes) => Taken::Classes(trie.class_within(classes, chars)),
+                Skip::Classes(classes) | Skip::Runs(classes) => {
+                    Taken::Classes(trie.class_within(classes, chars))
+                }
             });
     // Inside a bounded string no configuration loops: a count goes down.
     let tails = match &skip {
         None => Some(trie.tails()),
         Some((chars, Skip::Plain)) => (*chars >= trie.longest_plain()).then(|| trie.tails()),
-        Some((_, Skip::Classes(..))) => None,
+        Some((_, Skip::Classes(..) | Skip::Runs(..))) => None,
     };
     let over = Over {
         trie,
@@ -135,11 +137,41 @@ pub(super) fn classify(
     };
     // Where plain characters lead through one chain of configurations
     // (a string, bounded or not), the tokens that are not plain are sorted
-    // by where their plain text stops and their tails; else walked.
+    // by where their plain text stops and their tails; where the bytes of
+    // a counted class do, those that begin with one by where their run of
+    // them stops; else walked.
     let chained = matches!(skip, Some((_, Skip::Plain)))
         && sorts_by_chain(over, &mut steps, &mut matcher, &mut found, cost)?;
+    let runs = match skip {
+        Some((bytes, Skip::Classes(classes))) => {
+            // The tails' tries are walked whole.
+            let kind = WalkKind {
+                skips: 0,
+                ..found.kind
+            };
+            sort_runs(over, (bytes, classes), kind, &mut steps, &mut matcher, cost)?
+        }
+        _ => None,
+    };
     if !chained {
+        // The tokens that begin with a class byte are sorted by their runs
+        // after the walk of the rest, which passes none to another entry.
+        let skip_runs;
+        let over = match &runs {
+            Some(runs) => {
+                skip_runs = Skip::Runs(runs.classes);
+                Over {
+                    skip: Some(&skip_runs),
+                    shortest: 0,
+                    ..over
+                }
+            }
+            None => over,
+        };
         walk::<true>(over, &mut steps, &mut matcher, &mut found, cost)?;
+    }
+    if let Some(runs) = &runs {
+        runs.sort(&steps, &mut found);
     }
     cost.items += matcher.work;
     matcher.built()?;
@@ -148,14 +180,16 @@ pub(super) fn classify(
     let built = matcher.grammar.built_rules();
     (memos.step_store()).keep(seed.rule, parents.len(), built, steps);
     Ok(match other {
-        Some((other, _)) if !chained => found.over_other(&other, taken.as_ref(), trie),
+        Some((other, _)) if !chained && runs.is_none() => {
+            found.over_other(&other, taken.as_ref(), trie)
+        }
         _ => found.into_classified(taken, trie),
     })
 }
 
 /// Sorts the tokens that are not plain text ([`Tails`]' listed ones) where
 /// every plain character leads the walk's root along one chain of
-/// configurations ([`StepMemo::plain_chain`]): a token whose plain text
+/// configurations ([`StepMemo::chain`]): a token whose plain text
 /// stops after `p` characters goes where its tail goes from the chain's
 /// `p`th configuration, and one that is plain text all through is viable
 /// if the chain is that long. The tails are sorted once per configuration
@@ -176,7 +210,7 @@ fn sorts_by_chain(
     cost: &mut Cost,
 ) -> Result<bool, MaskError> {
     let tails = over.trie.tails();
-    let Some((chain, distinct)) = steps.plain_chain(matcher, tails.longest_lead()) else {
+    let Some((chain, distinct)) = steps.chain(matcher, PLAIN_CLASSES, tails.longest_lead()) else {
         return Ok(false);
     };
     let cycles = chain.len() > distinct;
@@ -200,7 +234,8 @@ fn sorts_by_chain(
     }
     for lead in unsorted {
         steps.stand_on(&chain[1..=lead]);
-        sort_tails(tails, lead, kind, over.budget, steps, matcher, cost)?;
+        let verdicts = tail_verdicts(tails.trie(), lead, kind, over.budget, steps, matcher, cost)?;
+        steps.keep_tail_verdicts(lead, kind, verdicts);
     }
     for (rank, lead, place) in tails.leads() {
         if lead >= chain.len() {
@@ -219,6 +254,106 @@ fn sorts_by_chain(
         }
     }
     Ok(true)
+}
+
+/// Prepares the tokens that begin with a byte of the counted classes
+/// `classes` — the count runs out after `bytes` of them — to be sorted,
+/// for walks of `kind`, by where their run of class bytes stops
+/// ([`RunTails`]): a token whose run has `p` bytes goes where its tail
+/// goes from the `p`th configuration of the count. From each configuration the stops are stepped once and the
+/// tails after those it takes sorted (a walk of their trie); both are
+/// kept with the memo, so that every step along the count meets them
+/// again, where a walk of the trie above the tokens (10,000 nodes and
+/// more for `[A-Za-z0-9 .]{1,32}`) meets the configurations at other
+/// nodes each step. `None` where another entry serves the short tokens and
+/// more than [`MAX_NEW_SORTINGS`] configurations are new (the walk of the
+/// long ones costs less); an error past the budget.
+fn sort_runs(
+    over: Over<'_>,
+    (bytes, classes): (usize, u64),
+    kind: WalkKind,
+    steps: &mut StepMemo,
+    matcher: &mut Parse,
+    cost: &mut Cost,
+) -> Result<Option<SortedRuns>, MaskError> {
+    let Some((chain, _)) = steps.chain(matcher, classes, bytes) else {
+        return Ok(None);
+    };
+    let tails = over.trie.run_tails(classes);
+    let unsorted: Vec<usize> = (1..chain.len())
+        .filter(|&lead| {
+            tails.has_lead(lead) && steps.run_verdicts(chain[lead], kind, classes).is_none()
+        })
+        .collect();
+    if over.shortest > 0 && unsorted.len() > MAX_NEW_SORTINGS {
+        return Ok(None);
+    }
+    for lead in unsorted {
+        steps.stand_on(&chain[1..=lead]);
+        let mut by_stop = Vec::with_capacity(tails.stops().len());
+        for (stop, byte) in tails.stops().enumerate() {
+            let taken = steps.step(matcher, lead + 1, byte);
+            by_stop.push(if taken {
+                let trie = tails.stop_tails(stop).trie();
+                Some(tail_verdicts(
+                    trie,
+                    lead,
+                    kind,
+                    over.budget,
+                    steps,
+                    matcher,
+                    cost,
+                )?)
+            } else {
+                None
+            });
+        }
+        steps.keep_run_verdicts(chain[lead], kind, classes, by_stop.into());
+    }
+    Ok(Some(SortedRuns {
+        tails,
+        chain,
+        classes,
+        kind,
+    }))
+}
+
+/// The runs of a counted class, their tails sorted from every
+/// configuration along the count ([`sort_runs`]).
+struct SortedRuns {
+    tails: Arc<RunTails>,
+    /// Where any `p` class bytes lead the walk's root, the root first.
+    chain: Vec<u32>,
+    classes: u64,
+    /// The kind of walk that sorted the tails.
+    kind: WalkKind,
+}
+
+impl SortedRuns {
+    /// Sorts the tokens that begin with a class byte into `found`, which
+    /// is put in order of rank after.
+    fn sort(&self, steps: &StepMemo, found: &mut Found) {
+        let tails = &self.tails;
+        for run in tails.runs() {
+            // A longer run is refused: the count ran out.
+            if run.lead >= self.chain.len() {
+                continue;
+            }
+            let by_stop = (steps.run_verdicts(self.chain[run.lead], self.kind, self.classes))
+                .expect("sorted for every lead within the chain");
+            // A stop refused there: every token of the run is.
+            let Some(verdicts) = &by_stop[run.stop] else {
+                continue;
+            };
+            for (rank, tail) in tails.tokens(run, tails.stop_tails(run.stop)) {
+                match verdicts.of(tail) {
+                    None => found.accept((rank, rank + 1)),
+                    Some(ends) => found.group(rank, rank + 1, shifted(ends, run.lead)),
+                }
+            }
+        }
+        found.sort_ranks();
+    }
 }
 
 /// What a walk from the seed's configuration takes at once and skips, and
@@ -250,6 +385,10 @@ enum Skip {
     Plain,
     /// The tokens of these ASCII byte classes ([`TokenTrie::class_within`]).
     Classes(u64),
+    /// Those, and the rest of the tokens that begin with one of their bytes:
+    /// the subtrees of the root's children of these classes, whose tokens
+    /// [`SortedRuns`] sorts.
+    Runs(u64),
 }
 
 impl Skip {
@@ -257,7 +396,7 @@ impl Skip {
     fn classes(&self) -> u64 {
         match *self {
             Self::Plain => PLAIN_CLASSES,
-            Self::Classes(classes) => classes,
+            Self::Classes(classes) | Self::Runs(classes) => classes,
         }
     }
 
@@ -266,6 +405,11 @@ impl Skip {
         match *self {
             Self::Plain => trie.pure(node),
             Self::Classes(classes) => trie.of_classes(node, classes),
+            // Below another first byte, no path is of the classes.
+            Self::Runs(classes) => {
+                let byte = trie.byte(node);
+                trie.depth(node) == 1 && byte.is_ascii() && classes & 1 << byte_class(byte) != 0
+            }
         }
     }
 }
@@ -463,7 +607,8 @@ fn sorts_by_tails(
         if tails.count(below) < MIN_TAIL_TOKENS {
             return Ok(false);
         }
-        sort_tails(tails, depth, kind, over.budget, steps, matcher, cost)?;
+        let verdicts = tail_verdicts(tails.trie(), depth, kind, over.budget, steps, matcher, cost)?;
+        steps.keep_tail_verdicts(depth, kind, verdicts);
     }
     let verdicts = steps.tail_verdicts(depth, kind).expect("kept above");
     // The tokens not listed are plain text; a walk that skips plain
@@ -489,24 +634,24 @@ fn sorts_by_tails(
     Ok(true)
 }
 
-/// Sorts the tails (a walk of their trie) from the configuration at
-/// `depth` of the current path, for walks of `kind`, and keeps their
-/// verdicts with the memo.
-fn sort_tails(
-    tails: &Tails,
+/// What the tails of `trie` (a trie of tails) do from the configuration
+/// at `depth` of the current path, for walks of `kind`: a walk of their
+/// trie.
+fn tail_verdicts(
+    trie: &TokenTrie,
     depth: usize,
     kind: WalkKind,
     budget: u64,
     steps: &mut StepMemo,
     matcher: &mut Parse,
     cost: &mut Cost,
-) -> Result<(), MaskError> {
+) -> Result<TailVerdicts, MaskError> {
     let mut sorted = Found {
         kind,
         ..Found::default()
     };
     let over = Over {
-        trie: tails.trie(),
+        trie,
         offset: depth,
         tails: None,
         skip: None,
@@ -514,13 +659,11 @@ fn sort_tails(
         budget,
     };
     walk::<false>(over, steps, matcher, &mut sorted, cost)?;
-    let verdicts = TailVerdicts::new(
-        tails.trie().universe_len(),
+    Ok(TailVerdicts::new(
+        trie.universe_len(),
         &sorted.accepted,
         &sorted.groups,
-    );
-    steps.keep_tail_verdicts(depth, kind, verdicts);
-    Ok(())
+    ))
 }
 
 /// The places `ends` (bit j: after j bytes) `by` bytes further on; places
@@ -660,6 +803,20 @@ impl Found {
             accepted: TokenSet::new(bits, None, trie.universe(), trie.universe_len()),
             groups: groups.into(),
         }
+    }
+
+    /// Puts the accepted ranges and the groups in order of rank, for a
+    /// walk that sorted tokens out of it ([`SortedRuns`]).
+    fn sort_ranks(&mut self) {
+        self.accepted.sort_unstable();
+        self.accepted.dedup_by(|next, last| {
+            let joined = last.1 == next.0;
+            if joined {
+                last.1 = next.1;
+            }
+            joined
+        });
+        self.groups.sort_unstable_by_key(|group| group.start);
     }
 
     /// Passes ranks `start..end` to another entry's verdicts.

@@ -269,6 +269,11 @@ impl TailVerdicts {
     }
 }
 
+/// Per stop of the runs of a counted class
+/// ([`crate::tails::RunTails::stops`]): what the tails after it do from
+/// one configuration, `None` where the stop itself is refused.
+pub(super) type StopVerdicts = Box<[Option<TailVerdicts>]>;
+
 /// Memoized steps of a trie walk from the last row of a matcher.
 pub(super) struct StepMemo {
     /// Rows of the history before the walk; the walk's depth `d` is row
@@ -338,6 +343,11 @@ pub(super) struct StepMemo {
     /// Per configuration that plain text leads back to, and kind of walk:
     /// what the tails of tokens do from it.
     tails: FxHashMap<(u32, WalkKind), TailVerdicts>,
+    /// Per configuration, kind of walk and ASCII byte classes: what the
+    /// tails after each stop of the runs of those classes
+    /// ([`crate::tails::RunTails`]) do from it, `None` where the stop
+    /// itself is refused.
+    run_tails: FxHashMap<(u32, WalkKind, u64), StopVerdicts>,
     /// Per configuration and set of byte classes: the chain of common
     /// targets from it, as far as it was followed.
     chains: FxHashMap<(u32, u64), Chain>,
@@ -453,6 +463,7 @@ impl StepMemo {
                 items: 0,
                 subtree_bytes: 0,
                 tails: FxHashMap::default(),
+                run_tails: FxHashMap::default(),
                 tail_bytes: 0,
                 chains: FxHashMap::default(),
                 recent: vec![RecentChain::EMPTY; RECENT_CHAINS],
@@ -542,6 +553,39 @@ impl StepMemo {
     ) {
         self.tail_bytes += verdicts.bytes();
         self.tails.insert((self.path[depth], kind), verdicts);
+    }
+
+    /// What the tails after each stop of runs of the ASCII byte classes
+    /// `classes` do from configuration `config`, for walks of `kind`, if
+    /// sorted ([`StepMemo::keep_run_verdicts`]).
+    pub(super) fn run_verdicts(
+        &self,
+        config: u32,
+        kind: WalkKind,
+        classes: u64,
+    ) -> Option<&[Option<TailVerdicts>]> {
+        self.run_tails
+            .get(&(config, kind, classes))
+            .map(|verdicts| &**verdicts)
+    }
+
+    /// Keeps what the tails after each stop of runs of `classes` do from
+    /// configuration `config`, for walks of `kind` (`None` for a stop
+    /// refused there).
+    pub(super) fn keep_run_verdicts(
+        &mut self,
+        config: u32,
+        kind: WalkKind,
+        classes: u64,
+        verdicts: StopVerdicts,
+    ) {
+        self.tail_bytes += size_of_val(&*verdicts)
+            + verdicts
+                .iter()
+                .flatten()
+                .map(TailVerdicts::bytes)
+                .sum::<usize>();
+        self.run_tails.insert((config, kind, classes), verdicts);
     }
 
     /// Whether the configuration at `depth` of the current path is known
@@ -923,23 +967,24 @@ impl StepMemo {
         self.class_run(matcher, PLAIN_CLASSES, longest)
     }
 
-    /// The configurations plain characters ([`PLAIN_CLASSES`]) lead the
-    /// walk's root through, the root first, for up to `levels` characters:
-    /// the `p`th is where any `p` plain characters lead. Fewer where plain
-    /// characters are refused past the last (the count of a bounded string
-    /// runs out); round and round where the chain comes back into itself
-    /// (past a string's `minLength`). `None` where plain characters do not
-    /// all lead to one configuration, or where on the way the rule can end
-    /// or an arm begin (as [`StepMemo::plain_run`] says). With them, how
-    /// many of them are distinct.
-    pub(super) fn plain_chain(
+    /// The configurations the characters of `classes` lead the walk's
+    /// root through, the root first, for up to `levels` characters: the
+    /// `p`th is where any `p` of them lead. Fewer where they are refused
+    /// past the last (the count of a bounded string runs out); round and
+    /// round where the chain comes back into itself (past a string's
+    /// `minLength`). `None` where they do not all lead to one
+    /// configuration, or where on the way the rule can end or an arm
+    /// begin (as [`StepMemo::class_run`] says). With them, how many of
+    /// them are distinct.
+    pub(super) fn chain(
         &mut self,
         matcher: &mut Parse,
+        classes: u64,
         levels: usize,
     ) -> Option<(Vec<u32>, usize)> {
-        let run = self.class_run(matcher, PLAIN_CLASSES, levels)?;
+        let run = self.class_run(matcher, classes, levels)?;
         let root = self.path[0];
-        let chain = self.chains.get(&(root, PLAIN_CLASSES))?;
+        let chain = self.chains.get(&(root, classes))?;
         let mut configs = Vec::with_capacity(run + 1);
         configs.push(root);
         configs.extend_from_slice(&chain.configs[..chain.configs.len().min(run)]);
@@ -947,7 +992,7 @@ impl StepMemo {
         if configs.len() <= run {
             // A cycle: the last configuration leads back to one before it.
             let last = *configs.last().expect("the root is there");
-            let class = PLAIN_CLASSES.trailing_zeros() as usize;
+            let class = classes.trailing_zeros() as usize;
             let back = self.targets[last as usize][class];
             let from = configs.iter().position(|&config| config == back)?;
             let cycle = configs.len() - from;
