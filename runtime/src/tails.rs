@@ -1,5 +1,6 @@
 //! Where plain text stops in each token, for walks that take plain text
-//! as it is.
+//! as it is, and where a run of a counted class's bytes stops
+//! ([`RunTails`]), for walks along the count.
 //!
 //! Inside a JSON string every plain character — printable ASCII but quote
 //! and backslash, every non-ASCII character — leads the walk's
@@ -11,7 +12,10 @@
 //! their first or second byte; a walk sorts the tails once per
 //! configuration (over [`Tails::trie`]) and every token below a node from
 //! its tail, instead of visiting the 7,000 trie nodes above those tokens
-//! (see `matcher::classify`).
+//! (see `matcher::classify`). A counted class (`[A-Za-z0-9 .-]{1,32}`)
+//! leads the configuration one step along its count per byte instead of
+//! back to itself, so there the tokens are sorted by the length of their
+//! run as well as by their tail.
 
 use std::sync::OnceLock;
 
