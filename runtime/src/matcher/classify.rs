@@ -334,13 +334,18 @@ impl SortedRuns {
     /// is put in order of rank after.
     fn sort(&self, steps: &StepMemo, found: &mut Found) {
         let tails = &self.tails;
+        // Per lead: the verdicts from there, once looked up (runs of one
+        // stop go through every lead).
+        let mut by_lead: Vec<Option<&[Option<TailVerdicts>]>> = vec![None; self.chain.len()];
         for run in tails.runs() {
             // A longer run is refused: the count ran out.
             if run.lead >= self.chain.len() {
                 continue;
             }
-            let by_stop = (steps.run_verdicts(self.chain[run.lead], self.kind, self.classes))
-                .expect("sorted for every lead within the chain");
+            let by_stop = *by_lead[run.lead].get_or_insert_with(|| {
+                (steps.run_verdicts(self.chain[run.lead], self.kind, self.classes))
+                    .expect("sorted for every lead within the chain")
+            });
             // A stop refused there: every token of the run is.
             let Some(verdicts) = &by_stop[run.stop] else {
                 continue;
